@@ -1,0 +1,120 @@
+//! `app-listener-tracer`: a lifecycle listener that appends one line per `app`
+//! event to a log file, so a user can see every `app` command that ran.
+//!
+//! `app` writes events to our stdin, one JSON object per line, and closes it
+//! when the command is over. Each becomes a line like
+//! `2026-11-29T21:56:27.123Z command.end 7f3a… "app event-time" exit=0 12ms`.
+//! The file is `$APP_DATA_DIR/tracer.log`, or `APP_TRACER_LOG`, or `--file`.
+
+use std::fs::OpenOptions;
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use serde_json::Value;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("__app_metadata") {
+        println!(
+            "{}",
+            serde_json::json!({
+                "apiVersion": "app.plugin/v1",
+                "name": "listener-tracer",
+                "version": app::context::APP_VERSION,
+                "description": "Log every app command to a file (a lifecycle listener)",
+            })
+        );
+        return ExitCode::SUCCESS;
+    }
+    let file = match log_file(&args) {
+        Ok(f) => f,
+        Err(msg) => {
+            eprintln!("app-listener-tracer: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    match trace(io::stdin().lock(), &file) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("app-listener-tracer: cannot write {}: {e}", file.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn log_file(args: &[String]) -> Result<PathBuf, String> {
+    match args {
+        [] => Ok(std::env::var_os("APP_TRACER_LOG")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| app::paths::Dirs::from_env().data_dir.join("tracer.log"))),
+        [flag, path] if flag == "--file" => Ok(PathBuf::from(path)),
+        _ => Err(format!(
+            "unexpected arguments {args:?}; usage: app-listener-tracer [--file PATH] < events"
+        )),
+    }
+}
+
+fn trace(input: impl BufRead, file: &PathBuf) -> io::Result<()> {
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut out = OpenOptions::new().create(true).append(true).open(file)?;
+    for line in input.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        // One write per event, so lines of concurrent `app` commands never interleave.
+        out.write_all(format_event(&line).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Turns one event into one log line; an event we cannot parse is logged as is
+/// rather than dropped.
+fn format_event(line: &str) -> String {
+    let Ok(event) = serde_json::from_str::<Value>(line) else {
+        return format!("unparsed {line}\n");
+    };
+    let field = |k: &str| event.get(k).and_then(Value::as_str).unwrap_or("-");
+    let mut out = format!(
+        "{} {} {} {:?}",
+        field("timestamp"),
+        field("event"),
+        field("id"),
+        field("command")
+    );
+    if let Some(code) = event.get("exit_code").and_then(Value::as_i64) {
+        out.push_str(&format!(" exit={code}"));
+    }
+    if let Some(signal) = event.get("signal").and_then(Value::as_i64) {
+        out.push_str(&format!(" signal={signal}"));
+    }
+    if event.get("aborted").and_then(Value::as_bool) == Some(true) {
+        out.push_str(" aborted");
+    }
+    if let Some(ms) = event.get("duration_ms").and_then(Value::as_f64) {
+        out.push_str(&format!(" {ms:.1}ms"));
+    }
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn end_event_line_has_code_and_duration() {
+        let line = format_event(
+            r#"{"event":"command.end","id":"abc","timestamp":"T","command":"app x","exit_code":3,"duration_ms":1.25}"#,
+        );
+        assert_eq!(line, "T command.end abc \"app x\" exit=3 1.2ms\n");
+    }
+
+    #[test]
+    fn garbage_is_kept_not_dropped() {
+        assert_eq!(format_event("not json"), "unparsed not json\n");
+    }
+}

@@ -1,0 +1,94 @@
+//! Where `app` and its plugins keep files: config, data, sockets and caches.
+//!
+//! Every location can be overridden by an `APP_*` variable, so that a test, a
+//! container or a second installation can be isolated without touching `$HOME`.
+//! Plugins use the same rules (through [`Dirs::from_env`]), which is why a
+//! shipped plugin run directly as `app-<name>` finds the same files as when it
+//! is run through `app`.
+
+use std::env;
+use std::path::{Path, PathBuf};
+
+/// The directories `app` and its plugins use.
+///
+/// ```
+/// let dirs = app::paths::Dirs::from_env();
+/// let socket = dirs.plugin_socket("event-time");
+/// assert!(socket.ends_with("plugins/event-time.sock"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dirs {
+    /// `APP_CONFIG_DIR`: holds `config.json`.
+    pub config_dir: PathBuf,
+    /// `APP_DATA_DIR`: persistent state (user plugins, repeater routes, logs).
+    pub data_dir: PathBuf,
+    /// `APP_RUNTIME_DIR`: sockets, pid files and other per-boot files.
+    pub runtime_dir: PathBuf,
+    /// Cache for plugin metadata answers; safe to delete at any time.
+    pub cache_dir: PathBuf,
+}
+
+impl Dirs {
+    /// Computes the directories from `APP_*` variables, falling back to the
+    /// platform's conventional places (XDG on Linux).
+    pub fn from_env() -> Dirs {
+        let config_dir = env_dir("APP_CONFIG_DIR")
+            .or_else(|| dirs::config_dir().map(|d| d.join("app")))
+            .unwrap_or_else(|| fallback_home().join(".config/app"));
+        let data_dir = env_dir("APP_DATA_DIR")
+            .or_else(|| dirs::data_dir().map(|d| d.join("app")))
+            .unwrap_or_else(|| fallback_home().join(".local/share/app"));
+        let runtime_dir = env_dir("APP_RUNTIME_DIR")
+            .or_else(|| dirs::runtime_dir().map(|d| d.join("app")))
+            .unwrap_or_else(fallback_runtime_dir);
+        let cache_dir = env_dir("APP_CACHE_DIR")
+            .or_else(|| dirs::cache_dir().map(|d| d.join("app")))
+            .unwrap_or_else(|| data_dir.join("cache"));
+        Dirs {
+            config_dir,
+            data_dir,
+            runtime_dir,
+            cache_dir,
+        }
+    }
+
+    /// The default config file: `APP_CONFIG_DIR/config.json`.
+    pub fn config_file(&self) -> PathBuf {
+        self.config_dir.join("config.json")
+    }
+
+    /// The user plugin directory, where `app plugin install` puts plugins.
+    pub fn user_plugin_dir(&self) -> PathBuf {
+        self.data_dir.join("plugins")
+    }
+
+    /// Where running plugins put their sockets, pid and listen files.
+    pub fn plugin_runtime_dir(&self) -> PathBuf {
+        self.runtime_dir.join("plugins")
+    }
+
+    /// The unix socket a long-running plugin named `name` listens on.
+    pub fn plugin_socket(&self, name: &str) -> PathBuf {
+        self.plugin_runtime_dir().join(format!("{name}.sock"))
+    }
+}
+
+fn env_dir(var: &str) -> Option<PathBuf> {
+    let value = env::var_os(var)?;
+    let path = PathBuf::from(value);
+    // A relative directory would mean something different to every plugin
+    // that changes its working directory, so only absolute ones count.
+    path.is_absolute().then_some(path)
+}
+
+fn fallback_home() -> PathBuf {
+    dirs::home_dir().unwrap_or_else(|| Path::new("/").to_path_buf())
+}
+
+fn fallback_runtime_dir() -> PathBuf {
+    // No XDG_RUNTIME_DIR (containers, cron, ssh without a login session):
+    // a per-user directory under the temp dir, like tmux does.
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    env::temp_dir().join(format!("app-{uid}"))
+}
