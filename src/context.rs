@@ -220,7 +220,10 @@ impl Context {
                     .map(|n| n.to_string_lossy().into_owned())
             })
             .unwrap_or_default();
-        let fallback_name = exe_name.strip_prefix("app-").unwrap_or(&exe_name).to_string();
+        let fallback_name = exe_name
+            .strip_prefix("app-")
+            .unwrap_or(&exe_name)
+            .to_string();
         let name = env_string(vars::PLUGIN_NAME).unwrap_or(fallback_name);
         let mut ctx = Context::defaults(&name);
         if env::var_os(vars::CONTEXT_VERSION).is_none() {

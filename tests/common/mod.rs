@@ -1,0 +1,141 @@
+//! Shared test support: locating the built binaries and giving each test its
+//! own isolated `app` world (config, data and runtime dirs, a PATH of its own).
+//!
+//! Every test file does `mod common;` and uses what it needs.
+#![allow(dead_code)]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The `app` binary under test.
+pub fn app_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_app"))
+}
+
+/// A shipped plugin binary (`app-event-time`, …), built beside `app` by
+/// `cargo test --workspace`.
+pub fn plugin_bin(name: &str) -> PathBuf {
+    let path = app_bin().with_file_name(name);
+    assert!(
+        path.exists(),
+        "{} is not built; run the tests with `cargo test --workspace`",
+        path.display()
+    );
+    path
+}
+
+/// An isolated environment: its own config, data and runtime directories, and
+/// a `bin/` directory first on PATH for third-party plugins.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::Builder::new()
+            .prefix("app-test-")
+            .tempdir()
+            .expect("create temp dir");
+        let sb = Sandbox { dir };
+        for d in ["config", "data", "run", "bin", "cache"] {
+            fs::create_dir_all(sb.path().join(d)).expect("create sandbox dir");
+        }
+        sb
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Directory for third-party plugins, first on the sandbox PATH.
+    pub fn bin_dir(&self) -> PathBuf {
+        self.path().join("bin")
+    }
+
+    pub fn config_dir(&self) -> PathBuf {
+        self.path().join("config")
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.path().join("data")
+    }
+
+    pub fn runtime_dir(&self) -> PathBuf {
+        self.path().join("run")
+    }
+
+    /// `APP_RUNTIME_DIR/plugins`, where sockets and pid files go.
+    pub fn plugin_runtime_dir(&self) -> PathBuf {
+        self.runtime_dir().join("plugins")
+    }
+
+    /// The PATH the sandbox gives commands: its `bin/`, then the system's.
+    pub fn path_var(&self) -> String {
+        format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin_dir().display())
+    }
+
+    /// Writes `config.json` in the sandbox config dir.
+    pub fn write_config(&self, json: &str) {
+        fs::write(self.config_dir().join("config.json"), json).expect("write config");
+    }
+
+    /// Writes an executable script `bin/<file_name>`.
+    pub fn script(&self, file_name: &str, body: &str) -> PathBuf {
+        write_executable(&self.bin_dir().join(file_name), body)
+    }
+
+    /// A command with the sandbox environment and no inherited `APP_*` variables.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new(program);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("APP_") {
+                cmd.env_remove(&key);
+            }
+        }
+        cmd.env("PATH", self.path_var())
+            .env("HOME", self.path())
+            .env("APP_CONFIG_DIR", self.config_dir())
+            .env("APP_DATA_DIR", self.data_dir())
+            .env("APP_RUNTIME_DIR", self.runtime_dir())
+            .env("APP_CACHE_DIR", self.path().join("cache"))
+            .env_remove("XDG_RUNTIME_DIR")
+            .current_dir(self.path());
+        cmd
+    }
+
+    /// `app` with the sandbox environment.
+    pub fn app(&self) -> Command {
+        self.command(app_bin())
+    }
+}
+
+/// Writes `body` to `path` with mode 0755.
+pub fn write_executable(path: &Path, body: &str) -> PathBuf {
+    fs::write(path, body).expect("write executable");
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("chmod");
+    path.to_path_buf()
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("find a free port")
+}
+
+/// Polls `check` every 20 ms until it returns `Some` or `timeout` passes.
+pub fn wait_for<T>(timeout: std::time::Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = check() {
+            return Some(v);
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
