@@ -6,10 +6,25 @@
 //! - [`paths`]: where config, data and sockets live.
 //!
 //! The rest is the dispatcher, one job per module, in the order data flows:
-//! [`cli`] (parse) → [`config`] and [`alias`] (expand) → [`discovery`] (where plugins
-//! are) → [`resolve`] (which one a command means) → [`metadata`] (what a trusted
-//! plugin says about itself) → [`context`] (what it is told) → [`exec`] (run it).
-//! The built-in commands live in [`commands`].
+//! [`cli`] (parse) → [`session`] and [`config`] (flags, dirs, config file) →
+//! [`alias`] (expand) → [`discovery`] (where plugins are) → [`resolve`] (which
+//! one a command means) → [`metadata`] (what a trusted plugin says about
+//! itself) → [`context`] (what it is told) → [`exec`] (run it). [`run`] ties
+//! them together; the built-in commands live in [`commands`], and
+//! [`inventory`] lists what is installed for them.
 
+pub mod alias;
+pub mod cli;
+pub mod commands;
+pub mod config;
 pub mod context;
+pub mod discovery;
+pub mod error;
+pub mod exec;
+pub mod inventory;
+pub mod metadata;
 pub mod paths;
+pub mod resolve;
+pub mod run;
+pub mod session;
+pub mod suggest;

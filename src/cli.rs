@@ -1,0 +1,162 @@
+//! Parsing the command line: global flags, built-in commands, and everything
+//! else as an external command (clap's `external_subcommand`, as cargo does).
+//!
+//! Global flags go before the command (`app --log 5 -H unix:///x foo run`);
+//! everything after the command's first word belongs to the command.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// The parsed command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "app",
+    about = "Run built-in commands and app-<name> plugins",
+    disable_help_flag = true,
+    disable_help_subcommand = true,
+    disable_version_flag = true,
+    subcommand_required = false,
+    args_conflicts_with_subcommands = false,
+    override_usage = "app [GLOBAL FLAGS] <COMMAND | PLUGIN> [ARGS]..."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalFlags,
+    #[command(subcommand)]
+    pub command: Option<Cmd>,
+}
+
+/// Flags `app` reads before the command and passes on in the context.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GlobalFlags {
+    /// Log level for app and its plugins: 0 silent … 5 trace [default: 2]
+    #[arg(long, value_name = "0..5", value_parser = clap::value_parser!(u8).range(0..=5))]
+    pub log: Option<u8>,
+    /// Log format for plugins
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+    /// Host or socket URL for plugins that talk to a server (repeatable)
+    #[arg(short = 'H', long = "host", value_name = "URL")]
+    pub hosts: Vec<String>,
+    /// Config file [default: APP_CONFIG_DIR/config.json]
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print help (with the installed plugins)
+    #[arg(short = 'h', long)]
+    pub help: bool,
+    /// Print the version
+    #[arg(short = 'V', long)]
+    pub version: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl LogFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
+}
+
+/// The built-in commands; anything else is `External`.
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Show help for app, a built-in command or a plugin
+    Help {
+        /// A command or plugin name
+        #[arg(value_name = "COMMAND")]
+        topic: Vec<String>,
+    },
+    /// Print app's version
+    Version,
+    /// List and inspect plugins
+    #[command(subcommand)]
+    Plugin(PluginCmd),
+    /// Print a shell completion script (bash, zsh or fish)
+    Completion {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Candidates for shell completion (used by the completion scripts)
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+        words: Vec<String>,
+    },
+    #[command(external_subcommand)]
+    External(Vec<OsString>),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCmd {
+    /// List the plugins on the search path, with warnings (shadowed, not executable, …)
+    List,
+    /// Print the path of the executable a plugin name resolves to
+    Path {
+        /// The plugin name, e.g. `event-repeater` or `event-repeater manage`
+        #[arg(required = true)]
+        name: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// Names of the built-in commands; a plugin or alias can never replace one.
+pub const BUILTINS: &[&str] = &["help", "version", "plugin", "completion", "__complete"];
+
+/// Whether `name` is a built-in command.
+pub fn is_builtin(name: &str) -> bool {
+    BUILTINS.contains(&name)
+}
+
+/// The clap command, for help output.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("app").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        command().debug_assert();
+    }
+
+    #[test]
+    fn global_flags_before_an_external_command_are_ours() {
+        let cli = parse(&["--log", "5", "-H", "unix:///x", "foo", "run", "--log", "1"]);
+        assert_eq!(cli.global.log, Some(5));
+        assert_eq!(cli.global.hosts, vec!["unix:///x"]);
+        match cli.command {
+            Some(Cmd::External(args)) => assert_eq!(args, ["foo", "run", "--log", "1"]),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn builtins_win() {
+        assert!(matches!(parse(&["version"]).command, Some(Cmd::Version)));
+        assert!(matches!(
+            parse(&["plugin", "list"]).command,
+            Some(Cmd::Plugin(PluginCmd::List))
+        ));
+    }
+}

@@ -1,0 +1,65 @@
+//! `app help` / `app --help`: the built-ins, then the plugins found, then aliases.
+
+use std::ffi::OsString;
+use std::io::Write;
+
+use crate::error::Result;
+use crate::inventory::Inventory;
+use crate::session::Session;
+
+/// `app help [COMMAND…]`: help for app itself, a built-in, or a plugin (which
+/// is run with `--help`).
+pub fn run(session: &Session, topic: &[String]) -> Result<i32> {
+    let Some(first) = topic.first() else {
+        print_overview(session);
+        return Ok(0);
+    };
+    let mut cmd = crate::cli::command();
+    if let Some(sub) = cmd.find_subcommand_mut(first) {
+        let mut sub = sub.clone().bin_name(format!("app {first}"));
+        print!("{}", sub.render_long_help());
+        return Ok(0);
+    }
+    // A plugin: ask it, the way `git help` shows a command's own help.
+    let mut args: Vec<OsString> = topic.iter().map(OsString::from).collect();
+    args.push("--help".into());
+    crate::run::run_external(session, args)
+}
+
+fn print_overview(session: &Session) {
+    let mut cmd = crate::cli::command();
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "{}", cmd.render_help());
+    let inventory = Inventory::scan(session, true);
+    let _ = writeln!(out, "\nPlugins:");
+    if inventory.plugins.is_empty() {
+        let _ = writeln!(
+            out,
+            "  (none found; plugins are executables named app-<name> on the search path)"
+        );
+    }
+    let width = inventory
+        .plugins
+        .iter()
+        .map(|p| p.command_name().len())
+        .max()
+        .unwrap_or(0);
+    for p in &inventory.plugins {
+        let _ = writeln!(
+            out,
+            "  {:width$}  {}",
+            p.command_name(),
+            p.description().unwrap_or("")
+        );
+    }
+    if !session.config.aliases.is_empty() {
+        let _ = writeln!(out, "\nAliases (from {}):", session.config.path.display());
+        for (name, value) in &session.config.aliases {
+            let _ = writeln!(out, "  {name} = {value}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nRun 'app help <command>' for a command's help, 'app plugin list' for plugin paths and warnings."
+    );
+}

@@ -1,0 +1,249 @@
+//! Where plugins are: the search path, and enumerating what is on it.
+//!
+//! Order, duplicates removed: `APP_PLUGIN_PATH` (colon-separated), the
+//! directory holding the `app` binary (shipped plugins, like git's
+//! exec-path), the user plugin directory, then `PATH`. Empty and relative
+//! entries are skipped: a relative directory would make the meaning of a
+//! command depend on the current directory.
+//!
+//! Looking up one name only checks that name in each directory; only
+//! [`SearchPath::enumerate`] reads directories (for `plugin list`, `help`
+//! and completion).
+
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// Prefix of every plugin executable.
+pub const PLUGIN_PREFIX: &str = "app-";
+/// Prefix of kubectl-style completion helpers (`app_complete-<name>`).
+pub const COMPLETE_PREFIX: &str = "app_complete-";
+
+/// Why a directory is on the search path; decides whether its plugins are trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// From `APP_PLUGIN_PATH`.
+    PluginPath,
+    /// The directory of the `app` binary itself.
+    AppDir,
+    /// The user plugin directory (`APP_DATA_DIR/plugins`).
+    UserDir,
+    /// From `PATH`.
+    Path,
+}
+
+impl Origin {
+    /// Plugins in these places may be asked for metadata and completions;
+    /// plugins found only through `PATH` may not (unless the config trusts them).
+    pub fn is_trusted(self) -> bool {
+        self != Origin::Path
+    }
+
+    /// A short label for listings.
+    pub fn label(self) -> &'static str {
+        match self {
+            Origin::PluginPath => "APP_PLUGIN_PATH",
+            Origin::AppDir => "shipped",
+            Origin::UserDir => "user",
+            Origin::Path => "PATH",
+        }
+    }
+}
+
+/// One directory of the search path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchDir {
+    pub path: PathBuf,
+    pub origin: Origin,
+}
+
+/// A file found on the search path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub path: PathBuf,
+    pub origin: Origin,
+}
+
+/// The ordered, de-duplicated list of directories searched for plugins.
+#[derive(Debug, Clone, Default)]
+pub struct SearchPath {
+    dirs: Vec<SearchDir>,
+}
+
+/// What a file on the search path is, as far as `stat` tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Executable,
+    NotExecutable,
+}
+
+impl SearchPath {
+    /// Builds the search path from its four sources, in order.
+    pub fn new(
+        plugin_path: Option<&OsStr>,
+        app_dir: Option<&Path>,
+        user_dir: &Path,
+        path: Option<&OsStr>,
+    ) -> SearchPath {
+        let mut search = SearchPath::default();
+        if let Some(pp) = plugin_path {
+            for dir in std::env::split_paths(pp) {
+                search.push(dir, Origin::PluginPath);
+            }
+        }
+        if let Some(dir) = app_dir {
+            search.push(dir.to_path_buf(), Origin::AppDir);
+        }
+        search.push(user_dir.to_path_buf(), Origin::UserDir);
+        if let Some(p) = path {
+            for dir in std::env::split_paths(p) {
+                search.push(dir, Origin::Path);
+            }
+        }
+        search
+    }
+
+    /// The search path of this process: `APP_PLUGIN_PATH`, `app`'s own
+    /// directory, `user_dir`, `PATH`.
+    pub fn from_env(user_dir: &Path) -> SearchPath {
+        let app_dir = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(Path::to_path_buf));
+        SearchPath::new(
+            std::env::var_os("APP_PLUGIN_PATH").as_deref(),
+            app_dir.as_deref(),
+            user_dir,
+            std::env::var_os("PATH").as_deref(),
+        )
+    }
+
+    fn push(&mut self, dir: PathBuf, origin: Origin) {
+        if dir.as_os_str().is_empty() || !dir.is_absolute() {
+            return;
+        }
+        // Compare without trailing slashes so `/usr/bin/` and `/usr/bin` are one entry.
+        let dir = dir.components().collect::<PathBuf>();
+        if self.dirs.iter().all(|d| d.path != dir) {
+            self.dirs.push(SearchDir { path: dir, origin });
+        }
+    }
+
+    /// The directories, in search order.
+    pub fn dirs(&self) -> &[SearchDir] {
+        &self.dirs
+    }
+
+    /// Every file called `file_name` on the search path, in order, with what
+    /// kind of file it is. Checks one name per directory; reads no directory.
+    pub fn lookup<'a>(
+        &'a self,
+        file_name: &'a str,
+    ) -> impl Iterator<Item = (Found, FileKind)> + 'a {
+        self.dirs.iter().filter_map(move |dir| {
+            let path = dir.path.join(file_name);
+            let kind = file_kind(&path)?;
+            Some((
+                Found {
+                    path,
+                    origin: dir.origin,
+                },
+                kind,
+            ))
+        })
+    }
+
+    /// The first executable called `file_name`.
+    pub fn find_executable(&self, file_name: &str) -> Option<Found> {
+        self.lookup(file_name)
+            .find(|(_, kind)| *kind == FileKind::Executable)
+            .map(|(found, _)| found)
+    }
+
+    /// Every file whose name starts with `prefix`, in search order, shadowed
+    /// ones included (each entry says which file it is).
+    pub fn enumerate(&self, prefix: &str) -> Vec<Entry> {
+        let mut out = Vec::new();
+        for dir in &self.dirs {
+            let Ok(read) = fs::read_dir(&dir.path) else {
+                continue;
+            };
+            let mut names: Vec<(String, PathBuf)> = read
+                .filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    let name = e.file_name().into_string().ok()?;
+                    let rest = name.strip_prefix(prefix)?;
+                    (!rest.is_empty()).then(|| (rest.to_string(), e.path()))
+                })
+                .collect();
+            names.sort();
+            for (name, path) in names {
+                let Some(kind) = file_kind(&path) else {
+                    continue;
+                };
+                out.push(Entry {
+                    name,
+                    found: Found {
+                        path,
+                        origin: dir.origin,
+                    },
+                    kind,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// One file found by [`SearchPath::enumerate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The name after the prefix (`event-time` for `app-event-time`).
+    pub name: String,
+    pub found: Found,
+    pub kind: FileKind,
+}
+
+/// `None` for anything that is not a regular file (after following links).
+fn file_kind(path: &Path) -> Option<FileKind> {
+    let meta = fs::metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    Some(if meta.permissions().mode() & 0o111 != 0 {
+        FileKind::Executable
+    } else {
+        FileKind::NotExecutable
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_is_plugin_path_app_dir_user_dir_path_without_duplicates() {
+        let sp = SearchPath::new(
+            Some(OsStr::new("/p1::relative:/p2/")),
+            Some(Path::new("/app")),
+            Path::new("/user"),
+            Some(OsStr::new("/usr/bin:/p1:/app:.:/bin")),
+        );
+        let dirs: Vec<_> = sp
+            .dirs()
+            .iter()
+            .map(|d| (d.path.to_str().unwrap(), d.origin))
+            .collect();
+        assert_eq!(
+            dirs,
+            vec![
+                ("/p1", Origin::PluginPath),
+                ("/p2", Origin::PluginPath),
+                ("/app", Origin::AppDir),
+                ("/user", Origin::UserDir),
+                ("/usr/bin", Origin::Path),
+                ("/bin", Origin::Path),
+            ]
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! Running a plugin: `exec` in place of `app`, or a supervised child.
+//!
+//! `exec` is the default: the terminal, stdin, signals and exit status are
+//! then the plugin's own, and no `app` process is left behind. A supervised
+//! child is used only when `app` must stay (the JSON context on stdin, or
+//! listeners waiting for `command.end`). Its rules, in one place:
+//! - SIGTERM, SIGHUP and SIGQUIT sent to `app` are forwarded to the child;
+//!   SIGINT too, unless `app` is in the terminal's foreground process group
+//!   (then the terminal already sent it to the child, and once is enough);
+//! - the child gets SIGTERM if `app` dies (`PR_SET_PDEATHSIG` on Linux), so
+//!   no plugin outlives a killed `app`;
+//! - `app` exits with the child's code, or 128+N when it died of signal N.
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::error::{code, Error};
+
+/// What to run and what to tell it.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub env: Vec<(&'static str, OsString)>,
+}
+
+impl Invocation {
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+}
+
+/// How a supervised plugin ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Exited(i32),
+    Signaled(i32),
+}
+
+impl Outcome {
+    /// The exit code `app` passes on: the child's, or 128+N for signal N.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Outcome::Exited(c) => c,
+            Outcome::Signaled(s) => code::SIGNAL_BASE + s,
+        }
+    }
+}
+
+/// Replaces `app` with the plugin. Returns only if that failed.
+pub fn exec(inv: &Invocation) -> Error {
+    let err = inv.command().exec();
+    cannot_run(&inv.program, err)
+}
+
+/// A running supervised plugin.
+pub struct Supervised {
+    child: std::process::Child,
+}
+
+/// Starts the plugin as a supervised child. With `stdin_prelude`, the child's
+/// stdin is a pipe that first gets that text, then everything `app` reads
+/// from its own stdin until EOF; without it, the child shares `app`'s stdin.
+pub fn spawn(inv: &Invocation, stdin_prelude: Option<String>) -> Result<Supervised, Error> {
+    let signals = block_forwarded_signals();
+    let mut cmd = inv.command();
+    if stdin_prelude.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child before exec and only calls
+    // async-signal-safe functions (prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            #[cfg(target_os = "linux")]
+            {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            // `app` died between fork and prctl: nobody would reap us.
+            if libc::getppid() as u32 != parent {
+                libc::_exit(code::SIGNAL_BASE + libc::SIGTERM);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| cannot_run(&inv.program, e))?;
+    if let (Some(prelude), Some(mut pipe)) = (stdin_prelude, child.stdin.take()) {
+        std::thread::spawn(move || {
+            // The child may exit or close stdin early; that ends the relay, nothing more.
+            if pipe.write_all(prelude.as_bytes()).is_ok() {
+                let _ = io::copy(&mut io::stdin().lock(), &mut pipe);
+            }
+        });
+    }
+    forward_signals(signals, child.id());
+    Ok(Supervised { child })
+}
+
+impl Supervised {
+    /// The child's process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the child to end.
+    pub fn wait(mut self) -> Result<Outcome, Error> {
+        let status = self
+            .child
+            .wait()
+            .map_err(|e| Error::io("waiting for the plugin", e))?;
+        Ok(match (status.code(), status.signal()) {
+            (Some(c), _) => Outcome::Exited(c),
+            (None, Some(s)) => Outcome::Signaled(s),
+            (None, None) => Outcome::Exited(code::FAILURE),
+        })
+    }
+}
+
+const FORWARDED: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT];
+
+/// Blocks the forwarded signals in this thread (and the threads it starts),
+/// so that one thread can take them with `sigwait`. The child's mask is
+/// reset by the standard library before it runs.
+fn block_forwarded_signals() -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data initialised by sigemptyset; the calls
+    // only read and write that local set and this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in FORWARDED {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+fn forward_signals(set: libc::sigset_t, child: u32) {
+    let pid = child as libc::pid_t;
+    let foreground = in_terminal_foreground();
+    std::thread::spawn(move || loop {
+        let mut sig: libc::c_int = 0;
+        // SAFETY: `set` is a valid, initialised signal set owned by this thread.
+        if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
+            return;
+        }
+        if (sig == libc::SIGINT || sig == libc::SIGQUIT) && foreground {
+            continue;
+        }
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(pid, sig) };
+    });
+}
+
+/// Whether `app` is in its terminal's foreground process group: then keys
+/// like Ctrl-C already signal the child too.
+fn in_terminal_foreground() -> bool {
+    // SAFETY: isatty, tcgetpgrp and getpgrp only query the process state.
+    unsafe {
+        [0, 1, 2]
+            .into_iter()
+            .any(|fd| libc::isatty(fd) == 1 && libc::tcgetpgrp(fd) == libc::getpgrp())
+    }
+}
+
+/// Explains why `path` could not be started, in the user's terms.
+pub fn cannot_run(path: &Path, err: io::Error) -> Error {
+    let reason = match err.raw_os_error() {
+        Some(libc::EACCES) => {
+            if is_executable(path) {
+                "permission denied (is the file system mounted noexec, or a directory not searchable?)"
+                    .to_string()
+            } else {
+                format!(
+                    "the file is not executable; make it so with: chmod +x {}",
+                    path.display()
+                )
+            }
+        }
+        Some(libc::ENOENT) if path.exists() => match interpreter(path) {
+            Some(interp) => format!(
+                "its interpreter '{interp}' (from the #! line) does not exist; fix the first line of the script or install {interp}"
+            ),
+            None => "a file it needs to start (its interpreter or dynamic loader) does not exist"
+                .to_string(),
+        },
+        Some(libc::ENOEXEC) => {
+            "it is not a program this system can run (a script needs a #! line as its first line)"
+                .to_string()
+        }
+        _ => err.to_string(),
+    };
+    Error::CannotRun {
+        path: path.to_path_buf(),
+        reason,
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+}
+
+/// The interpreter named on a script's `#!` line.
+fn interpreter(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let first = head[..n].split(|b| *b == b'\n').next()?;
+    let rest = first.strip_prefix(b"#!")?;
+    let text = String::from_utf8_lossy(rest);
+    text.split_whitespace().next().map(String::from)
+}

@@ -1,0 +1,126 @@
+//! Everything installed: each plugin on the search path with its metadata,
+//! and the problems `plugin list` warns about. Used by `plugin list`, `help`
+//! and completion; never on the path of running a plugin.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::cli::is_builtin;
+use crate::discovery::{FileKind, Found, PLUGIN_PREFIX};
+use crate::metadata::Metadata;
+use crate::session::Session;
+
+/// A plugin as `app` would run it.
+#[derive(Debug, Clone)]
+pub struct Plugin {
+    /// The name after `app-` (`event-repeater`, `foo_bar`).
+    pub name: String,
+    /// The file that runs.
+    pub found: Found,
+    /// Its metadata, when it is trusted and answered.
+    pub metadata: Option<Metadata>,
+}
+
+impl Plugin {
+    /// The command words that reach it: underscores read as dashes.
+    pub fn command_name(&self) -> String {
+        self.name.replace('_', "-")
+    }
+
+    pub fn description(&self) -> Option<&str> {
+        self.metadata.as_ref()?.description.as_deref()
+    }
+}
+
+/// A problem with a file on the search path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// A later file with the same name never runs.
+    Shadowed { path: PathBuf, by: PathBuf },
+    /// The file has no run bit.
+    NotExecutable { path: PathBuf },
+    /// The file is named after a built-in command, which always wins.
+    OverridesBuiltin { path: PathBuf, builtin: String },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::Shadowed { path, by } => write!(
+                f,
+                "{} is shadowed by {} and never runs",
+                path.display(),
+                by.display()
+            ),
+            Warning::NotExecutable { path } => write!(
+                f,
+                "{} is not executable (chmod +x it, or remove it)",
+                path.display()
+            ),
+            Warning::OverridesBuiltin { path, builtin } => write!(
+                f,
+                "{} tries to replace the built-in command '{builtin}'; built-ins always win, so it never runs",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// The installed plugins and the warnings about the search path.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    /// Runnable plugins, sorted by name; the first of each name in search order.
+    pub plugins: Vec<Plugin>,
+    pub warnings: Vec<Warning>,
+}
+
+impl Inventory {
+    /// Scans the search path. With `with_metadata`, trusted plugins are asked
+    /// for their metadata (answers are cached).
+    pub fn scan(session: &Session, with_metadata: bool) -> Inventory {
+        let mut first: BTreeMap<String, Found> = BTreeMap::new();
+        let mut warnings = Vec::new();
+        for entry in session.search.enumerate(PLUGIN_PREFIX) {
+            let path = entry.found.path.clone();
+            if entry.kind == FileKind::NotExecutable {
+                warnings.push(Warning::NotExecutable { path });
+                continue;
+            }
+            // A built-in name may be the first word of the command too: `app-plugin-foo`
+            // could never run, since `app plugin foo` is the built-in `plugin`.
+            let first_word = entry.name.split('-').next().unwrap_or_default();
+            if is_builtin(&entry.name) || is_builtin(first_word) {
+                warnings.push(Warning::OverridesBuiltin {
+                    path,
+                    builtin: first_word.to_string(),
+                });
+                continue;
+            }
+            match first.get(&entry.name) {
+                Some(winner) => warnings.push(Warning::Shadowed {
+                    path,
+                    by: winner.path.clone(),
+                }),
+                None => {
+                    first.insert(entry.name, entry.found);
+                }
+            }
+        }
+        let plugins = first
+            .into_iter()
+            .map(|(name, found)| {
+                let metadata = if with_metadata {
+                    session.metadata_for(&name, &found)
+                } else {
+                    None
+                };
+                Plugin {
+                    name,
+                    found,
+                    metadata,
+                }
+            })
+            .collect();
+        Inventory { plugins, warnings }
+    }
+}

@@ -1,0 +1,179 @@
+//! What a trusted plugin says about itself: `app-<name> __app_metadata`.
+//!
+//! Only plugins in trusted places (see [`crate::discovery::Origin::is_trusted`])
+//! or named trusted in the config are ever asked: running an unknown binary
+//! with an argument it does not expect could do anything. Answers are cached
+//! per file, keyed by path, size and modification time, so dispatch does not
+//! start the plugin twice; a plugin without a valid answer is cached as plain.
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// The argument that asks a plugin for its metadata.
+pub const METADATA_ARG: &str = "__app_metadata";
+/// How long a plugin gets to answer.
+pub const METADATA_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A plugin's answer to `__app_metadata`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metadata {
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `"stdin"` when the plugin wants the JSON context on stdin.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Whether the plugin answers `__complete`.
+    #[serde(default)]
+    pub completion: bool,
+}
+
+impl Metadata {
+    /// Whether the plugin asked for the JSON context on stdin.
+    pub fn wants_stdin_context(&self) -> bool {
+        self.context.as_deref() == Some("stdin")
+    }
+
+    /// Parses an answer; anything but one JSON object with an `app.plugin/…`
+    /// apiVersion is no answer.
+    pub fn parse(text: &str) -> Option<Metadata> {
+        let meta: Metadata = serde_json::from_str(text.trim()).ok()?;
+        meta.api_version.starts_with("app.plugin/").then_some(meta)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct CacheEntry {
+    path: PathBuf,
+    size: u64,
+    mtime_ns: i128,
+    metadata: Option<Metadata>,
+}
+
+/// Metadata answers cached on disk, one small file per plugin path.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    dir: PathBuf,
+}
+
+impl Cache {
+    /// A cache stored in `dir` (created when first written).
+    pub fn new(dir: PathBuf) -> Cache {
+        Cache { dir }
+    }
+
+    /// The plugin's metadata: from the cache when the file is unchanged,
+    /// otherwise by asking the plugin (and caching the answer, or its absence).
+    pub fn get(&self, plugin: &Path) -> Option<Metadata> {
+        let stat = fs::metadata(plugin).ok()?;
+        let (size, mtime_ns) = (stat.size(), mtime_ns(&stat));
+        let file = self.entry_file(plugin);
+        if let Some(entry) = fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<CacheEntry>(&b).ok())
+        {
+            if entry.path == plugin && entry.size == size && entry.mtime_ns == mtime_ns {
+                return entry.metadata;
+            }
+        }
+        let metadata = query(plugin, METADATA_TIMEOUT);
+        let entry = CacheEntry {
+            path: plugin.to_path_buf(),
+            size,
+            mtime_ns,
+            metadata,
+        };
+        // The cache is an optimisation: failing to write it must not fail the command.
+        let _ = self.store(&file, &entry);
+        entry.metadata
+    }
+
+    fn entry_file(&self, plugin: &Path) -> PathBuf {
+        self.dir.join(format!(
+            "{:016x}.json",
+            fnv1a(plugin.as_os_str().as_encoded_bytes())
+        ))
+    }
+
+    fn store(&self, file: &Path, entry: &CacheEntry) -> std::io::Result<()> {
+        fs::create_dir_all(&self.dir)?;
+        let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+        fs::write(&tmp, serde_json::to_vec(entry)?)?;
+        fs::rename(&tmp, file)
+    }
+}
+
+fn mtime_ns(stat: &fs::Metadata) -> i128 {
+    i128::from(stat.mtime()) * 1_000_000_000 + i128::from(stat.mtime_nsec())
+}
+
+/// Runs `plugin __app_metadata` and parses its answer, giving up after `timeout`.
+pub fn query(plugin: &Path, timeout: Duration) -> Option<Metadata> {
+    let mut child = Command::new(plugin)
+        .arg(METADATA_ARG)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdout = child.stdout.take()?;
+    let (tx, rx) = mpsc::channel();
+    // A reader thread, so that a plugin which never answers (or never closes
+    // stdout) costs at most `timeout`.
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stdout.by_ref().take(64 * 1024).read_to_end(&mut buf);
+        let _ = tx.send(buf);
+    });
+    let deadline = Instant::now() + timeout;
+    let answer = rx.recv_timeout(timeout).ok();
+    // Closing stdout is not exiting: give the plugin what is left of its
+    // time, then make sure it is gone.
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if let Ok(None) = child.try_wait() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    Metadata::parse(std::str::from_utf8(&answer?).ok()?)
+}
+
+/// 64-bit FNV-1a: a stable file name for a path, no dependency needed.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_requires_the_api_version() {
+        assert!(Metadata::parse(r#"{"name":"x"}"#).is_none());
+        assert!(Metadata::parse("hello").is_none());
+        let m = Metadata::parse(
+            r#"{"apiVersion":"app.plugin/v1","description":"d","context":"stdin","completion":true}"#,
+        )
+        .unwrap();
+        assert!(m.wants_stdin_context());
+        assert!(m.completion);
+    }
+}

@@ -1,0 +1,114 @@
+//! Which plugin a command means: the longest match over its words.
+//!
+//! `app foo bar baz --x` tries `app-foo-bar-baz`, `app-foo-bar`, then
+//! `app-foo`, using the words before the first one that starts with `-`.
+//! A dash inside a word may also match an underscore in the file name
+//! (`app foo-bar` finds `app-foo_bar`), as kubectl does. The longest name
+//! wins over search order; among equal names, search order decides.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::discovery::{FileKind, Found, SearchPath, PLUGIN_PREFIX};
+
+/// A plugin a command resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The plugin's name as in its file name (`foo_bar` for `app-foo_bar`).
+    pub name: String,
+    /// The executable and where it was found.
+    pub found: Found,
+    /// How many of the command's words the name used up; the rest are the
+    /// plugin's arguments.
+    pub consumed: usize,
+}
+
+/// The outcome of resolving a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    Found(Resolved),
+    /// Only a file without the run bit matches.
+    NotExecutable(PathBuf),
+    NotFound,
+}
+
+/// The words that may name a plugin: those before the first argument that
+/// starts with `-`, stopping at anything that cannot be part of a file name.
+pub fn command_words(args: &[OsString]) -> Vec<&str> {
+    args.iter()
+        .map_while(|a| a.to_str())
+        .take_while(|w| !w.is_empty() && !w.starts_with('-') && !w.contains('/'))
+        .collect()
+}
+
+/// Candidate plugin names for `words`, longest first; each with the number of
+/// words it uses. A name with dashes inside a word is followed by its
+/// underscore variant.
+pub fn candidate_names(words: &[&str]) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for n in (1..=words.len()).rev() {
+        let parts = &words[..n];
+        out.push((parts.join("-"), n));
+        if parts.iter().any(|w| w.contains('-')) {
+            let underscored: Vec<String> = parts.iter().map(|w| w.replace('-', "_")).collect();
+            out.push((underscored.join("-"), n));
+        }
+    }
+    out
+}
+
+/// Resolves `args` (the command and its arguments, after global flags).
+pub fn resolve(search: &SearchPath, args: &[OsString]) -> Resolution {
+    let words = command_words(args);
+    let mut not_executable = None;
+    for (name, consumed) in candidate_names(&words) {
+        let file_name = format!("{PLUGIN_PREFIX}{name}");
+        for (found, kind) in search.lookup(&file_name) {
+            match kind {
+                FileKind::Executable => {
+                    return Resolution::Found(Resolved {
+                        name,
+                        found,
+                        consumed,
+                    })
+                }
+                FileKind::NotExecutable => {
+                    not_executable.get_or_insert(found.path);
+                }
+            }
+        }
+    }
+    match not_executable {
+        Some(path) => Resolution::NotExecutable(path),
+        None => Resolution::NotFound,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn words_stop_at_the_first_flag() {
+        let args = os(&["foo", "bar", "--x", "baz"]);
+        assert_eq!(command_words(&args), vec!["foo", "bar"]);
+        assert!(command_words(&os(&["-v", "foo"])).is_empty());
+        assert_eq!(command_words(&os(&["foo", "./file"])), vec!["foo"]);
+    }
+
+    #[test]
+    fn longest_first_with_underscore_variants() {
+        let names: Vec<_> = candidate_names(&["foo-bar", "baz"])
+            .into_iter()
+            .map(|(n, c)| format!("{n}/{c}"))
+            .collect();
+        assert_eq!(
+            names,
+            vec!["foo-bar-baz/2", "foo_bar-baz/2", "foo-bar/1", "foo_bar/1"]
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! The dispatcher's top level: parse → expand aliases → resolve → build the
+//! context → run. Returns the exit code instead of exiting, so tests can call it.
+
+use std::ffi::OsString;
+
+use clap::Parser;
+
+use crate::alias;
+use crate::cli::{Cli, Cmd, BUILTINS};
+use crate::commands;
+use crate::context::vars;
+use crate::error::{code, Error, Result};
+use crate::exec::{self, Invocation};
+use crate::inventory::Inventory;
+use crate::resolve::{resolve, Resolution};
+use crate::session::Session;
+use crate::suggest;
+
+/// Runs `app` with `argv` (program name first) and returns its exit code.
+pub fn run(argv: Vec<OsString>) -> i32 {
+    match dispatch(argv) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("app: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn dispatch(argv: Vec<OsString>) -> Result<i32> {
+    let mut cli = parse(&argv)?;
+    let global_args = global_args(&argv, &cli);
+    let mut session = Session::new(argv.clone(), cli.global.clone(), global_args.clone())?;
+    let mut seen = Vec::new();
+    // Aliases may expand to another alias or to a built-in, so parse again
+    // after each expansion; `seen` stops loops.
+    while let Some(Cmd::External(args)) = &cli.command {
+        let Some(expanded) = alias::expand(&session.config, args, &mut seen)? else {
+            break;
+        };
+        session.alias = Some(crate::context::AliasExpansion {
+            name: seen.last().cloned().unwrap_or_default(),
+            expansion: expanded[..expanded.len() - (args.len() - 1)]
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        });
+        let mut new_argv: Vec<OsString> = vec![argv[0].clone()];
+        new_argv.extend(global_args.iter().map(OsString::from));
+        new_argv.extend(expanded);
+        cli = parse(&new_argv)?;
+        session.global = cli.global.clone();
+    }
+    if session.global.help {
+        return commands::help::run(&session, &[]);
+    }
+    if session.global.version {
+        commands::version();
+        return Ok(0);
+    }
+    match cli.command {
+        None => commands::help::run(&session, &[]),
+        Some(Cmd::External(args)) => run_external(&session, args),
+        Some(builtin) => commands::run(builtin, &session),
+    }
+}
+
+fn parse(argv: &[OsString]) -> Result<Cli> {
+    Cli::try_parse_from(argv).map_err(|e| Error::Usage(clap_message(&e)))
+}
+
+/// clap's message without its own `error: ` prefix (we add `app: `).
+fn clap_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    text.strip_prefix("error: ").unwrap_or(&text).to_string()
+}
+
+/// The global flags as typed: everything between the program name and the command.
+fn global_args(argv: &[OsString], cli: &Cli) -> Vec<String> {
+    let tail = match &cli.command {
+        Some(Cmd::External(args)) => args.len(),
+        _ => {
+            return argv[1..]
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        }
+    };
+    argv[1..argv.len() - tail]
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Resolves and runs an external command (a plugin).
+pub fn run_external(session: &Session, args: Vec<OsString>) -> Result<i32> {
+    let resolved = match resolve(&session.search, &args) {
+        Resolution::Found(r) => r,
+        Resolution::NotExecutable(path) => {
+            return Err(exec::cannot_run(
+                &path,
+                std::io::Error::from_raw_os_error(libc::EACCES),
+            ))
+        }
+        Resolution::NotFound => return Err(unknown_command(session, &args)),
+    };
+    let plugin_args = args[resolved.consumed..].to_vec();
+    let metadata = session.metadata_for(&resolved.name, &resolved.found);
+    let stdin_context = metadata.as_ref().is_some_and(|m| m.wants_stdin_context());
+    let context = session.plugin_context(&resolved, &plugin_args);
+    let mut env = context.to_env();
+    env.push((
+        vars::CONTEXT,
+        if stdin_context { "stdin" } else { "env" }.into(),
+    ));
+    let invocation = Invocation {
+        program: resolved.found.path.clone(),
+        args: plugin_args,
+        env,
+    };
+    if stdin_context {
+        let child = exec::spawn(&invocation, Some(context.to_json_line() + "\n"))?;
+        return Ok(child.wait()?.exit_code());
+    }
+    Err(exec::exec(&invocation))
+}
+
+fn unknown_command(session: &Session, args: &[OsString]) -> Error {
+    let name = args
+        .first()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name.is_empty() || name.contains('/') {
+        return Error::InvalidName(name);
+    }
+    // Enumerating is fine here: this is the error path.
+    let inventory = Inventory::scan(session, false);
+    let plugin_names: Vec<String> = inventory.plugins.iter().map(|p| p.command_name()).collect();
+    let candidates = BUILTINS
+        .iter()
+        .filter(|b| !b.starts_with("__"))
+        .copied()
+        .chain(plugin_names.iter().map(String::as_str))
+        .chain(session.config.aliases.keys().map(String::as_str));
+    let suggestion = suggest::closest(&name, candidates).map(String::from);
+    Error::UnknownCommand { name, suggestion }
+}
+
+/// Exit code for a plugin that was killed by `signal`.
+pub fn signal_exit_code(signal: i32) -> i32 {
+    code::SIGNAL_BASE + signal
+}

@@ -1,0 +1,129 @@
+//! One invocation of `app`: the global flags merged with the `APP_*`
+//! environment, the directories, the config and the search path, computed
+//! once and handed to whatever runs next.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::cli::GlobalFlags;
+use crate::config::Config;
+use crate::context::{self, AliasExpansion, Context, CONTEXT_VERSION, DEFAULT_LOG};
+use crate::discovery::SearchPath;
+use crate::error::Result;
+use crate::metadata;
+use crate::paths::Dirs;
+use crate::resolve::Resolved;
+
+/// Everything `app` knows before it runs a command.
+#[derive(Debug)]
+pub struct Session {
+    /// The command line as typed (program name first).
+    pub argv: Vec<OsString>,
+    pub global: GlobalFlags,
+    /// The global flags as typed, before the command.
+    pub global_args: Vec<String>,
+    pub dirs: Dirs,
+    pub config: Config,
+    pub search: SearchPath,
+    /// The alias that was expanded, if any.
+    pub alias: Option<AliasExpansion>,
+}
+
+impl Session {
+    /// Computes the session for parsed global flags; reads the config file.
+    pub fn new(
+        argv: Vec<OsString>,
+        global: GlobalFlags,
+        global_args: Vec<String>,
+    ) -> Result<Session> {
+        let dirs = Dirs::from_env();
+        let config_path = global
+            .config
+            .clone()
+            .or_else(|| std::env::var_os(context::vars::CONFIG).map(PathBuf::from))
+            .unwrap_or_else(|| dirs.config_file());
+        let config = Config::load(&config_path)?;
+        let search = SearchPath::from_env(&dirs.user_plugin_dir());
+        Ok(Session {
+            argv,
+            global,
+            global_args,
+            dirs,
+            config,
+            search,
+            alias: None,
+        })
+    }
+
+    /// The metadata cache.
+    pub fn metadata_cache(&self) -> metadata::Cache {
+        metadata::Cache::new(self.dirs.cache_dir.join("metadata"))
+    }
+
+    /// Metadata for a plugin, asked only when the plugin may be trusted.
+    pub fn metadata_for(
+        &self,
+        name: &str,
+        found: &crate::discovery::Found,
+    ) -> Option<metadata::Metadata> {
+        if found.origin.is_trusted() || self.config.is_trusted(name) {
+            self.metadata_cache().get(&found.path)
+        } else {
+            None
+        }
+    }
+
+    /// The log level in force: `--log`, else `APP_LOG`, else the default.
+    pub fn log_level(&self) -> u8 {
+        self.global
+            .log
+            .or_else(|| std::env::var(context::vars::LOG).ok()?.parse().ok())
+            .unwrap_or(DEFAULT_LOG)
+    }
+
+    /// The context for running `resolved` with `args`.
+    pub fn plugin_context(&self, resolved: &Resolved, args: &[OsString]) -> Context {
+        let hosts = if self.global.hosts.is_empty() {
+            std::env::var(context::vars::HOSTS)
+                .map(|h| {
+                    h.split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            self.global.hosts.clone()
+        };
+        let log_format = self
+            .global
+            .log_format
+            .map(|f| f.as_str().to_string())
+            .or_else(|| std::env::var(context::vars::LOG_FORMAT).ok())
+            .unwrap_or_else(|| "text".to_string());
+        Context {
+            context_version: CONTEXT_VERSION,
+            app_bin: std::env::current_exe().ok(),
+            app_version: context::APP_VERSION.to_string(),
+            plugin_name: resolved.name.clone(),
+            plugin_exe: Some(resolved.found.path.clone()),
+            command: shell_words::join(self.argv.iter().map(|a| a.to_string_lossy())),
+            args: args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            log: self.log_level(),
+            log_format,
+            hosts,
+            config: self.config.path.clone(),
+            config_dir: self.dirs.config_dir.clone(),
+            data_dir: self.dirs.data_dir.clone(),
+            runtime_dir: self.dirs.runtime_dir.clone(),
+            plugin_path: std::env::var(context::vars::PLUGIN_PATH).ok(),
+            global_args: self.global_args.clone(),
+            alias: self.alias.clone(),
+            plugin_config: self.config.plugin_config(&resolved.name).cloned(),
+            source: context::Source::Stdin,
+        }
+    }
+}
