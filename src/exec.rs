@@ -77,9 +77,14 @@ pub fn spawn(inv: &Invocation, stdin_prelude: Option<String>) -> Result<Supervis
     }
     let parent = std::process::id();
     // SAFETY: the closure runs in the forked child before exec and only calls
-    // async-signal-safe functions (prctl, getppid, _exit).
+    // async-signal-safe functions (sigprocmask, prctl, getppid, _exit).
     unsafe {
         cmd.pre_exec(move || {
+            // The child inherits the mask that routes signals to our
+            // forwarding thread; it must start with none blocked.
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
             #[cfg(target_os = "linux")]
             {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
@@ -130,7 +135,7 @@ const FORWARDED: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, 
 
 /// Blocks the forwarded signals in this thread (and the threads it starts),
 /// so that one thread can take them with `sigwait`. The child's mask is
-/// reset by the standard library before it runs.
+/// cleared in `spawn`'s `pre_exec`.
 fn block_forwarded_signals() -> libc::sigset_t {
     // SAFETY: sigset_t is plain data initialised by sigemptyset; the calls
     // only read and write that local set and this thread's mask.
