@@ -122,6 +122,34 @@ pub fn is_builtin(name: &str) -> bool {
     BUILTINS.contains(&name)
 }
 
+/// Where the command starts in `argv` (program name first): the index of
+/// the first word that is neither a global flag nor a global flag's value.
+pub fn command_index(argv: &[std::ffi::OsString]) -> usize {
+    let cmd = command();
+    let takes_value = |word: &str| {
+        cmd.get_arguments().any(|a| {
+            a.get_action().takes_values()
+                && (word
+                    .strip_prefix("--")
+                    .is_some_and(|l| a.get_long() == Some(l))
+                    || word.strip_prefix('-').and_then(|s| s.chars().next()) == a.get_short()
+                        && word.len() == 2)
+        })
+    };
+    let mut i = 1;
+    while let Some(word) = argv.get(i).and_then(|w| w.to_str()) {
+        if !word.starts_with('-') {
+            break;
+        }
+        i += if !word.contains('=') && takes_value(word) {
+            2
+        } else {
+            1
+        };
+    }
+    i.min(argv.len())
+}
+
 /// The clap command, for help output.
 pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
@@ -149,6 +177,17 @@ mod tests {
             Some(Cmd::External(args)) => assert_eq!(args, ["foo", "run", "--log", "1"]),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn command_index_skips_global_flags_and_their_values() {
+        let argv = |a: &[&str]| a.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            command_index(&argv(&["app", "--log", "3", "-H", "x", "plugin", "list"])),
+            5
+        );
+        assert_eq!(command_index(&argv(&["app", "--log=3", "version"])), 2);
+        assert_eq!(command_index(&argv(&["app", "--help"])), 2);
     }
 
     #[test]

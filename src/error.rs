@@ -46,6 +46,8 @@ pub enum Error {
     },
     /// Bad usage, already worded for the user (clap's messages included).
     Usage(String),
+    /// A listener registered with `can_abort` vetoed the command.
+    Aborted { listener: String, reason: String },
     /// An operating-system error while doing `what`.
     Io { what: String, source: io::Error },
 }
@@ -57,7 +59,7 @@ impl Error {
             Error::UnknownCommand { .. } | Error::InvalidName(_) => code::NOT_FOUND,
             Error::CannotRun { .. } => code::CANNOT_RUN,
             Error::Usage(_) | Error::AliasLoop { .. } | Error::AliasSyntax { .. } => code::USAGE,
-            Error::Config { .. } | Error::Io { .. } => code::FAILURE,
+            Error::Config { .. } | Error::Io { .. } | Error::Aborted { .. } => code::FAILURE,
         }
     }
 
@@ -111,6 +113,9 @@ impl fmt::Display for Error {
                 config.display()
             ),
             Error::Usage(message) => f.write_str(message.trim_end()),
+            Error::Aborted { listener, reason } => {
+                write!(f, "aborted by listener '{listener}': {reason}")
+            }
             Error::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }

@@ -11,7 +11,8 @@
 //! one a command means) → [`metadata`] (what a trusted plugin says about
 //! itself) → [`context`] (what it is told) → [`exec`] (run it). [`run`] ties
 //! them together; the built-in commands live in [`commands`], and
-//! [`inventory`] lists what is installed for them.
+//! [`inventory`] lists what is installed for them. [`lifecycle`] and
+//! [`listeners`] tell listener plugins about every command, when configured.
 
 pub mod alias;
 pub mod cli;
@@ -22,6 +23,8 @@ pub mod discovery;
 pub mod error;
 pub mod exec;
 pub mod inventory;
+pub mod lifecycle;
+pub mod listeners;
 pub mod metadata;
 pub mod paths;
 pub mod resolve;

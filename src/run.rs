@@ -9,9 +9,10 @@ use crate::alias;
 use crate::cli::{Cli, Cmd, BUILTINS};
 use crate::commands;
 use crate::context::vars;
-use crate::error::{code, Error, Result};
+use crate::error::{Error, Result};
 use crate::exec::{self, Invocation};
 use crate::inventory::Inventory;
+use crate::lifecycle;
 use crate::resolve::{resolve, Resolution};
 use crate::session::Session;
 use crate::suggest;
@@ -52,16 +53,49 @@ fn dispatch(argv: Vec<OsString>) -> Result<i32> {
         session.global = cli.global.clone();
     }
     if session.global.help {
-        return commands::help::run(&session, &[]);
+        return run_builtin(&session, Cmd::Help { topic: Vec::new() });
     }
     if session.global.version {
-        commands::version();
-        return Ok(0);
+        return run_builtin(&session, Cmd::Version);
     }
     match cli.command {
-        None => commands::help::run(&session, &[]),
         Some(Cmd::External(args)) => run_external(&session, args),
-        Some(builtin) => commands::run(builtin, &session),
+        None => run_builtin(&session, Cmd::Help { topic: Vec::new() }),
+        Some(builtin) => run_builtin(&session, builtin),
+    }
+}
+
+/// Runs a built-in command, told to listeners when there are any.
+fn run_builtin(session: &Session, cmd: Cmd) -> Result<i32> {
+    if session.config.listeners.is_empty() {
+        return commands::run(cmd, session);
+    }
+    let args: Vec<OsString> = session.argv[1 + session.global_args.len()..].to_vec();
+    let name = builtin_name(&args);
+    let context = session.context(&name, None, &args);
+    let subject = lifecycle::Subject {
+        context: &context,
+        plugin: None,
+        builtin: Some(name),
+        args: lifecycle::arg_strings(&args),
+    };
+    lifecycle::observe(session, subject, || {
+        commands::run(cmd, session).map(exec::Outcome::Exited)
+    })
+}
+
+/// `plugin list` for `app --log 3 plugin list`: the words of the built-in.
+fn builtin_name(args: &[OsString]) -> String {
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .take_while(|w| !w.starts_with('-'))
+        .take(2)
+        .collect();
+    if words.is_empty() {
+        "help".to_string()
+    } else {
+        words.join(" ")
     }
 }
 
@@ -77,16 +111,12 @@ fn clap_message(e: &clap::Error) -> String {
 
 /// The global flags as typed: everything between the program name and the command.
 fn global_args(argv: &[OsString], cli: &Cli) -> Vec<String> {
-    let tail = match &cli.command {
-        Some(Cmd::External(args)) => args.len(),
-        _ => {
-            return argv[1..]
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect()
-        }
+    let end = match &cli.command {
+        // clap knows exactly where an external command starts.
+        Some(Cmd::External(args)) => argv.len() - args.len(),
+        _ => crate::cli::command_index(argv),
     };
-    argv[1..argv.len() - tail]
+    argv[1..end]
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect()
@@ -118,9 +148,21 @@ pub fn run_external(session: &Session, args: Vec<OsString>) -> Result<i32> {
         args: plugin_args,
         env,
     };
-    if stdin_context {
-        let child = exec::spawn(&invocation, Some(context.to_json_line() + "\n"))?;
-        return Ok(child.wait()?.exit_code());
+    let prelude = stdin_context.then(|| context.to_json_line() + "\n");
+    if !session.config.listeners.is_empty() {
+        // Listeners need command.end, so app stays as the plugin's parent.
+        let subject = lifecycle::Subject {
+            context: &context,
+            plugin: Some(invocation.program.clone()),
+            builtin: None,
+            args: lifecycle::arg_strings(&invocation.args),
+        };
+        return lifecycle::observe(session, subject, || {
+            exec::spawn(&invocation, prelude)?.wait()
+        });
+    }
+    if let Some(prelude) = prelude {
+        return Ok(exec::spawn(&invocation, Some(prelude))?.wait()?.exit_code());
     }
     Err(exec::exec(&invocation))
 }
@@ -144,9 +186,4 @@ fn unknown_command(session: &Session, args: &[OsString]) -> Error {
         .chain(session.config.aliases.keys().map(String::as_str));
     let suggestion = suggest::closest(&name, candidates).map(String::from);
     Error::UnknownCommand { name, suggestion }
-}
-
-/// Exit code for a plugin that was killed by `signal`.
-pub fn signal_exit_code(signal: i32) -> i32 {
-    code::SIGNAL_BASE + signal
 }

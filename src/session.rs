@@ -83,6 +83,11 @@ impl Session {
 
     /// The context for running `resolved` with `args`.
     pub fn plugin_context(&self, resolved: &Resolved, args: &[OsString]) -> Context {
+        self.context(&resolved.name, Some(resolved.found.path.clone()), args)
+    }
+
+    /// The context for command `name` (a plugin, or a built-in for listeners).
+    pub fn context(&self, name: &str, exe: Option<PathBuf>, args: &[OsString]) -> Context {
         let hosts = if self.global.hosts.is_empty() {
             std::env::var(context::vars::HOSTS)
                 .map(|h| {
@@ -105,8 +110,8 @@ impl Session {
             context_version: CONTEXT_VERSION,
             app_bin: std::env::current_exe().ok(),
             app_version: context::APP_VERSION.to_string(),
-            plugin_name: resolved.name.clone(),
-            plugin_exe: Some(resolved.found.path.clone()),
+            plugin_name: name.to_string(),
+            plugin_exe: exe,
             command: shell_words::join(self.argv.iter().map(|a| a.to_string_lossy())),
             args: args
                 .iter()
@@ -122,7 +127,7 @@ impl Session {
             plugin_path: std::env::var(context::vars::PLUGIN_PATH).ok(),
             global_args: self.global_args.clone(),
             alias: self.alias.clone(),
-            plugin_config: self.config.plugin_config(&resolved.name).cloned(),
+            plugin_config: self.config.plugin_config(name).cloned(),
             source: context::Source::Stdin,
         }
     }

@@ -1,0 +1,224 @@
+//! `app`'s own lifecycle, published to listener plugins: `command.start`
+//! before a command runs, `command.end` after it, as one JSON line each.
+//!
+//! Only used when the config registers listeners; with none, nothing here
+//! runs and a plugin call is still a plain `exec`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::exec::Outcome;
+use crate::listeners::Listener;
+use crate::session::Session;
+
+/// What is being run, for the `command.start` event.
+pub struct Subject<'a> {
+    /// The context document (the plugin's, or the one a built-in would give).
+    pub context: &'a Context,
+    /// The plugin executable; `None` for a built-in command.
+    pub plugin: Option<PathBuf>,
+    /// The built-in command, e.g. `plugin list`; `None` for a plugin.
+    pub builtin: Option<String>,
+    /// The arguments the plugin (or built-in) receives.
+    pub args: Vec<String>,
+}
+
+/// Runs `body` between `command.start` and `command.end`, told to every
+/// configured listener. A listener registered with `can_abort` may veto the
+/// command on `command.start`; then `body` never runs.
+pub fn observe(
+    session: &Session,
+    subject: Subject<'_>,
+    body: impl FnOnce() -> Result<Outcome>,
+) -> Result<i32> {
+    let log = session.log_level();
+    let id = invocation_id();
+    let started = Instant::now();
+    let env = subject.context.to_env();
+    let mut listeners = Vec::new();
+    for settings in &session.config.listeners {
+        let file = format!("app-listener-{}", settings.name);
+        let Some(found) = session.search.find_executable(&file) else {
+            warn(
+                log,
+                &format!(
+                    "listener '{}' not found: no executable {file} on the search path",
+                    settings.name
+                ),
+            );
+            continue;
+        };
+        match Listener::start(settings, found.path.clone(), &env, log >= 4) {
+            Ok(l) => listeners.push(l),
+            Err(e) => warn(
+                log,
+                &format!(
+                    "listener '{}' ({}) cannot start: {e}",
+                    settings.name,
+                    found.path.display()
+                ),
+            ),
+        }
+    }
+
+    let start = json!({
+        "event": "command.start",
+        "id": id,
+        "timestamp": rfc3339(SystemTime::now()),
+        "command": subject.context.command,
+        "plugin": subject.plugin,
+        "builtin": subject.builtin,
+        "args": subject.args,
+        "context": subject.context,
+    });
+    broadcast(&listeners, "command.start", &start);
+
+    let vetoes = listeners
+        .iter()
+        .filter(|l| l.can_abort && l.wants("command.start"))
+        .find_map(|l| l.abort_reason(started).map(|r| (l.name.clone(), r)));
+    if let Some((listener, reason)) = vetoes {
+        let end = end_event(&id, &subject, started, None, true);
+        broadcast(&listeners, "command.end", &end);
+        finish(listeners, log);
+        return Err(Error::Aborted { listener, reason });
+    }
+
+    let result = body();
+    let outcome = match &result {
+        Ok(o) => *o,
+        Err(e) => Outcome::Exited(e.exit_code()),
+    };
+    let end = end_event(&id, &subject, started, Some(outcome), false);
+    broadcast(&listeners, "command.end", &end);
+    finish(listeners, log);
+    result.map(Outcome::exit_code)
+}
+
+fn end_event(
+    id: &str,
+    subject: &Subject<'_>,
+    started: Instant,
+    outcome: Option<Outcome>,
+    aborted: bool,
+) -> Value {
+    let mut end = json!({
+        "event": "command.end",
+        "id": id,
+        "timestamp": rfc3339(SystemTime::now()),
+        "command": subject.context.command,
+        "plugin": subject.plugin,
+        "builtin": subject.builtin,
+        "duration_ms": started.elapsed().as_secs_f64() * 1000.0,
+        "aborted": aborted,
+    });
+    match outcome {
+        Some(Outcome::Exited(code)) => end["exit_code"] = json!(code),
+        Some(o @ Outcome::Signaled(sig)) => {
+            end["signal"] = json!(sig);
+            end["exit_code"] = json!(o.exit_code());
+        }
+        None => end["exit_code"] = json!(crate::error::code::FAILURE),
+    }
+    end
+}
+
+fn broadcast(listeners: &[Listener], event: &str, value: &Value) {
+    let line = value.to_string();
+    for l in listeners.iter().filter(|l| l.wants(event)) {
+        l.send(&line);
+    }
+}
+
+fn finish(listeners: Vec<Listener>, log: u8) {
+    // Finish them side by side, so a slow one costs its own time, not the sum.
+    let handles: Vec<_> = listeners
+        .into_iter()
+        .map(|l| std::thread::spawn(move || l.finish()))
+        .collect();
+    for h in handles {
+        if let Ok(Some(warning)) = h.join() {
+            warn(log, &warning);
+        }
+    }
+}
+
+fn warn(log: u8, message: &str) {
+    if log >= 3 {
+        eprintln!("app: warning: {message}");
+    }
+}
+
+/// 32 hex digits from the kernel's random source (time and pid if that fails).
+fn invocation_id() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let random = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if random.is_err() {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        bytes = (nanos ^ (u128::from(std::process::id()) << 96)).to_be_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `2026-11-29T21:56:27.123Z`, without a date crate.
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// The arguments as strings, for events.
+pub fn arg_strings(args: &[OsString]) -> Vec<String> {
+    args.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_796_075_787_123);
+        assert_eq!(rfc3339(t), "2026-11-30T21:56:27.123Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn ids_are_unique_hex() {
+        let (a, b) = (invocation_id(), invocation_id());
+        assert_eq!(a.len(), 32);
+        assert_ne!(a, b);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+    }
+}

@@ -1,0 +1,292 @@
+//! Lifecycle listeners: `app-listener-<name>` plugins that hear every command.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Sandbox;
+use serde_json::Value;
+
+/// A listener that appends every event it hears to `file`.
+fn recorder(sb: &Sandbox, name: &str, file: &Path) {
+    sb.script(
+        &format!("app-listener-{name}"),
+        &format!("#!/bin/sh\ncat >> {}\n", file.display()),
+    );
+}
+
+fn events(file: &Path) -> Vec<Value> {
+    fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each event is one JSON line"))
+        .collect()
+}
+
+fn output(cmd: &mut std::process::Command) -> Output {
+    cmd.stdin(Stdio::null()).output().expect("run app")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn start_and_end_events_carry_the_same_id_the_code_and_the_duration() {
+    let sb = Sandbox::new();
+    let log = sb.path().join("events");
+    recorder(&sb, "rec", &log);
+    sb.script("app-work", "#!/bin/sh\nsleep 0.2\nexit 5\n");
+    sb.write_config(r#"{"listeners": [{"name": "rec", "events": ["command.*"]}]}"#);
+    let out = output(sb.app().args(["work", "arg 1"]));
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let ev = events(&log);
+    assert_eq!(ev.len(), 2, "{ev:?}");
+    let (start, end) = (&ev[0], &ev[1]);
+    assert_eq!(start["event"], "command.start");
+    assert_eq!(end["event"], "command.end");
+    assert_eq!(start["id"], end["id"]);
+    assert_eq!(start["id"].as_str().unwrap().len(), 32);
+    assert_eq!(start["args"], serde_json::json!(["arg 1"]));
+    assert_eq!(
+        start["plugin"].as_str().unwrap(),
+        sb.bin_dir().join("app-work").to_str().unwrap()
+    );
+    assert_eq!(start["context"]["plugin_name"], "work");
+    assert!(start["timestamp"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(end["exit_code"], 5);
+    let ms = end["duration_ms"].as_f64().unwrap();
+    assert!((200.0..5000.0).contains(&ms), "duration {ms}");
+    assert_eq!(end["aborted"], false);
+}
+
+#[test]
+fn a_plugin_killed_by_a_signal_still_produces_command_end() {
+    let sb = Sandbox::new();
+    let log = sb.path().join("events");
+    recorder(&sb, "rec", &log);
+    sb.script("app-selfkill", "#!/bin/sh\nkill -TERM $$\nsleep 5\n");
+    sb.write_config(r#"{"listeners": [{"name": "rec"}]}"#);
+    let out = output(sb.app().arg("selfkill"));
+    assert_eq!(out.status.code(), Some(143));
+    let ev = events(&log);
+    assert_eq!(ev.last().unwrap()["signal"], 15);
+    assert_eq!(ev.last().unwrap()["exit_code"], 143);
+}
+
+#[test]
+fn builtin_commands_produce_events_too() {
+    let sb = Sandbox::new();
+    let log = sb.path().join("events");
+    recorder(&sb, "rec", &log);
+    sb.write_config(r#"{"listeners": [{"name": "rec"}]}"#);
+    let out = output(sb.app().arg("version"));
+    assert!(out.status.success());
+    let ev = events(&log);
+    assert_eq!(ev.len(), 2);
+    assert_eq!(ev[0]["builtin"], "version");
+    assert_eq!(ev[1]["exit_code"], 0);
+}
+
+/// Reads pids written by the listener and checks none is alive.
+fn assert_all_gone(pid_file: &Path) {
+    let pids: Vec<i32> = fs::read_to_string(pid_file)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    assert!(!pids.is_empty(), "listener wrote no pids");
+    for pid in pids {
+        let gone = common::wait_for(Duration::from_secs(2), || {
+            let alive = fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| {
+                    !s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
+                .unwrap_or(false);
+            (!alive).then_some(())
+        });
+        assert!(gone.is_some(), "listener process {pid} outlived app");
+    }
+}
+
+#[test]
+fn a_hanging_listener_costs_at_most_its_time_and_leaves_nothing_behind() {
+    let sb = Sandbox::new();
+    let pids = sb.path().join("pids");
+    sb.script(
+        "app-listener-hang",
+        &format!(
+            "#!/bin/sh\necho $$ >> {p}\nsleep 1000 &\necho $! >> {p}\nwait\n",
+            p = pids.display()
+        ),
+    );
+    sb.script("app-quick", "#!/bin/sh\nexit 0\n");
+    sb.write_config(r#"{"listeners": [{"name": "hang", "timeout_ms": 300}]}"#);
+    let t = Instant::now();
+    let out = output(sb.app().args(["--log", "3", "quick"]));
+    let took = t.elapsed();
+    assert!(out.status.success());
+    assert!(took < Duration::from_millis(2000), "took {took:?}");
+    assert!(
+        took >= Duration::from_millis(300),
+        "app did not give the listener its time: {took:?}"
+    );
+    assert!(
+        stderr(&out).contains("listener 'hang' did not finish within 300 ms"),
+        "{}",
+        stderr(&out)
+    );
+    assert_all_gone(&pids);
+}
+
+#[test]
+fn a_hanging_veto_listener_delays_by_its_time_then_the_command_runs() {
+    let sb = Sandbox::new();
+    let pids = sb.path().join("pids");
+    sb.script(
+        "app-listener-slow",
+        &format!(
+            "#!/bin/sh\necho $$ >> {}\nexec sleep 1000\n",
+            pids.display()
+        ),
+    );
+    let marker = sb.path().join("ran");
+    sb.script(
+        "app-work",
+        &format!("#!/bin/sh\ntouch {}\n", marker.display()),
+    );
+    sb.write_config(r#"{"listeners": [{"name": "slow", "can_abort": true, "timeout_ms": 200}]}"#);
+    let t = Instant::now();
+    let out = output(sb.app().arg("work"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(marker.exists());
+    assert!(t.elapsed() < Duration::from_millis(2000));
+    assert_all_gone(&pids);
+}
+
+#[test]
+fn a_crashing_listener_does_not_change_the_exit_code() {
+    let sb = Sandbox::new();
+    sb.script("app-listener-crash", "#!/bin/sh\nexit 99\n");
+    sb.script("app-work", "#!/bin/sh\necho done\nexit 4\n");
+    sb.write_config(r#"{"listeners": [{"name": "crash"}]}"#);
+    let out = output(sb.app().arg("work"));
+    assert_eq!(out.status.code(), Some(4));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "done");
+}
+
+#[test]
+fn a_listener_can_veto_and_the_others_hear_the_abort() {
+    let sb = Sandbox::new();
+    let log = sb.path().join("events");
+    recorder(&sb, "rec", &log);
+    sb.script(
+        "app-listener-guard",
+        "#!/bin/sh\nread -r start\necho '{\"abort\": \"not on a Sunday\"}'\ncat > /dev/null\n",
+    );
+    let marker = sb.path().join("ran");
+    sb.script(
+        "app-work",
+        &format!("#!/bin/sh\ntouch {}\n", marker.display()),
+    );
+    sb.write_config(r#"{"listeners": [{"name": "rec"}, {"name": "guard", "can_abort": true}]}"#);
+    let out = output(sb.app().arg("work"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("aborted by listener 'guard': not on a Sunday"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!marker.exists(), "a vetoed plugin must not run");
+    let ev = events(&log);
+    assert_eq!(ev.len(), 2);
+    assert_eq!(ev[1]["aborted"], true);
+}
+
+#[test]
+fn listeners_without_can_abort_are_not_waited_for_answers() {
+    let sb = Sandbox::new();
+    sb.script(
+        "app-listener-noisy",
+        "#!/bin/sh\nread -r start\necho '{\"abort\": \"ignored\"}'\ncat > /dev/null\n",
+    );
+    sb.script("app-work", "#!/bin/sh\nexit 0\n");
+    sb.write_config(r#"{"listeners": [{"name": "noisy"}]}"#);
+    assert!(output(sb.app().arg("work")).status.success());
+}
+
+#[test]
+fn with_listeners_app_supervises_and_without_it_execs() {
+    let sb = Sandbox::new();
+    sb.script("app-ppid", "#!/bin/sh\necho $PPID\n");
+    let out = output(sb.app().arg("ppid"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        std::process::id().to_string(),
+        "no listeners: the plugin replaces app"
+    );
+    let log = sb.path().join("events");
+    recorder(&sb, "rec", &log);
+    sb.write_config(r#"{"listeners": [{"name": "rec"}]}"#);
+    let child = sb
+        .app()
+        .arg("ppid")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let app_pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        app_pid.to_string()
+    );
+}
+
+#[test]
+fn the_shipped_tracer_logs_every_command() {
+    let sb = Sandbox::new();
+    sb.script("app-work", "#!/bin/sh\nexit 3\n");
+    sb.write_config(r#"{"listeners": [{"name": "tracer"}]}"#);
+    let out = output(sb.app().args(["work", "x"]));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    output(sb.app().arg("version"));
+    let log: PathBuf = sb.data_dir().join("tracer.log");
+    let text = fs::read_to_string(&log).expect("tracer.log written");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(
+        lines[0].contains("command.start") && lines[0].contains("work x"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("command.end") && lines[1].contains("exit=3"),
+        "{text}"
+    );
+    assert!(
+        lines[3].contains("app version") && lines[3].contains("exit=0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn plugin_list_shows_listeners() {
+    let sb = Sandbox::new();
+    recorder(&sb, "rec", &sb.path().join("events"));
+    sb.write_config(r#"{"listeners": [{"name": "rec"}, {"name": "missing"}]}"#);
+    let out = output(sb.app().args(["plugin", "list"]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Listeners"), "{text}");
+    assert!(text.contains("app-listener-rec"), "{text}");
+    assert!(
+        text.contains("not found: no executable app-listener-missing"),
+        "{text}"
+    );
+}
