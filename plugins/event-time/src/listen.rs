@@ -78,16 +78,18 @@ impl RuntimeFiles {
             .map_err(io_err("create the directory", dir))?;
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
             .map_err(io_err("set the mode of", dir))?;
+        let socket = dir.join(format!("{name}.sock"));
+        let pid = dir.join(format!("{name}.pid"));
+        clear_stale(&socket, &pid)?;
+        let listener = UnixListener::bind(&socket).map_err(io_err("listen on", &socket))?;
+        // Only now are the files ours: from here on, dropping `files` removes
+        // them (never before, or a refused start would delete a live
+        // instance's socket).
         let files = RuntimeFiles {
-            socket: dir.join(format!("{name}.sock")),
-            pid: dir.join(format!("{name}.pid")),
+            socket,
+            pid,
             listen: dir.join(format!("{name}.listen")),
         };
-        files.clear_stale()?;
-        let listener =
-            UnixListener::bind(&files.socket).map_err(io_err("listen on", &files.socket));
-        // From here on, dropping `files` removes whatever was created.
-        let listener = listener?;
         fs::set_permissions(&files.socket, fs::Permissions::from_mode(0o600))
             .map_err(io_err("set the mode of", &files.socket))?;
         write_atomic(&files.pid, &format!("{}\n", std::process::id()))?;
@@ -105,36 +107,37 @@ impl RuntimeFiles {
     pub fn socket(&self) -> &Path {
         &self.socket
     }
+}
 
-    fn clear_stale(&self) -> Result<(), ListenError> {
-        let meta = match fs::symlink_metadata(&self.socket) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(io_err("inspect", &self.socket)(e)),
-        };
-        if !meta.file_type().is_socket() {
-            return Err(ListenError::NotASocket(self.socket.clone()));
+/// Removes a socket nothing accepts on; refuses when an instance answers.
+fn clear_stale(socket: &Path, pid_file: &Path) -> Result<(), ListenError> {
+    let meta = match fs::symlink_metadata(socket) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err("inspect", socket)(e)),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(ListenError::NotASocket(socket.to_path_buf()));
+    }
+    if UnixStream::connect(socket).is_ok() {
+        let pid = fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|p| p.trim().parse().ok());
+        return Err(ListenError::Running {
+            socket: socket.to_path_buf(),
+            pid,
+        });
+    }
+    crate::log!(
+        crate::log::INFO,
+        "replacing the stale socket {} left by a process that is gone",
+        socket.display()
+    );
+    match fs::remove_file(socket) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            Err(io_err("remove the stale socket", socket)(e))
         }
-        if UnixStream::connect(&self.socket).is_ok() {
-            let pid = fs::read_to_string(&self.pid)
-                .ok()
-                .and_then(|p| p.trim().parse().ok());
-            return Err(ListenError::Running {
-                socket: self.socket.clone(),
-                pid,
-            });
-        }
-        crate::log!(
-            crate::log::INFO,
-            "replacing the stale socket {} left by a process that is gone",
-            self.socket.display()
-        );
-        match fs::remove_file(&self.socket) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => {
-                Err(io_err("remove the stale socket", &self.socket)(e))
-            }
-            _ => Ok(()),
-        }
+        _ => Ok(()),
     }
 }
 
@@ -194,6 +197,14 @@ mod tests {
         let dir = tmp.path().to_path_buf();
         let (live, files) = RuntimeFiles::bind(&dir, "t").unwrap();
         let err = RuntimeFiles::bind(&dir, "t").unwrap_err();
+        assert!(
+            dir.join("t.sock").exists(),
+            "a refused start keeps the live socket"
+        );
+        assert!(
+            dir.join("t.pid").exists(),
+            "a refused start keeps the live pid file"
+        );
         assert!(
             matches!(err, ListenError::Running { pid: Some(_), .. }),
             "{err}"
