@@ -135,8 +135,10 @@ const FORWARDED: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, 
 
 /// Blocks the forwarded signals in this thread (and the threads it starts),
 /// so that one thread can take them with `sigwait`. The child's mask is
-/// cleared in `spawn`'s `pre_exec`.
-fn block_forwarded_signals() -> libc::sigset_t {
+/// cleared in `spawn`'s `pre_exec`. Call it before starting any thread that
+/// lives while a supervised plugin runs: a thread without the mask would
+/// take SIGTERM itself, killing `app` instead of forwarding it.
+pub fn block_forwarded_signals() -> libc::sigset_t {
     // SAFETY: sigset_t is plain data initialised by sigemptyset; the calls
     // only read and write that local set and this thread's mask.
     unsafe {

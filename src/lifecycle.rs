@@ -36,6 +36,8 @@ pub fn observe(
     subject: Subject<'_>,
     body: impl FnOnce() -> Result<Outcome>,
 ) -> Result<i32> {
+    // Before the listener threads start, so they inherit the mask.
+    crate::exec::block_forwarded_signals();
     let log = session.log_level();
     let id = invocation_id();
     let started = Instant::now();

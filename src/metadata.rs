@@ -132,13 +132,18 @@ pub fn query(plugin: &Path, timeout: Duration) -> Option<Metadata> {
     let (tx, rx) = mpsc::channel();
     // A reader thread, so that a plugin which never answers (or never closes
     // stdout) costs at most `timeout`.
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
         let mut buf = Vec::new();
         let _ = stdout.by_ref().take(64 * 1024).read_to_end(&mut buf);
         let _ = tx.send(buf);
     });
     let deadline = Instant::now() + timeout;
     let answer = rx.recv_timeout(timeout).ok();
+    if answer.is_some() {
+        // Let the reader thread end now: a thread still alive later could
+        // take a signal meant for a supervised plugin (see exec::spawn).
+        let _ = reader.join();
+    }
     // Closing stdout is not exiting: give the plugin what is left of its
     // time, then make sure it is gone.
     while Instant::now() < deadline {

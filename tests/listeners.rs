@@ -290,3 +290,39 @@ fn plugin_list_shows_listeners() {
         "{text}"
     );
 }
+
+#[test]
+fn with_listeners_sigterm_to_app_reaches_the_plugin() {
+    let sb = Sandbox::new();
+    recorder(&sb, "rec", &sb.path().join("events"));
+    let marker = sb.path().join("got-term");
+    sb.script(
+        "app-wait",
+        &format!(
+            "#!/bin/sh\ntrap 'echo term > {}; exit 3' TERM\necho ready\nwhile :; do sleep 0.05; done\n",
+            marker.display()
+        ),
+    );
+    sb.write_config(r#"{"listeners": [{"name": "rec"}]}"#);
+    for _ in 0..5 {
+        let _ = fs::remove_file(&marker);
+        let mut child = sb
+            .app()
+            .arg("wait")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut buf = [0u8; 6];
+        std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut buf).unwrap();
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let status = common::wait_for(Duration::from_secs(5), || child.try_wait().ok().flatten())
+            .expect("app exits");
+        assert_eq!(
+            status.code(),
+            Some(3),
+            "app must forward SIGTERM, not die of it"
+        );
+        assert!(marker.exists());
+    }
+}
