@@ -170,28 +170,28 @@ pub fn complete(session: &Session, words: &[String]) -> Completion {
         builtin::Skipped::Value(done) => return done,
         builtin::Skipped::Rest(n) => n,
     };
-    complete_command(session, &before[globals..], cur, &mut Vec::new())
+    complete_command(session, &root, &before[globals..], cur, &mut Vec::new())
 }
 
 /// Completes after the global flags: `rest` are the words from the command
 /// on, before `cur`.
 fn complete_command(
     session: &Session,
+    root: &clap::Command,
     rest: &[String],
     cur: &str,
     seen_aliases: &mut Vec<String>,
 ) -> Completion {
-    let root = builtin::tree();
     let Some(first) = rest.first() else {
         if cur.starts_with('-') {
-            return builtin::flags(&root, cur);
+            return builtin::flags(root, cur);
         }
-        let mut out = Completion::matching(cur, builtin::subcommands(&root));
+        let mut out = Completion::matching(cur, builtin::subcommands(root));
         out.extend(cur, plugins::next_words(session, &[]));
         out.extend(cur, plugins::aliases(session));
         return out;
     };
-    if let Some(sub) = builtin::find_subcommand(&root, first) {
+    if let Some(sub) = builtin::find_subcommand(root, first) {
         return builtin::complete(session, sub, &rest[1..], cur);
     }
     let args: Vec<OsString> = rest.iter().map(OsString::from).collect();
@@ -201,7 +201,13 @@ fn complete_command(
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect();
-            complete_command(session, &expanded, cur, seen_aliases)
+            // An alias may start with global flags too.
+            match builtin::skip_flags(root, &expanded, cur) {
+                builtin::Skipped::Value(done) => done,
+                builtin::Skipped::Rest(n) => {
+                    complete_command(session, root, &expanded[n..], cur, seen_aliases)
+                }
+            }
         }
         Ok(None) => plugins::complete(session, rest, cur),
         // A broken alias: nothing to offer, and never an error on the terminal.
