@@ -424,6 +424,11 @@ fn check_interactive(shell: Interactive) {
     t.tab("app demo run --sinkprotocol ", &["mqtt", "stderr"]);
     t.tab_completes("app --log-format j", "app --log-format json ");
     t.tab_completes("app --log-format=j", "app --log-format=json ");
+    // Global flags with `:` in their value (bash splits words there) come first.
+    t.tab_completes(
+        "app -H unix:///x/y.sock de",
+        "app -H unix:///x/y.sock demo ",
+    );
     w.assert_nothing_ran();
 }
 

@@ -9,7 +9,10 @@ use crate::session::Session;
 
 /// Prints the completion script for `shell`.
 pub fn script(shell: Shell) -> Result<i32> {
-    print!("{}", complete::scripts::script(shell));
+    // `app completion bash | head` is fine: a closed pipe is not an error here.
+    let _ = std::io::stdout()
+        .lock()
+        .write_all(complete::scripts::script(shell).as_bytes());
     Ok(0)
 }
 
