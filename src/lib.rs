@@ -17,6 +17,7 @@
 pub mod alias;
 pub mod cli;
 pub mod commands;
+pub mod complete;
 pub mod config;
 pub mod context;
 pub mod discovery;

@@ -1,0 +1,138 @@
+//! Asking a plugin for its own completions, only when it opted in:
+//! - its trusted metadata says `"completion": true`: `app-<name> __complete <args…>`;
+//! - or an executable `app_complete-<name>` is on the search path (kubectl's
+//!   convention, for plugins that cannot change): `app_complete-<name> <args…>`.
+//!
+//! Anything else is never run: TAB must not start an unknown program. A
+//! delegate gets the plugin context in its environment (as when it runs),
+//! no stdin, no terminal for its errors, and [`TIMEOUT`] to answer; then it
+//! and anything it started are killed.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::{parse, Completion};
+use crate::context::vars;
+use crate::discovery::COMPLETE_PREFIX;
+use crate::resolve::Resolved;
+use crate::session::Session;
+
+/// The argument that asks a plugin for completions.
+pub const COMPLETE_ARG: &str = "__complete";
+/// How long a delegate may take before TAB gives up on it.
+pub const TIMEOUT: Duration = Duration::from_secs(1);
+/// More output than any sensible completion list; the rest is ignored.
+const MAX_OUTPUT: u64 = 1024 * 1024;
+
+/// Who answers for a plugin's arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delegate {
+    /// The plugin itself, with `__complete` (its metadata opted in).
+    Plugin(PathBuf),
+    /// A separate `app_complete-<name>` executable.
+    Helper(PathBuf),
+}
+
+/// The delegate for `resolved`, if it opted in.
+pub fn find(session: &Session, resolved: &Resolved) -> Option<Delegate> {
+    let opted_in = session
+        .metadata_for(&resolved.name, &resolved.found)
+        .is_some_and(|m| m.completion);
+    if opted_in {
+        return Some(Delegate::Plugin(resolved.found.path.clone()));
+    }
+    session
+        .search
+        .find_executable(&format!("{COMPLETE_PREFIX}{}", resolved.name))
+        .map(|found| Delegate::Helper(found.path))
+}
+
+/// Completes `args` (the plugin's arguments, the last being typed) for `resolved`.
+/// Without a delegate, the shell completes file names.
+pub fn complete(session: &Session, resolved: &Resolved, args: &[String]) -> Completion {
+    let Some(delegate) = find(session, resolved) else {
+        return Completion::files();
+    };
+    let (program, mut argv) = match delegate {
+        Delegate::Plugin(path) => (path, vec![OsString::from(COMPLETE_ARG)]),
+        Delegate::Helper(path) => (path, Vec::new()),
+    };
+    argv.extend(args.iter().map(OsString::from));
+    let plugin_args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    let mut env = session.plugin_context(resolved, &plugin_args).to_env();
+    env.push((vars::CONTEXT, "env".into()));
+    match run(&program, &argv, &env, TIMEOUT) {
+        Some(text) => parse(&text),
+        None => Completion::nothing(),
+    }
+}
+
+/// Runs `program` and returns its stdout, or `None` when it failed, exited
+/// non-zero or took longer than `timeout`.
+pub fn run(
+    program: &Path,
+    args: &[OsString],
+    env: &[(&'static str, OsString)],
+    timeout: Duration,
+) -> Option<String> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        // Its own process group, so that on timeout whatever it started dies too.
+        .process_group(0);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().ok()?;
+    let mut stdout = child.stdout.take()?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stdout.by_ref().take(MAX_OUTPUT).read_to_end(&mut buf);
+        let _ = tx.send(buf);
+    });
+    let deadline = Instant::now() + timeout;
+    let output = rx.recv_timeout(timeout).ok();
+    let status = match output {
+        // stdout closed: the delegate is done, or gets the rest of its time.
+        Some(_) => wait_until(&mut child, deadline),
+        None => None,
+    };
+    if status.is_none() {
+        kill_group(&child);
+        let _ = child.wait();
+    }
+    let ok = status.is_some_and(|s| s.success());
+    String::from_utf8(output?).ok().filter(|_| ok)
+}
+
+fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// SIGKILL to the delegate's process group (it leads its own, see `run`).
+fn kill_group(child: &Child) {
+    let Ok(pgid) = libc::pid_t::try_from(child.id()) else {
+        return;
+    };
+    // SAFETY: killpg only sends a signal; the group is the one the child was
+    // started in, which the child (not yet reaped) still holds.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}

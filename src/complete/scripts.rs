@@ -1,0 +1,30 @@
+//! The completion scripts `app completion <shell>` prints. They are thin: all
+//! the knowledge is in `app __complete`. The same files are committed in
+//! `completions/` for packagers; a test keeps the two identical.
+
+use crate::cli::Shell;
+
+/// bash: `source <(app completion bash)`.
+pub const BASH: &str = include_str!("scripts/app.bash");
+/// zsh: `source <(app completion zsh)` after `compinit`, or `_app` on `$fpath`.
+pub const ZSH: &str = include_str!("scripts/_app");
+/// fish: `app completion fish | source`.
+pub const FISH: &str = include_str!("scripts/app.fish");
+
+/// The script for `shell`.
+pub fn script(shell: Shell) -> &'static str {
+    match shell {
+        Shell::Bash => BASH,
+        Shell::Zsh => ZSH,
+        Shell::Fish => FISH,
+    }
+}
+
+/// The file name the script has in `completions/` (and where shells look for it).
+pub fn file_name(shell: Shell) -> &'static str {
+    match shell {
+        Shell::Bash => "app.bash",
+        Shell::Zsh => "_app",
+        Shell::Fish => "app.fish",
+    }
+}
