@@ -1143,3 +1143,62 @@ fn sigterm_drains_and_reports_undelivered_events() {
     assert!(log.contains("were not delivered"), "{log}");
     assert!(!rep.socket.exists());
 }
+
+#[test]
+fn api_survives_hostile_clients_while_events_flow() {
+    let sb = Sandbox::new();
+    seed_routes(
+        &sb,
+        "event-repeater",
+        json!([{"sourcetopic":"test/seq","sinktopic":"out"}]),
+    );
+    let _src = event_time(&sb, &["--rate", "100"]);
+    let rep = repeater(&sb, &["--sinkprotocol", "stderr"]);
+    let lines = || rep.log().lines().filter(|l| l.starts_with('{')).count();
+    wait_for(SECS(15), || (lines() >= 10).then_some(()));
+    // Slow-loris: connections that send half a request and stall.
+    let mut stalled = Vec::new();
+    for _ in 0..30 {
+        let mut c = UnixStream::connect(&rep.socket).unwrap();
+        c.write_all(b"POST /events HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n[{\"sourc")
+            .unwrap();
+        stalled.push(c);
+    }
+    // Garbage, a huge header, and a body far over the limit.
+    for junk in [
+        b"\x00\x01\x02 not http at all\r\n\r\n".to_vec(),
+        format!(
+            "GET /events HTTP/1.1\r\nX-Big: {}\r\n\r\n",
+            "a".repeat(200_000)
+        )
+        .into_bytes(),
+        format!(
+            "POST /events HTTP/1.1\r\nContent-Length: {}\r\n\r\n{}",
+            4 << 20,
+            "[".repeat(4 << 20)
+        )
+        .into_bytes(),
+    ] {
+        if let Ok(mut c) = UnixStream::connect(&rep.socket) {
+            let _ = c.set_write_timeout(Some(SECS(5)));
+            let _ = c.write_all(&junk);
+        }
+    }
+    let t = Instant::now();
+    assert_eq!(call(&rep, "GET", "/events", None).0, 200);
+    assert!(
+        t.elapsed() < SECS(2),
+        "API slow under hostile clients: {:?}",
+        t.elapsed()
+    );
+    let before = lines();
+    assert!(
+        wait_for(SECS(10), || (lines() >= before + 50).then_some(())).is_some(),
+        "events stopped flowing"
+    );
+    assert_eq!(
+        call(&rep, "GET", "/events", None).1,
+        json!([{"sourcetopic":"test/seq","sinktopic":"out"}])
+    );
+    drop(stalled);
+}
