@@ -142,5 +142,6 @@ pub fn wait_for<T>(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+pub mod broker;
 pub mod completion;
 pub mod http;
