@@ -83,7 +83,12 @@ impl Inventory {
         for entry in session.search.enumerate(PLUGIN_PREFIX) {
             let path = entry.found.path.clone();
             if entry.kind == FileKind::NotExecutable {
-                warnings.push(Warning::NotExecutable { path });
+                // `app-foo.d`, `app-foo.1`, `app-foo.md`: data beside a plugin
+                // (cargo's dependency files, man pages), not a plugin that
+                // lost its run bit.
+                if !entry.name.contains('.') {
+                    warnings.push(Warning::NotExecutable { path });
+                }
                 continue;
             }
             // A built-in name may be the first word of the command too: `app-plugin-foo`

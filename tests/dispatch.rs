@@ -168,8 +168,11 @@ fn a_file_without_the_run_bit_gets_a_clear_message() {
     let err = stderr(&out);
     assert!(err.contains(&path.display().to_string()), "{err}");
     assert!(err.contains("chmod +x"), "{err}");
+    // Data beside a plugin (cargo's .d files, man pages) is not a broken plugin.
+    fs::write(sb.bin_dir().join("app-other.d"), "deps").unwrap();
     let list = run(sb.app().args(["plugin", "list"]));
     assert!(stderr(&list).contains("is not executable"));
+    assert!(!stderr(&list).contains("app-other.d"), "{}", stderr(&list));
     assert_eq!(list.status.code(), Some(1));
 }
 

@@ -30,23 +30,27 @@ fn list(session: &Session) -> Result<i32> {
             writeln!(out, "  {} ({})", dir.path.display(), dir.origin.label()).ok();
         }
     } else {
-        let width = inventory
+        let name_width = inventory
             .plugins
             .iter()
             .map(|p| p.command_name().len())
             .max()
             .unwrap_or(0);
+        let path_width = inventory
+            .plugins
+            .iter()
+            .map(|p| p.found.path.as_os_str().len())
+            .max()
+            .unwrap_or(0);
         for p in &inventory.plugins {
-            let desc = p.description().unwrap_or("");
-            writeln!(
-                out,
-                "{:width$}  {}  {}",
+            let path = p.found.path.display().to_string();
+            let line = format!(
+                "{:name_width$}  {:path_width$}  {}",
                 p.command_name(),
-                p.found.path.display(),
-                desc
-            )
-            .map(|_| ())
-            .ok();
+                path,
+                p.description().unwrap_or("")
+            );
+            writeln!(out, "{}", line.trim_end()).ok();
         }
     }
     let listeners = &session.config.listeners;
