@@ -31,7 +31,13 @@ pub fn run(argv: Vec<OsString>) -> i32 {
 fn dispatch(argv: Vec<OsString>) -> Result<i32> {
     let mut cli = parse(&argv)?;
     let global_args = global_args(&argv, &cli);
-    let mut session = Session::new(argv.clone(), cli.global.clone(), global_args.clone())?;
+    let completing = matches!(cli.command, Some(Cmd::Complete { .. }));
+    let mut session = Session::new(
+        argv.clone(),
+        cli.global.clone(),
+        global_args.clone(),
+        completing,
+    )?;
     let mut seen = Vec::new();
     // Aliases may expand to another alias or to a built-in, so parse again
     // after each expansion; `seen` stops loops.

@@ -31,10 +31,12 @@ pub struct Session {
 
 impl Session {
     /// Computes the session for parsed global flags; reads the config file.
+    /// With `lenient`, an invalid config file counts as an empty one.
     pub fn new(
         argv: Vec<OsString>,
         global: GlobalFlags,
         global_args: Vec<String>,
+        lenient: bool,
     ) -> Result<Session> {
         let dirs = Dirs::from_env();
         let config_path = global
@@ -42,7 +44,16 @@ impl Session {
             .clone()
             .or_else(|| std::env::var_os(context::vars::CONFIG).map(PathBuf::from))
             .unwrap_or_else(|| dirs.config_file());
-        let config = Config::load(&config_path)?;
+        let config = match Config::load(&config_path) {
+            Ok(config) => config,
+            // TAB must never put an error on the terminal: complete as if
+            // there were no config (the next real command reports it).
+            Err(_) if lenient => Config {
+                path: config_path,
+                ..Config::default()
+            },
+            Err(e) => return Err(e),
+        };
         let search = SearchPath::from_env(&dirs.user_plugin_dir());
         Ok(Session {
             argv,

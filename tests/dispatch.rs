@@ -506,3 +506,21 @@ fn wait_timeout(
 ) -> Option<std::process::ExitStatus> {
     common::wait_for(timeout, || child.try_wait().ok().flatten())
 }
+
+#[test]
+fn an_invalid_config_is_an_error_naming_the_place_but_not_while_completing() {
+    let sb = Sandbox::new();
+    sb.script("app-hello", ECHO_PLUGIN);
+    sb.write_config("{\n  \"aliases\": {\"x\": 1}\n}");
+    let out = run(sb.app().arg("hello"));
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("config.json is not valid") && err.contains("line 2"),
+        "{err}"
+    );
+    let out = run(sb.app().args(["__complete", "hel"]));
+    assert!(out.status.success());
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("hello"), "{}", stdout(&out));
+}
