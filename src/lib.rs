@@ -11,7 +11,9 @@
 //! one a command means) → [`metadata`] (what a trusted plugin says about
 //! itself) → [`context`] (what it is told) → [`exec`] (run it). [`run`] ties
 //! them together; the built-in commands live in [`commands`], and
-//! [`inventory`] lists what is installed for them.
+//! [`inventory`] lists what is installed for them. Plugin management
+//! (`plugin install`, `remove`, `upgrade`) is in [`install`], and
+//! `plugin new` in [`scaffold`].
 
 pub mod alias;
 pub mod cli;
@@ -21,10 +23,12 @@ pub mod context;
 pub mod discovery;
 pub mod error;
 pub mod exec;
+pub mod install;
 pub mod inventory;
 pub mod metadata;
 pub mod paths;
 pub mod resolve;
 pub mod run;
+pub mod scaffold;
 pub mod session;
 pub mod suggest;
