@@ -122,11 +122,13 @@ pub enum PluginCmd {
         sha256: Option<String>,
     },
     /// Remove a plugin that `app plugin install` installed
+    #[command(after_help = INSTALL_HELP)]
     Remove {
         #[arg(value_name = "NAME")]
         name: String,
     },
     /// Re-install a plugin from the source it was installed from
+    #[command(after_help = INSTALL_HELP)]
     Upgrade {
         #[arg(value_name = "NAME")]
         name: String,
@@ -151,9 +153,10 @@ pub enum PluginCmd {
 /// Exit codes of `plugin install`, `remove` and `upgrade`, for `--help`.
 const INSTALL_HELP: &str = "\
 Exit codes: 0 installed; 1 I/O failure; 2 usage (bad name, a built-in's name, URL without --sha256);
-3 download failed (no connection, HTTP status not 2xx, too large); 4 refused (already installed,
-use --force); 5 verification failed (checksum mismatch, not an executable, archive without exactly
-one executable app-<name>). Nothing is written to the plugin directory unless it exits 0.";
+3 download failed (no connection, HTTP status not 2xx); 4 refused (already installed: use --force;
+remove/upgrade of a plugin install did not put there); 5 verification failed (checksum mismatch, not
+an executable, archive without exactly one executable app-<name>, larger than APP_INSTALL_MAX_BYTES).
+Nothing is written to the plugin directory unless it exits 0.";
 
 /// The languages `app plugin new` writes skeletons in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

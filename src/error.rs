@@ -21,13 +21,14 @@ pub mod code {
     /// Added to a signal number when the plugin was killed by that signal.
     pub const SIGNAL_BASE: i32 = 128;
     /// `plugin install`/`upgrade`: the download failed (no connection, an
-    /// HTTP status other than 2xx, larger than the cap).
+    /// HTTP status other than 2xx).
     pub const DOWNLOAD: i32 = 3;
     /// `plugin install`/`remove`/`upgrade` refused to touch a plugin: it
     /// exists (no `--force`), or `install` did not put it there.
     pub const REFUSED: i32 = 4;
     /// `plugin install`/`upgrade`: what was given is not what it should be
-    /// (wrong checksum, not an executable, no single `app-*` in the archive).
+    /// (wrong checksum, not an executable, no single `app-*` in the archive,
+    /// larger than the size cap).
     pub const VERIFY: i32 = 5;
 }
 
@@ -71,6 +72,8 @@ pub enum Error {
     NotInstallable { source: String, reason: String },
     /// A plugin of that name is already in the user plugin directory.
     PluginExists { name: String, path: PathBuf },
+    /// The fetch helper (`app_fetch`) failed; its message and exit code.
+    Fetch { message: String, code: i32 },
     /// `remove`/`upgrade` of something `install` did not put there (as is).
     NotManaged {
         name: String,
@@ -89,6 +92,7 @@ impl Error {
             Error::Usage(_) | Error::AliasLoop { .. } | Error::AliasSyntax { .. } => code::USAGE,
             Error::Config { .. } | Error::Io { .. } => code::FAILURE,
             Error::BadPluginName { .. } => code::USAGE,
+            Error::Fetch { code, .. } => *code,
             Error::Download { .. } => code::DOWNLOAD,
             Error::PluginExists { .. } | Error::NotManaged { .. } => code::REFUSED,
             Error::ChecksumMismatch { .. } | Error::NotInstallable { .. } => code::VERIFY,
@@ -171,6 +175,7 @@ impl fmt::Display for Error {
                 "plugin '{name}' is already installed at {}; pass --force to replace it, or 'app plugin upgrade {name}'",
                 path.display()
             ),
+            Error::Fetch { message, .. } => f.write_str(message),
             Error::NotManaged {
                 name,
                 reason,

@@ -719,3 +719,27 @@ fn plugin_new_rust_makes_a_working_plugin() {
     );
     check_skeleton(&t, "rsdemo", &target.join("debug/app-rsdemo"));
 }
+
+#[test]
+fn a_missing_fetch_helper_is_a_clear_error_and_changes_nothing() {
+    let t = T::new();
+    // `app` alone, with no `app_fetch` beside it or on PATH.
+    let alone = t.sb.path().join("alone");
+    fs::create_dir_all(&alone).unwrap();
+    let app = alone.join("app");
+    fs::copy(common::app_bin(), &app).unwrap();
+    let src = write_executable(&t.src("app-x"), &script_plugin("1", "x"));
+    let out =
+        t.sb.command(&app)
+            .args(["plugin", "install", src.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("app_fetch") && stderr.contains("not installed"),
+        "{stderr}"
+    );
+    assert!(!t.plugin_dir().exists());
+}

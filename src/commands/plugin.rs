@@ -31,7 +31,11 @@ pub fn run(session: &Session, cmd: PluginCmd) -> Result<i32> {
                 force,
                 sha256,
             };
-            let installed = install::install(&session.dirs.user_plugin_dir(), &request)?;
+            let installed = install::install(
+                &session.dirs.user_plugin_dir(),
+                &request,
+                &install::helper::acquire,
+            )?;
             report_installed(session, &installed, "installed");
             Ok(0)
         }
@@ -58,6 +62,7 @@ pub fn run(session: &Session, cmd: PluginCmd) -> Result<i32> {
                 &name,
                 sha256,
                 &session.search,
+                &install::helper::acquire,
             )?;
             report_installed(session, &installed, "upgraded");
             Ok(0)

@@ -14,12 +14,19 @@
 //!
 //! Modules, one job each: [`name`] (what a plugin may be called),
 //! [`checksum`], [`fetch`] (HTTP download), [`archive`] (`.tar.gz`),
-//! [`atomic`] (temp file + rename), [`index`] (`.index.json`).
+//! [`atomic`] (temp file + rename), [`index`] (`.index.json`), and
+//! [`helper`], which runs step 2 in the separate `app_fetch` binary so that
+//! `app` links no HTTP, TLS or archive code.
+
+/// Step 2 of an install: [`acquire`] in this process, or
+/// [`helper::acquire`] in `app_fetch`.
+pub type Acquire = dyn Fn(&Source, Option<&str>) -> Result<Artifact>;
 
 pub mod archive;
 pub mod atomic;
 pub mod checksum;
 pub mod fetch;
+pub mod helper;
 pub mod index;
 pub mod name;
 
@@ -123,7 +130,7 @@ pub struct Removed {
 }
 
 /// Installs a plugin into `plugin_dir`, as described in the module docs.
-pub fn install(plugin_dir: &Path, request: &Request) -> Result<Installed> {
+pub fn install(plugin_dir: &Path, request: &Request, acquire: &Acquire) -> Result<Installed> {
     let sha256 = match &request.sha256 {
         Some(text) => Some(checksum::parse_hex(text).ok_or_else(|| {
             Error::Usage(format!(
@@ -140,6 +147,12 @@ pub fn install(plugin_dir: &Path, request: &Request) -> Result<Installed> {
     }
     if let Some(name) = &request.name {
         check_name(name)?;
+        // Known before fetching anything: refuse before a pointless download.
+        refuse_existing(
+            name,
+            &plugin_dir.join(format!("{PLUGIN_PREFIX}{name}")),
+            request.force,
+        )?;
     }
     let artifact = acquire(&request.source, sha256.as_deref())?;
     let name = match &request.name {
@@ -296,6 +309,7 @@ pub fn upgrade(
     name: &str,
     sha256: Option<String>,
     search: &SearchPath,
+    acquire: &Acquire,
 ) -> Result<Installed> {
     let index = load_index(plugin_dir)?;
     let Some(entry) = index.plugins.get(name) else {
@@ -318,6 +332,7 @@ pub fn upgrade(
             force: true,
             sha256,
         },
+        acquire,
     )
 }
 
