@@ -743,3 +743,39 @@ fn a_missing_fetch_helper_is_a_clear_error_and_changes_nothing() {
     );
     assert!(!t.plugin_dir().exists());
 }
+
+/// A slow download shows a progress line on a terminal (here a pseudo-terminal
+/// from util-linux `script`), and none when stderr is not a terminal.
+#[test]
+fn slow_downloads_show_progress_on_a_terminal_only() {
+    let t = T::new();
+    let server = Server::start();
+    let mut body = script_plugin("1.0.0", "slow").into_bytes();
+    body.extend(vec![b'#'; 40 * 1024]);
+    // 11 chunks, 100 ms apart: about a second.
+    server.serve_slowly("/app-slow", &body, std::time::Duration::from_millis(100));
+    let url = server.url("/app-slow");
+    let sum = sha256(&body);
+
+    let plain = t.app(&[
+        "plugin", "install", &url, "--sha256", &sum, "--name", "slow1",
+    ]);
+    assert!(plain.status.success());
+    assert!(!String::from_utf8_lossy(&plain.stderr).contains("downloading"));
+
+    let line = format!(
+        "{} plugin install {url} --sha256 {sum} --name slow2",
+        common::app_bin().display()
+    );
+    let tty =
+        t.sb.command("script")
+            .args(["-qec", &line, "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("script (util-linux) runs a command on a pseudo-terminal");
+    let screen = String::from_utf8_lossy(&tty.stdout);
+    assert!(tty.status.success(), "{screen}");
+    assert!(screen.contains(&format!("downloading {url}:")), "{screen}");
+    assert!(screen.contains('%'), "{screen}");
+    assert!(screen.contains("installed plugin 'slow2'"), "{screen}");
+}

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-type Routes = Arc<Mutex<HashMap<String, (u16, Vec<u8>)>>>;
+/// Status, body, and a pause between 4 KiB chunks of the body (a slow server).
+type Routes = Arc<Mutex<HashMap<String, (u16, Vec<u8>, Duration)>>>;
 
 pub struct Server {
     addr: SocketAddr,
@@ -55,7 +56,15 @@ impl Server {
         self.routes
             .lock()
             .unwrap()
-            .insert(path.to_string(), (status, body.to_vec()));
+            .insert(path.to_string(), (status, body.to_vec(), Duration::ZERO));
+    }
+
+    /// Serves `body` in 4 KiB chunks with `pause` after each.
+    pub fn serve_slowly(&self, path: &str, body: &[u8], pause: Duration) {
+        self.routes
+            .lock()
+            .unwrap()
+            .insert(path.to_string(), (200, body.to_vec(), pause));
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -80,20 +89,23 @@ fn serve(stream: TcpStream, routes: &Routes) {
         .nth(1)
         .unwrap_or("/")
         .to_string();
-    let (status, body) = routes
-        .lock()
-        .unwrap()
-        .get(&path)
-        .cloned()
-        .unwrap_or((404, b"<html>not found</html>".to_vec()));
+    let (status, body, pause) = routes.lock().unwrap().get(&path).cloned().unwrap_or((
+        404,
+        b"<html>not found</html>".to_vec(),
+        Duration::ZERO,
+    ));
     let mut out = &stream;
     let _ = write!(
         out,
         "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    let _ = out.write_all(&body);
-    let _ = out.flush();
+    for chunk in body.chunks(4096) {
+        if out.write_all(chunk).and_then(|()| out.flush()).is_err() {
+            return;
+        }
+        std::thread::sleep(pause);
+    }
 }
 
 impl Drop for Server {
