@@ -23,7 +23,8 @@ done
 
 cargo build --release --locked --workspace --bins
 mkdir -p "$bindir"
-bins=(target/release/app)
+# app_fetch downloads for `app plugin install`; it must sit beside app.
+bins=(target/release/app target/release/app_fetch)
 for f in target/release/app-*; do
   # Only executables, not the .d dependency files cargo leaves beside them.
   [ -f "$f" ] && [ -x "$f" ] && bins+=("$f")

@@ -77,7 +77,7 @@ pub enum Cmd {
     },
     /// Print app's version
     Version,
-    /// List and inspect plugins
+    /// List, inspect, install, remove, upgrade and create plugins
     #[command(subcommand)]
     Plugin(PluginCmd),
     /// Print a shell completion script (bash, zsh or fish)
@@ -105,6 +105,65 @@ pub enum PluginCmd {
         #[arg(required = true)]
         name: Vec<String>,
     },
+    /// Install a plugin into the user plugin directory from a file or an http(s) URL
+    #[command(after_help = INSTALL_HELP)]
+    Install {
+        /// An executable or script, a .tar.gz holding one app-<name>, or an http(s):// URL of either
+        #[arg(value_name = "PATH|URL")]
+        source: String,
+        /// The plugin name [default: from the file name, app-<name>]
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// Replace a plugin of the same name in the user plugin directory
+        #[arg(long)]
+        force: bool,
+        /// SHA-256 of the file or archive as fetched (required for URLs)
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+    },
+    /// Remove a plugin that `app plugin install` installed
+    #[command(after_help = INSTALL_HELP)]
+    Remove {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// Re-install a plugin from the source it was installed from
+    #[command(after_help = INSTALL_HELP)]
+    Upgrade {
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// SHA-256 of the new download (required when the source is a URL)
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+    },
+    /// Create a plugin skeleton that speaks the plugin protocol
+    New {
+        /// The plugin name (the executable is app-<NAME>)
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// Language of the skeleton
+        #[arg(long, value_enum, default_value = "sh")]
+        lang: Lang,
+        /// Directory to create [default: ./app-<NAME>]
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// Exit codes of `plugin install`, `remove` and `upgrade`, for `--help`.
+const INSTALL_HELP: &str = "\
+Exit codes: 0 installed; 1 I/O failure; 2 usage (bad name, a built-in's name, URL without --sha256);
+3 download failed (no connection, HTTP status not 2xx); 4 refused (already installed: use --force;
+remove/upgrade of a plugin install did not put there); 5 verification failed (checksum mismatch, not
+an executable, archive without exactly one executable app-<name>, larger than APP_INSTALL_MAX_BYTES).
+Nothing is written to the plugin directory unless it exits 0.";
+
+/// The languages `app plugin new` writes skeletons in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    Sh,
+    Python,
+    Rust,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -196,6 +255,40 @@ mod tests {
         assert!(matches!(
             parse(&["plugin", "list"]).command,
             Some(Cmd::Plugin(PluginCmd::List))
+        ));
+    }
+
+    #[test]
+    fn plugin_management_commands_parse() {
+        match parse(&[
+            "plugin",
+            "install",
+            "http://h/app-x",
+            "--sha256",
+            "ab",
+            "--force",
+        ])
+        .command
+        {
+            Some(Cmd::Plugin(PluginCmd::Install {
+                source,
+                name: None,
+                force: true,
+                sha256: Some(sum),
+            })) => assert_eq!((source.as_str(), sum.as_str()), ("http://h/app-x", "ab")),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            parse(&["plugin", "new", "x", "--lang", "rust"]).command,
+            Some(Cmd::Plugin(PluginCmd::New {
+                lang: Lang::Rust,
+                dir: None,
+                ..
+            }))
+        ));
+        assert!(matches!(
+            parse(&["plugin", "upgrade", "x"]).command,
+            Some(Cmd::Plugin(PluginCmd::Upgrade { sha256: None, .. }))
         ));
     }
 }

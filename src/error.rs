@@ -20,6 +20,16 @@ pub mod code {
     pub const NOT_FOUND: i32 = 127;
     /// Added to a signal number when the plugin was killed by that signal.
     pub const SIGNAL_BASE: i32 = 128;
+    /// `plugin install`/`upgrade`: the download failed (no connection, an
+    /// HTTP status other than 2xx).
+    pub const DOWNLOAD: i32 = 3;
+    /// `plugin install`/`remove`/`upgrade` refused to touch a plugin: it
+    /// exists (no `--force`), or `install` did not put it there.
+    pub const REFUSED: i32 = 4;
+    /// `plugin install`/`upgrade`: what was given is not what it should be
+    /// (wrong checksum, not an executable, no single `app-*` in the archive,
+    /// larger than the size cap).
+    pub const VERIFY: i32 = 5;
 }
 
 /// An error of `app` itself.
@@ -50,6 +60,29 @@ pub enum Error {
     Aborted { listener: String, reason: String },
     /// An operating-system error while doing `what`.
     Io { what: String, source: io::Error },
+    /// A name `plugin install` or `plugin new` cannot give a plugin.
+    BadPluginName { name: String, reason: String },
+    /// Downloading a plugin failed.
+    Download { url: String, reason: String },
+    /// What was fetched does not have the checksum the user gave.
+    ChecksumMismatch {
+        source: String,
+        expected: String,
+        actual: String,
+    },
+    /// What was given is not an installable plugin.
+    NotInstallable { source: String, reason: String },
+    /// A plugin of that name is already in the user plugin directory.
+    PluginExists { name: String, path: PathBuf },
+    /// The fetch helper (`app_fetch`) failed; its message and exit code.
+    Fetch { message: String, code: i32 },
+    /// `remove`/`upgrade` of something `install` did not put there (as is).
+    NotManaged {
+        name: String,
+        reason: String,
+        /// Where `app <name>` actually finds the plugin, if anywhere.
+        found: Option<PathBuf>,
+    },
 }
 
 impl Error {
@@ -60,6 +93,11 @@ impl Error {
             Error::CannotRun { .. } => code::CANNOT_RUN,
             Error::Usage(_) | Error::AliasLoop { .. } | Error::AliasSyntax { .. } => code::USAGE,
             Error::Config { .. } | Error::Io { .. } | Error::Aborted { .. } => code::FAILURE,
+            Error::BadPluginName { .. } => code::USAGE,
+            Error::Fetch { code, .. } => *code,
+            Error::Download { .. } => code::DOWNLOAD,
+            Error::PluginExists { .. } | Error::NotManaged { .. } => code::REFUSED,
+            Error::ChecksumMismatch { .. } | Error::NotInstallable { .. } => code::VERIFY,
         }
     }
 
@@ -117,6 +155,47 @@ impl fmt::Display for Error {
                 write!(f, "aborted by listener '{listener}': {reason}")
             }
             Error::Io { what, source } => write!(f, "{what}: {source}"),
+            Error::BadPluginName { name, reason } => write!(
+                f,
+                "'{name}' cannot be a plugin name: {reason}; choose another name (--name NAME)"
+            ),
+            Error::Download { url, reason } => write!(
+                f,
+                "cannot download {url}: {reason}; check the URL and your connection"
+            ),
+            Error::ChecksumMismatch {
+                source,
+                expected,
+                actual,
+            } => write!(
+                f,
+                "checksum mismatch for {source}: expected sha256 {expected}, got {actual}; nothing was installed (check the URL and the --sha256 value)"
+            ),
+            Error::NotInstallable { source, reason } => write!(
+                f,
+                "{source} is not an installable plugin: {reason}; nothing was installed"
+            ),
+            Error::PluginExists { name, path } => write!(
+                f,
+                "plugin '{name}' is already installed at {}; pass --force to replace it, or 'app plugin upgrade {name}'",
+                path.display()
+            ),
+            Error::Fetch { message, .. } => f.write_str(message),
+            Error::NotManaged {
+                name,
+                reason,
+                found,
+            } => {
+                write!(f, "plugin '{name}' {reason}")?;
+                match found {
+                    Some(path) => write!(
+                        f,
+                        "; it is at {}: remove or replace that file yourself",
+                        path.display()
+                    ),
+                    None => write!(f, "; 'app plugin list' shows the plugins there are"),
+                }
+            }
         }
     }
 }

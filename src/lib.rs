@@ -13,6 +13,8 @@
 //! them together; the built-in commands live in [`commands`], and
 //! [`inventory`] lists what is installed for them. [`lifecycle`] and
 //! [`listeners`] tell listener plugins about every command, when configured.
+//! Plugin management (`plugin install`, `remove`, `upgrade`) is in
+//! [`install`], and `plugin new` in [`scaffold`].
 
 pub mod alias;
 pub mod cli;
@@ -23,6 +25,7 @@ pub mod context;
 pub mod discovery;
 pub mod error;
 pub mod exec;
+pub mod install;
 pub mod inventory;
 pub mod lifecycle;
 pub mod listeners;
@@ -30,5 +33,6 @@ pub mod metadata;
 pub mod paths;
 pub mod resolve;
 pub mod run;
+pub mod scaffold;
 pub mod session;
 pub mod suggest;

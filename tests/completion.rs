@@ -131,7 +131,7 @@ fn protocol_top_level_lists_builtins_plugins_and_aliases_with_descriptions() {
         "plain",
         "kubish",
         "dm\talias for: demo manage",
-        "plugin\tList and inspect plugins",
+        "plugin\tList, inspect, install, remove, upgrade and create plugins",
         "completion\tPrint a shell completion script (bash, zsh or fish)",
     ] {
         assert!(l.contains(&want), "{want:?} missing from:\n{answer}");
@@ -152,11 +152,15 @@ fn protocol_filters_by_prefix_and_skips_global_flags() {
     let c = w.completer();
     assert_eq!(
         c.protocol(&["plu"]),
-        "plugin\tList and inspect plugins\n:4\n"
+        "plugin\tList, inspect, install, remove, upgrade and create plugins\n:4\n"
     );
     assert_eq!(
         lines(&c.protocol(&["--log", "5", "-H", "unix:///x", "--log-format=json", "pl"])),
-        ["plugin\tList and inspect plugins", "plain", ":4"]
+        [
+            "plugin\tList, inspect, install, remove, upgrade and create plugins",
+            "plain",
+            ":4"
+        ]
     );
     assert_eq!(c.protocol(&["--log", ""]), "0\n1\n2\n3\n4\n5\n:36\n");
     assert_eq!(c.protocol(&["--log-format", ""]), "text\njson\n:36\n");

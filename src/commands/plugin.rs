@@ -1,24 +1,169 @@
-//! `app plugin list` and `app plugin path`.
+//! `app plugin list`, `path`, `install`, `remove`, `upgrade` and `new`.
 
 use std::ffi::OsString;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
-use crate::cli::PluginCmd;
+use crate::cli::{Lang, PluginCmd};
+use crate::discovery::{Origin, PLUGIN_PREFIX};
 use crate::error::{code, Error, Result};
+use crate::install::{self, index::Index, Installed, Request, Source};
 use crate::inventory::Inventory;
 use crate::resolve::{resolve, Resolution};
+use crate::scaffold::{ScaffoldError, Skeleton};
 use crate::session::Session;
 
 pub fn run(session: &Session, cmd: PluginCmd) -> Result<i32> {
     match cmd {
         PluginCmd::List => list(session),
         PluginCmd::Path { name } => path(session, &name),
+        PluginCmd::Install {
+            source,
+            name,
+            force,
+            sha256,
+        } => {
+            let cwd = std::env::current_dir()
+                .map_err(|e| Error::io("cannot read the current directory", e))?;
+            let request = Request {
+                source: Source::parse(&source, &cwd),
+                name,
+                force,
+                sha256,
+            };
+            let installed = install::install(
+                &session.dirs.user_plugin_dir(),
+                &request,
+                &install::helper::acquire,
+            )?;
+            report_installed(session, &installed, "installed");
+            Ok(0)
+        }
+        PluginCmd::Remove { name } => {
+            let removed = install::remove(&session.dirs.user_plugin_dir(), &name, &session.search)?;
+            if removed.was_missing {
+                println!(
+                    "plugin '{}' was already gone from {}; dropped its record",
+                    removed.name,
+                    removed.path.display()
+                );
+            } else {
+                println!(
+                    "removed plugin '{}' ({})",
+                    removed.name,
+                    removed.path.display()
+                );
+            }
+            Ok(0)
+        }
+        PluginCmd::Upgrade { name, sha256 } => {
+            let installed = install::upgrade(
+                &session.dirs.user_plugin_dir(),
+                &name,
+                sha256,
+                &session.search,
+                &install::helper::acquire,
+            )?;
+            report_installed(session, &installed, "upgraded");
+            Ok(0)
+        }
+        PluginCmd::New { name, lang, dir } => new(&name, lang, dir),
+    }
+}
+
+fn report_installed(session: &Session, installed: &Installed, verb: &str) {
+    let version = installed
+        .entry
+        .version
+        .as_deref()
+        .map(|v| format!(" {v}"))
+        .unwrap_or_default();
+    println!(
+        "{verb} plugin '{}'{version} at {} (from {})",
+        installed.name,
+        installed.path.display(),
+        installed.entry.source
+    );
+    // The user plugin directory is not first on the search path: say so when
+    // another file wins, or `app <name>` would surprise.
+    let file = format!("{PLUGIN_PREFIX}{}", installed.name);
+    if let Some(first) = session.search.find_executable(&file) {
+        if first.path != installed.path {
+            eprintln!(
+                "warning: {} comes earlier on the search path, so 'app {}' runs that one, not the plugin just {verb}",
+                first.path.display(),
+                installed.name
+            );
+        }
+    }
+}
+
+/// `app plugin new NAME [--lang L] [--dir DIR]`.
+fn new(name: &str, lang: Lang, dir: Option<PathBuf>) -> Result<i32> {
+    let skeleton = Skeleton::new(name, lang).map_err(|e| match e {
+        ScaffoldError::BadName(reason) => Error::BadPluginName {
+            name: name.to_string(),
+            reason: reason.to_string(),
+        },
+        other => Error::Usage(other.to_string()),
+    })?;
+    let dir = dir.unwrap_or_else(|| PathBuf::from(format!("{PLUGIN_PREFIX}{name}")));
+    skeleton.write(&dir).map_err(|e| match e {
+        ScaffoldError::NotEmpty(_) => Error::Usage(e.to_string()),
+        ScaffoldError::Io(path, source) => {
+            Error::io(format!("cannot write {}", path.display()), source)
+        }
+        ScaffoldError::BadName(_) => Error::Usage(e.to_string()),
+    })?;
+    let shown = dir.display();
+    println!("created a {lang:?} plugin skeleton for 'app {name}' in {shown}");
+    match lang {
+        Lang::Sh | Lang::Python => println!(
+            "next: {shown}/app-{name} __app_metadata\n      app plugin install {shown}/app-{name}\n      app {name} hello"
+        ),
+        Lang::Rust => {
+            println!(
+                "next: cd {shown} && cargo build --release\n      app plugin install target/release/app-{name}\n      app {name} hello"
+            );
+            if !skeleton.library_found {
+                eprintln!(
+                    "warning: the app library's source was not found; set the `app` dependency in {shown}/Cargo.toml (or set {} and run this again)",
+                    crate::scaffold::SOURCE_DIR_VAR
+                );
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// The install record of each plugin in the user plugin directory, when the
+/// index can be read (problems become warnings of `plugin list`).
+fn install_records(plugin_dir: &Path, warnings: &mut Vec<String>) -> Index {
+    match install::load_index(plugin_dir) {
+        Ok(index) => index,
+        Err(e) => {
+            warnings.push(e.to_string());
+            Index::default()
+        }
     }
 }
 
 /// Lists plugins like `kubectl plugin list`: non-zero exit when there are warnings.
 fn list(session: &Session) -> Result<i32> {
     let inventory = Inventory::scan(session, true);
+    let plugin_dir = session.dirs.user_plugin_dir();
+    let mut extra_warnings = Vec::new();
+    let records = install_records(&plugin_dir, &mut extra_warnings);
+    for (name, entry) in &records.plugins {
+        let path = plugin_dir.join(format!("{PLUGIN_PREFIX}{name}"));
+        if !path.exists() {
+            extra_warnings.push(format!(
+                "{} was installed from {} but is gone; 'app plugin remove {name}' drops the record",
+                path.display(),
+                entry.source
+            ));
+        }
+    }
     let mut out = std::io::stdout().lock();
     if inventory.plugins.is_empty() {
         writeln!(
@@ -44,8 +189,23 @@ fn list(session: &Session) -> Result<i32> {
             .unwrap_or(0);
         for p in &inventory.plugins {
             let path = p.found.path.display().to_string();
+            let installed = records
+                .plugins
+                .get(&p.name)
+                .filter(|_| {
+                    p.found.origin == Origin::UserDir
+                        && p.found.path == plugin_dir.join(format!("{PLUGIN_PREFIX}{}", p.name))
+                })
+                .map(|entry| {
+                    format!(
+                        "  [installed {} from {}]",
+                        entry.version.as_deref().unwrap_or("(no version)"),
+                        entry.source
+                    )
+                })
+                .unwrap_or_default();
             let line = format!(
-                "{:name_width$}  {:path_width$}  {}",
+                "{:name_width$}  {:path_width$}  {}{installed}",
                 p.command_name(),
                 path,
                 p.description().unwrap_or("")
@@ -79,6 +239,9 @@ fn list(session: &Session) -> Result<i32> {
     for w in &inventory.warnings {
         eprintln!("warning: {w}");
     }
+    for w in &extra_warnings {
+        eprintln!("warning: {w}");
+    }
     for name in session.config.aliases.keys() {
         if crate::cli::is_builtin(name) {
             eprintln!(
@@ -87,11 +250,13 @@ fn list(session: &Session) -> Result<i32> {
             );
         }
     }
-    Ok(if inventory.warnings.is_empty() {
-        0
-    } else {
-        code::WARNINGS
-    })
+    Ok(
+        if inventory.warnings.is_empty() && extra_warnings.is_empty() {
+            0
+        } else {
+            code::WARNINGS
+        },
+    )
 }
 
 /// Prints the executable a command resolves to, like `which` for plugins.

@@ -145,3 +145,4 @@ pub fn wait_for<T>(
 pub mod broker;
 pub mod completion;
 pub mod http;
+pub mod http_server;

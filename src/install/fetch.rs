@@ -1,0 +1,180 @@
+//! Downloading a plugin: one HTTP(S) GET into memory, with a size cap and,
+//! on a terminal, a progress line once the download takes more than a moment.
+//!
+//! Nothing here touches the plugin directory: the bytes are checked by the
+//! caller before anything is written (see [`super`]).
+
+use std::io::{self, IsTerminal, Read, Write};
+use std::time::{Duration, Instant};
+
+/// Largest download accepted unless `APP_INSTALL_MAX_BYTES` says otherwise.
+pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
+/// Environment variable that overrides [`DEFAULT_MAX_BYTES`].
+pub const MAX_BYTES_VAR: &str = "APP_INSTALL_MAX_BYTES";
+/// A download quicker than this shows no progress at all.
+pub const PROGRESS_AFTER: Duration = Duration::from_millis(500);
+/// Connecting gives up after this long.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Silence from the server for this long ends the download.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why a download failed.
+#[derive(Debug)]
+pub enum FetchError {
+    /// The server answered with a status other than 2xx.
+    Status(u16),
+    /// The body is larger than the cap.
+    TooLarge(u64),
+    /// Connection, TLS, protocol or read error.
+    Transport(String),
+}
+
+impl std::fmt::Display for FetchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FetchError::Status(code) => write!(f, "the server answered HTTP {code}"),
+            FetchError::TooLarge(limit) => write!(
+                f,
+                "it is larger than {limit} bytes (raise {MAX_BYTES_VAR} if that is expected)"
+            ),
+            FetchError::Transport(e) => f.write_str(e),
+        }
+    }
+}
+
+/// The download size cap in force.
+pub fn max_bytes() -> u64 {
+    std::env::var(MAX_BYTES_VAR)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_MAX_BYTES)
+}
+
+/// Downloads `url` into memory, refusing more than `limit` bytes.
+pub fn download(url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_recv_response(Some(READ_TIMEOUT))
+        .timeout_recv_body(Some(READ_TIMEOUT))
+        .user_agent(format!("app/{}", crate::context::APP_VERSION))
+        .build()
+        .into();
+    let mut response = agent
+        .get(url)
+        .call()
+        .map_err(|e| FetchError::Transport(e.to_string()))?;
+    let status = response.status().as_u16();
+    if !(200..300).contains(&status) {
+        return Err(FetchError::Status(status));
+    }
+    let total = response.body().content_length();
+    if total.is_some_and(|t| t > limit) {
+        return Err(FetchError::TooLarge(limit));
+    }
+    let mut reader = response.body_mut().as_reader();
+    let mut progress = Progress::new(url, total);
+    let capacity = total.unwrap_or(0).min(limit) as usize;
+    let mut bytes = Vec::with_capacity(capacity);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                progress.finish();
+                return Err(FetchError::Transport(e.to_string()));
+            }
+        };
+        if bytes.len() as u64 + n as u64 > limit {
+            progress.finish();
+            return Err(FetchError::TooLarge(limit));
+        }
+        bytes.extend_from_slice(&buf[..n]);
+        progress.update(bytes.len() as u64);
+    }
+    progress.finish();
+    Ok(bytes)
+}
+
+/// A one-line progress display on stderr, shown only on a terminal and only
+/// once [`PROGRESS_AFTER`] has passed.
+struct Progress<'a> {
+    url: &'a str,
+    total: Option<u64>,
+    start: Instant,
+    last: Option<Instant>,
+    enabled: bool,
+}
+
+impl<'a> Progress<'a> {
+    fn new(url: &'a str, total: Option<u64>) -> Progress<'a> {
+        Progress {
+            url,
+            total,
+            start: Instant::now(),
+            last: None,
+            enabled: io::stderr().is_terminal(),
+        }
+    }
+
+    fn update(&mut self, done: u64) {
+        if !self.enabled || self.start.elapsed() < PROGRESS_AFTER {
+            return;
+        }
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|l| now - l < Duration::from_millis(100))
+        {
+            return;
+        }
+        self.last = Some(now);
+        let line = match self.total {
+            Some(t) if t > 0 => format!(
+                "downloading {}: {} / {} ({}%)",
+                self.url,
+                human(done),
+                human(t),
+                done * 100 / t
+            ),
+            _ => format!("downloading {}: {}", self.url, human(done)),
+        };
+        // \r and "clear to end of line": the line is redrawn in place.
+        let _ = write!(io::stderr(), "\r{line}\x1b[K");
+    }
+
+    fn finish(&mut self) {
+        if self.last.take().is_some() {
+            let _ = write!(io::stderr(), "\r\x1b[K");
+        }
+    }
+}
+
+/// Bytes for people: `512 B`, `3.4 MiB`.
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_well() {
+        assert_eq!(human(512), "512 B");
+        assert_eq!(human(1536), "1.5 KiB");
+        assert_eq!(human(3 * 1024 * 1024), "3.0 MiB");
+    }
+}

@@ -1,0 +1,480 @@
+//! Plugin management: installing, removing and upgrading plugins in the
+//! user plugin directory (`APP_DATA_DIR/plugins`).
+//!
+//! The order of an install is what makes it safe:
+//! 1. check everything the user typed (name, `--sha256`, URL needs a checksum);
+//! 2. get the bytes into memory ([`acquire`]: read the file, or download it),
+//!    verify the checksum, unpack a `.tar.gz`, check it is an executable;
+//! 3. only then touch the plugin directory: a temp file beside the target,
+//!    fsync, ask it for its metadata (version), rename; then the index.
+//!
+//! Any refusal happens in 1 or 2, so it leaves the directory as it was; an
+//! interruption in 3 leaves at most a dot-named temp file, never a
+//! half-written `app-<name>`.
+//!
+//! Modules, one job each: [`name`] (what a plugin may be called),
+//! [`checksum`], [`fetch`] (HTTP download), [`archive`] (`.tar.gz`),
+//! [`atomic`] (temp file + rename), [`index`] (`.index.json`), and
+//! [`helper`], which runs step 2 in the separate `app_fetch` binary so that
+//! `app` links no HTTP, TLS or archive code.
+
+/// Step 2 of an install: [`acquire`] in this process, or
+/// [`helper::acquire`] in `app_fetch`.
+pub type Acquire = dyn Fn(&Source, Option<&str>) -> Result<Artifact>;
+
+pub mod archive;
+pub mod atomic;
+pub mod checksum;
+pub mod fetch;
+pub mod helper;
+pub mod index;
+pub mod name;
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::discovery::{SearchPath, PLUGIN_PREFIX};
+use crate::error::{Error, Result};
+use crate::metadata;
+use index::{Entry, Index, IndexError, Lock};
+
+/// Where a plugin comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A local file (absolute).
+    Path(PathBuf),
+    /// An `http://` or `https://` URL.
+    Url(String),
+}
+
+impl Source {
+    /// Reads what the user typed: a URL if it starts with `http://` or
+    /// `https://`, otherwise a path (made absolute against `cwd`).
+    pub fn parse(text: &str, cwd: &Path) -> Source {
+        let lower = text.to_ascii_lowercase();
+        if lower.starts_with("http://") || lower.starts_with("https://") {
+            Source::Url(text.to_string())
+        } else {
+            Source::Path(cwd.join(text))
+        }
+    }
+
+    /// How it is shown and recorded in the index.
+    pub fn to_record(&self) -> String {
+        match self {
+            Source::Path(p) => p.display().to_string(),
+            Source::Url(u) => u.clone(),
+        }
+    }
+
+    /// The last path segment: the file name the plugin name may come from.
+    fn file_name(&self) -> Option<String> {
+        match self {
+            Source::Path(p) => p.file_name()?.to_str().map(String::from),
+            Source::Url(u) => {
+                let path = u.split(['?', '#']).next().unwrap_or(u);
+                let after_scheme = path.split_once("://").map_or(path, |(_, rest)| rest);
+                let (_, segments) = after_scheme.split_once('/')?;
+                segments
+                    .rsplit('/')
+                    .next()
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+            }
+        }
+    }
+}
+
+/// What the user asked `plugin install` to do.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub source: Source,
+    /// `--name`: overrides the name taken from the file.
+    pub name: Option<String>,
+    /// `--force`: replace an existing plugin of that name.
+    pub force: bool,
+    /// `--sha256`: the checksum of what is fetched (required for URLs).
+    pub sha256: Option<String>,
+}
+
+/// A verified executable, in memory, ready to be written.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    /// The file name it came with (`app-foo`), if any.
+    pub file_name: Option<String>,
+    pub bytes: Vec<u8>,
+    /// Checksum of the `.tar.gz` it was unpacked from.
+    pub archive_sha256: Option<String>,
+}
+
+/// What an install did.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    pub name: String,
+    pub path: PathBuf,
+    pub entry: Entry,
+    /// A file of that name was there before and was replaced.
+    pub replaced: bool,
+}
+
+/// What a removal did.
+#[derive(Debug, Clone)]
+pub struct Removed {
+    pub name: String,
+    pub path: PathBuf,
+    /// The file was already gone; only the record was dropped.
+    pub was_missing: bool,
+}
+
+/// Installs a plugin into `plugin_dir`, as described in the module docs.
+pub fn install(plugin_dir: &Path, request: &Request, acquire: &Acquire) -> Result<Installed> {
+    let sha256 = match &request.sha256 {
+        Some(text) => Some(checksum::parse_hex(text).ok_or_else(|| {
+            Error::Usage(format!(
+                "--sha256 '{text}' is not a SHA-256 checksum (64 hex digits)"
+            ))
+        })?),
+        None => None,
+    };
+    if let (Source::Url(url), None) = (&request.source, &sha256) {
+        return Err(Error::Usage(format!(
+            "installing from a URL needs its checksum: app plugin install {url} --sha256 <HEX> \
+             (compute it with `sha256sum` on a copy you trust)"
+        )));
+    }
+    if let Some(name) = &request.name {
+        check_name(name)?;
+        // Known before fetching anything: refuse before a pointless download.
+        refuse_existing(
+            name,
+            &plugin_dir.join(format!("{PLUGIN_PREFIX}{name}")),
+            request.force,
+        )?;
+    }
+    let artifact = acquire(&request.source, sha256.as_deref())?;
+    let name = match &request.name {
+        Some(name) => name.clone(),
+        None => artifact
+            .file_name
+            .as_deref()
+            .and_then(name::from_file_name)
+            .map(String::from)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "cannot tell the plugin name from '{}' (it is not named app-<name>); pass --name NAME",
+                    artifact.file_name.as_deref().unwrap_or(&request.source.to_record())
+                ))
+            })?,
+    };
+    check_name(&name)?;
+    let dest = plugin_dir.join(format!("{PLUGIN_PREFIX}{name}"));
+    refuse_existing(&name, &dest, request.force)?;
+
+    // Nothing has been written so far. From here on, the plugin directory changes.
+    fs::create_dir_all(plugin_dir)
+        .map_err(|e| Error::io(format!("cannot create {}", plugin_dir.display()), e))?;
+    let _lock = lock(plugin_dir)?;
+    // Another install may have won the race while we were downloading.
+    let replaced = refuse_existing(&name, &dest, request.force)?;
+    let mut index = load_index(plugin_dir)?;
+    let io_err = |e| Error::io(format!("cannot write plugin {}", dest.display()), e);
+    let mut tmp = atomic::TempFile::new_in(plugin_dir, 0o755).map_err(io_err)?;
+    tmp.write_all(&artifact.bytes).map_err(io_err)?;
+    tmp.sync_and_close().map_err(io_err)?;
+    let version = metadata::query(tmp.path(), metadata::METADATA_TIMEOUT).and_then(|m| m.version);
+    tmp.persist(&dest).map_err(io_err)?;
+    let entry = Entry {
+        source: request.source.to_record(),
+        version,
+        sha256: checksum::sha256_hex(&artifact.bytes),
+        archive_sha256: artifact.archive_sha256,
+        installed_at: index::rfc3339(SystemTime::now()),
+    };
+    index.plugins.insert(name.clone(), entry.clone());
+    save_index(&index, plugin_dir)?;
+    Ok(Installed {
+        name,
+        path: dest,
+        entry,
+        replaced,
+    })
+}
+
+/// Gets the executable `source` stands for into memory: reads or downloads
+/// it, checks `sha256` (of the file or archive as fetched), unpacks a
+/// `.tar.gz`, and checks the result is something the system can run.
+/// Writes nothing anywhere.
+pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
+    let limit = fetch::max_bytes();
+    let shown = source.to_record();
+    let bytes = match source {
+        Source::Path(path) => read_local(path, limit)?,
+        Source::Url(url) => fetch::download(url, limit).map_err(|e| match e {
+            fetch::FetchError::TooLarge(_) => Error::NotInstallable {
+                source: shown.clone(),
+                reason: e.to_string(),
+            },
+            _ => Error::Download {
+                url: url.clone(),
+                reason: e.to_string(),
+            },
+        })?,
+    };
+    if let Some(expected) = sha256 {
+        let actual = checksum::sha256_hex(&bytes);
+        if actual != expected {
+            return Err(Error::ChecksumMismatch {
+                source: shown,
+                expected: expected.to_string(),
+                actual,
+            });
+        }
+    }
+    let artifact = if archive::is_gzip(&bytes) {
+        let member = archive::extract_plugin(&bytes, limit).map_err(|e| Error::NotInstallable {
+            source: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        Artifact {
+            file_name: Some(member.file_name),
+            bytes: member.bytes,
+            archive_sha256: Some(checksum::sha256_hex(&bytes)),
+        }
+    } else {
+        Artifact {
+            file_name: source.file_name(),
+            bytes,
+            archive_sha256: None,
+        }
+    };
+    if !looks_executable(&artifact.bytes) {
+        return Err(Error::NotInstallable {
+            source: shown,
+            reason: "it is neither a script (#!) nor an executable binary (ELF or Mach-O)".into(),
+        });
+    }
+    Ok(artifact)
+}
+
+/// Removes a plugin `install` put in `plugin_dir`, and its record. Refuses
+/// anything else, naming where the plugin `app` would run actually is.
+pub fn remove(plugin_dir: &Path, name: &str, search: &SearchPath) -> Result<Removed> {
+    let found = || {
+        search
+            .find_executable(&format!("{PLUGIN_PREFIX}{name}"))
+            .map(|f| f.path)
+    };
+    let index = load_index(plugin_dir)?;
+    if !index.plugins.contains_key(name) {
+        return Err(not_installed(name, found()));
+    }
+    let _lock = lock(plugin_dir)?;
+    let mut index = load_index(plugin_dir)?;
+    let Some(entry) = index.plugins.get(name) else {
+        return Err(not_installed(name, found()));
+    };
+    let path = plugin_dir.join(format!("{PLUGIN_PREFIX}{name}"));
+    let was_missing = match fs::read(&path) {
+        Ok(bytes) => {
+            if checksum::sha256_hex(&bytes) != entry.sha256 {
+                return Err(Error::NotManaged {
+                    name: name.to_string(),
+                    reason: "was changed since 'app plugin install' put it there (its sha256 differs from the record), so it is left alone".into(),
+                    found: Some(path),
+                });
+            }
+            atomic::remove(&path)
+                .map_err(|e| Error::io(format!("cannot remove {}", path.display()), e))?;
+            false
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+        Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
+    };
+    index.plugins.remove(name);
+    save_index(&index, plugin_dir)?;
+    Ok(Removed {
+        name: name.to_string(),
+        path,
+        was_missing,
+    })
+}
+
+/// Re-installs a plugin from the source its record names. A URL source
+/// needs the new checksum.
+pub fn upgrade(
+    plugin_dir: &Path,
+    name: &str,
+    sha256: Option<String>,
+    search: &SearchPath,
+    acquire: &Acquire,
+) -> Result<Installed> {
+    let index = load_index(plugin_dir)?;
+    let Some(entry) = index.plugins.get(name) else {
+        let found = search
+            .find_executable(&format!("{PLUGIN_PREFIX}{name}"))
+            .map(|f| f.path);
+        return Err(not_installed(name, found));
+    };
+    let source = Source::parse(&entry.source, Path::new("/"));
+    if let (Source::Url(url), None) = (&source, &sha256) {
+        return Err(Error::Usage(format!(
+            "plugin '{name}' was installed from {url}; upgrading downloads it again and needs the checksum of the new file: app plugin upgrade {name} --sha256 <HEX>"
+        )));
+    }
+    install(
+        plugin_dir,
+        &Request {
+            source,
+            name: Some(name.to_string()),
+            force: true,
+            sha256,
+        },
+        acquire,
+    )
+}
+
+/// The index of `plugin_dir` (empty when there is none).
+pub fn load_index(plugin_dir: &Path) -> Result<Index> {
+    Index::load(plugin_dir).map_err(|e| match e {
+        IndexError::Io(path, source) => Error::io(format!("cannot read {}", path.display()), source),
+        IndexError::Corrupt(path, source) => Error::io(
+            format!(
+                "{} is not a valid plugin index (fix or delete it: installed plugins stay, only their records go)",
+                path.display()
+            ),
+            io::Error::new(io::ErrorKind::InvalidData, source),
+        ),
+    })
+}
+
+fn save_index(index: &Index, plugin_dir: &Path) -> Result<()> {
+    index.save(plugin_dir).map_err(|e| {
+        Error::io(
+            format!("cannot write {}", plugin_dir.join(index::FILE).display()),
+            e,
+        )
+    })
+}
+
+fn lock(plugin_dir: &Path) -> Result<Lock> {
+    Lock::acquire(plugin_dir)
+        .map_err(|e| Error::io(format!("cannot lock {}", plugin_dir.display()), e))
+}
+
+fn check_name(name: &str) -> Result<()> {
+    name::validate(name).map_err(|e| Error::BadPluginName {
+        name: name.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Refuses when `dest` exists and `force` is not set; says whether it exists.
+fn refuse_existing(name: &str, dest: &Path, force: bool) -> Result<bool> {
+    let exists = fs::symlink_metadata(dest).is_ok();
+    if exists && !force {
+        return Err(Error::PluginExists {
+            name: name.to_string(),
+            path: dest.to_path_buf(),
+        });
+    }
+    Ok(exists)
+}
+
+fn not_installed(name: &str, found: Option<PathBuf>) -> Error {
+    Error::NotManaged {
+        name: name.to_string(),
+        reason: "was not installed with 'app plugin install' (it is not in the plugin index)"
+            .into(),
+        found,
+    }
+}
+
+/// Reads a local file to install: a regular file, executable unless it is
+/// an archive, at most `limit` bytes.
+fn read_local(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let shown = path.display().to_string();
+    let meta = fs::metadata(path).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
+    if !meta.is_file() {
+        return Err(Error::NotInstallable {
+            source: shown,
+            reason: "it is not a regular file".into(),
+        });
+    }
+    if meta.len() > limit {
+        return Err(Error::NotInstallable {
+            source: shown,
+            reason: format!(
+                "it is larger than {limit} bytes (raise {} if that is expected)",
+                fetch::MAX_BYTES_VAR
+            ),
+        });
+    }
+    let bytes = fs::read(path).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
+    if !archive::is_gzip(&bytes) && meta.permissions().mode() & 0o111 == 0 {
+        return Err(Error::NotInstallable {
+            source: shown.clone(),
+            reason: format!("it is not executable (chmod +x {shown} if it should be)"),
+        });
+    }
+    Ok(bytes)
+}
+
+/// Whether `bytes` start like something `exec` can run: a `#!` script, an
+/// ELF binary, or a Mach-O binary.
+pub fn looks_executable(bytes: &[u8]) -> bool {
+    const MAGICS: [&[u8]; 6] = [
+        b"#!",
+        b"\x7fELF",
+        &[0xcf, 0xfa, 0xed, 0xfe],
+        &[0xce, 0xfa, 0xed, 0xfe],
+        &[0xca, 0xfe, 0xba, 0xbe],
+        &[0xfe, 0xed, 0xfa, 0xcf],
+    ];
+    MAGICS.iter().any(|m| bytes.starts_with(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_parse_as_urls_or_absolute_paths() {
+        let cwd = Path::new("/home/u");
+        assert_eq!(
+            Source::parse("https://x.org/a/app-foo?x=1", cwd),
+            Source::Url("https://x.org/a/app-foo?x=1".into())
+        );
+        assert_eq!(
+            Source::parse("bin/app-foo", cwd),
+            Source::Path("/home/u/bin/app-foo".into())
+        );
+        assert_eq!(
+            Source::parse("/abs/app-foo", cwd),
+            Source::Path("/abs/app-foo".into())
+        );
+    }
+
+    #[test]
+    fn file_names_come_from_the_last_segment() {
+        let cwd = Path::new("/");
+        let name = |s: &str| Source::parse(s, cwd).file_name();
+        assert_eq!(
+            name("http://h:1/d/app-foo?v=2#x").as_deref(),
+            Some("app-foo")
+        );
+        assert_eq!(name("http://h:1/").as_deref(), None);
+        assert_eq!(name("http://h:1").as_deref(), None);
+        assert_eq!(name("/x/app-bar").as_deref(), Some("app-bar"));
+    }
+
+    #[test]
+    fn executables_are_recognised_by_their_first_bytes() {
+        assert!(looks_executable(b"#!/bin/sh\n"));
+        assert!(looks_executable(b"\x7fELF\x02\x01"));
+        assert!(!looks_executable(b"<html>404</html>"));
+        assert!(!looks_executable(b""));
+    }
+}
