@@ -127,7 +127,10 @@ pub fn free_port() -> u16 {
 }
 
 /// Polls `check` every 20 ms until it returns `Some` or `timeout` passes.
-pub fn wait_for<T>(timeout: std::time::Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+pub fn wait_for<T>(
+    timeout: std::time::Duration,
+    mut check: impl FnMut() -> Option<T>,
+) -> Option<T> {
     let deadline = std::time::Instant::now() + timeout;
     loop {
         if let Some(v) = check() {

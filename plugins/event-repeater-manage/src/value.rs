@@ -76,9 +76,12 @@ fn read_all(mut stdin: impl Read) -> Result<String, Error> {
 /// Parses `text` as JSON; on error says where, 1-based line and column.
 pub fn check_json(text: &str, origin: &str) -> Result<serde_json::Value, Error> {
     if text.trim().is_empty() {
-        return Err(Error::Usage(format!(
-            "{origin} is empty; give JSON inline, as @file.json, or as - to read stdin"
-        )));
+        let hint = if origin.starts_with("--value") {
+            "give JSON inline, as @file.json, or as - to read stdin"
+        } else {
+            "give it JSON text"
+        };
+        return Err(Error::Usage(format!("{origin} is empty; {hint}")));
     }
     serde_json::from_str(text).map_err(|e| json_error(&e, text, origin))
 }
