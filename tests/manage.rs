@@ -770,12 +770,12 @@ fn a_silent_server_times_out() {
     std::fs::create_dir_all(sb.plugin_runtime_dir()).unwrap();
     let socket = sb.plugin_runtime_dir().join("mute.sock");
     let listener = UnixListener::bind(&socket).unwrap();
-    // Accept and hold connections without ever answering.
+    // Accept and hold a connection without ever answering, until told to stop.
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
     let holder = std::thread::spawn(move || {
-        let mut held = Vec::new();
         if let Ok((conn, _)) = listener.accept() {
-            held.push(conn);
-            std::thread::sleep(Duration::from_secs(3));
+            let _ = stopped.recv_timeout(Duration::from_secs(10));
+            drop(conn);
         }
     });
     let started = Instant::now();
@@ -783,6 +783,7 @@ fn a_silent_server_times_out() {
         .fails(1, "did not answer within 0.5s");
     let took = started.elapsed();
     assert!(took < Duration::from_secs(2), "took {took:?}");
+    stop.send(()).unwrap();
     holder.join().unwrap();
 }
 
