@@ -164,7 +164,7 @@ impl fmt::Display for Error {
                     .map(|r| format!(" {r}"))
                     .unwrap_or_default();
                 write!(f, "{request} refused ({status}{reason}): {message}")?;
-                if *status == 401 || *status == 403 {
+                if (*status == 401 || *status == 403) && !message.contains("--token") {
                     write!(f, "; give the API token with --token or APP_TOKEN")?;
                 }
                 Ok(())
