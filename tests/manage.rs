@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::broker::{Broker, Subscriber};
 use common::{plugin_bin, wait_for, Sandbox};
 use serde_json::{json, Value};
 
@@ -100,6 +101,7 @@ struct Repeater {
     child: Child,
     name: String,
     dir: PathBuf,
+    log: PathBuf,
 }
 
 impl Repeater {
@@ -108,22 +110,27 @@ impl Repeater {
     }
 
     fn start_with(sb: &Sandbox, name: &str, extra: &[&str], env: &[(&str, &str)]) -> Repeater {
+        let log = sb.path().join(format!("{name}.repeater.stderr"));
         let mut cmd = sb.command(plugin_bin("app-event-repeater"));
-        cmd.args(["run", "--name", name, "--sinkprotocol", "stderr"])
-            .args([
-                "--source",
-                &sb.runtime_dir().join("no-source.sock").to_string_lossy(),
-            ])
-            .args(extra)
+        cmd.args(["run", "--name", name]);
+        if !extra.contains(&"--sinkprotocol") {
+            cmd.args(["--sinkprotocol", "stderr"]);
+        }
+        if !extra.contains(&"--source") {
+            let none = sb.runtime_dir().join("no-source.sock");
+            cmd.arg("--source").arg(none);
+        }
+        cmd.args(extra)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stderr(std::fs::File::create(&log).expect("create log"));
         let child = cmd.spawn().expect("start app-event-repeater");
         let mut repeater = Repeater {
             child,
             name: name.to_string(),
             dir: sb.plugin_runtime_dir(),
+            log,
         };
         let socket = repeater.socket();
         let up = wait_for(Duration::from_secs(15), || {
@@ -134,8 +141,9 @@ impl Repeater {
         });
         assert!(
             up.is_some(),
-            "the repeater's socket {} never came up",
-            socket.display()
+            "the repeater's socket {} never came up: {}",
+            socket.display(),
+            repeater.log()
         );
         if extra.contains(&"--listen") {
             let listen = repeater.dir.join(format!("{name}.listen"));
@@ -147,6 +155,20 @@ impl Repeater {
             assert!(ready.is_some(), "no {}", listen.display());
         }
         repeater
+    }
+
+    /// What it wrote to stderr (with the stderr sink: one JSON line per event).
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The sink topics of the events it relayed to stderr so far.
+    fn sink_topics(&self) -> Vec<String> {
+        self.log()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| v["sink_topic"].as_str().map(String::from))
+            .collect()
     }
 
     fn socket(&self) -> PathBuf {
@@ -839,4 +861,170 @@ fn completion_offers_commands_flags_and_the_running_routes() {
         "/events/timer/sec/1\n:4\n"
     );
     assert!(complete(&["get", "--name", ""]).contains("event-repeater\n"));
+}
+
+/// A running `app-event-time` (the example event source), killed on drop.
+struct EventTime(Child);
+
+impl EventTime {
+    fn start(sb: &Sandbox) -> EventTime {
+        let child = sb
+            .command(plugin_bin("app-event-time"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start app-event-time");
+        let source = EventTime(child);
+        let socket = sb.plugin_runtime_dir().join("event-time.sock");
+        let up = wait_for(Duration::from_secs(15), || {
+            std::os::unix::net::UnixStream::connect(&socket).ok()
+        });
+        assert!(
+            up.is_some(),
+            "app-event-time never listened on {}",
+            socket.display()
+        );
+        source
+    }
+}
+
+impl Drop for EventTime {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn routes_set_by_the_manager_steer_the_events() {
+    let sb = Sandbox::new();
+    let _source = EventTime::start(&sb);
+    let rep = Repeater::start(&sb, "flow", &["--source", "event-time"]);
+    let seen = |topic: &str| {
+        let topic = topic.to_string();
+        wait_for(Duration::from_secs(15), || {
+            rep.sink_topics().contains(&topic).then_some(())
+        })
+        .is_some()
+    };
+
+    manage(
+        &sb,
+        &[
+            "post",
+            "--name",
+            "flow",
+            "--value",
+            r#"{"sourcetopic":"timer/msec/100","sinktopic":"/fast"}"#,
+        ],
+    )
+    .ok();
+    assert!(seen("/fast"), "no event under /fast: {}", rep.log());
+
+    let file = write(
+        sb.path(),
+        "routes.json",
+        r#"[{"sourcetopic":"timer/msec/100","sinktopic":"/faster"}]"#,
+    );
+    let applied = manage(
+        &sb,
+        &["apply", "--name", "flow", "-f", &file.to_string_lossy()],
+    )
+    .ok();
+    assert_eq!(
+        applied.stdout,
+        "~ timer/msec/100 -> /fast => /faster\napplied: 0 added, 1 changed, 0 removed\n"
+    );
+    assert!(seen("/faster"), "no event under /faster: {}", rep.log());
+
+    manage(
+        &sb,
+        &[
+            "delete",
+            "--name",
+            "flow",
+            "--path",
+            "/events/timer/msec/100",
+        ],
+    )
+    .ok();
+    // Let events already on their way through drain, then expect silence.
+    std::thread::sleep(Duration::from_millis(500));
+    let before = rep.sink_topics().len();
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(
+        rep.sink_topics().len(),
+        before,
+        "events still flow after delete: {}",
+        rep.log()
+    );
+}
+
+#[test]
+fn routes_set_by_the_manager_reach_mosquitto() {
+    let Some(broker) = Broker::start() else {
+        return;
+    };
+    let Some(sub) = Subscriber::start(&broker, "site/#", None) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let _source = EventTime::start(&sb);
+    let url = broker.url();
+    let _rep = Repeater::start(
+        &sb,
+        "mq",
+        &[
+            "--source",
+            "event-time",
+            "--sinkprotocol",
+            "mqtt",
+            "--sink",
+            &url,
+        ],
+    );
+    manage(
+        &sb,
+        &[
+            "post",
+            "--name",
+            "mq",
+            "--value",
+            r#"[{"sourcetopic":"timer/msec/100","sinktopic":"site/fast"}]"#,
+        ],
+    )
+    .ok();
+    let got = sub.wait(Duration::from_secs(15), |m| {
+        m.iter().any(|(t, _)| t == "site/fast")
+    });
+    let (_, payload) = got
+        .iter()
+        .find(|(t, _)| t == "site/fast")
+        .unwrap_or_else(|| panic!("nothing on site/fast: {got:?}"));
+    let event: Value = serde_json::from_str(payload).expect("payload is the event's JSON");
+    assert_eq!(event["topic"], "timer/msec/100");
+
+    // A prefix route with {suffix}, declared in a file.
+    let file = write(
+        sb.path(),
+        "routes.json",
+        r#"[{"sourcetopic":"timer/msec/","sinktopic":"site/ms/{suffix}"}]"#,
+    );
+    let applied = manage(
+        &sb,
+        &["apply", "--name", "mq", "-f", &file.to_string_lossy()],
+    )
+    .ok();
+    assert_eq!(
+        applied.stdout,
+        "+ timer/msec/ -> site/ms/{suffix}\n- timer/msec/100 -> site/fast\napplied: 1 added, 0 changed, 1 removed\n"
+    );
+    let got = sub.wait(Duration::from_secs(15), |m| {
+        m.iter().any(|(t, _)| t == "site/ms/100") && m.iter().any(|(t, _)| t == "site/ms/500")
+    });
+    assert!(
+        got.iter().any(|(t, _)| t == "site/ms/500"),
+        "prefix route did not deliver: {got:?}"
+    );
 }
