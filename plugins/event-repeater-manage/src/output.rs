@@ -22,7 +22,7 @@ pub fn render(body: &str, format: Format, pretty: bool) -> String {
     if body.trim().is_empty() {
         return String::new();
     }
-    let Ok(value) = serde_json::from_str::<Value>(body) else {
+    let Ok(value) = serde_json::from_str::<Value>(body.trim()) else {
         let mut text = body.to_string();
         if !text.ends_with('\n') {
             text.push('\n');
@@ -34,20 +34,80 @@ pub fn render(body: &str, format: Format, pretty: bool) -> String {
             return table(&routes);
         }
     }
-    json(&value, pretty)
+    reformat(body.trim(), pretty)
 }
 
-/// `value` as JSON text and a newline.
-pub fn json(value: &Value, pretty: bool) -> String {
-    let text = if pretty {
-        serde_json::to_string_pretty(value)
-    } else {
-        serde_json::to_string(value)
+/// Re-lays out JSON text that is known to be valid, keeping the server's key
+/// order (a parsed `Value` would sort the keys): compact, or indented by two
+/// spaces like `serde_json::to_string_pretty`. Ends with a newline.
+pub fn reformat(json: &str, pretty: bool) -> String {
+    let mut out = String::with_capacity(json.len() * 2);
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut chars = json.chars().peekable();
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.push_str(&"  ".repeat(depth));
     };
-    // Serialising a parsed Value cannot fail (all keys are strings).
-    let mut text = text.unwrap_or_default();
-    text.push('\n');
-    text
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            c if c.is_whitespace() => {}
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                // Skip to the next token to see whether the container is empty.
+                while chars.peek().is_some_and(|n| n.is_whitespace()) {
+                    chars.next();
+                }
+                if matches!(chars.peek(), Some('}' | ']')) {
+                    if let Some(close) = chars.next() {
+                        out.push(close);
+                    }
+                } else {
+                    depth += 1;
+                    if pretty {
+                        newline(&mut out, depth);
+                    }
+                }
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                if pretty {
+                    newline(&mut out, depth);
+                }
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                if pretty {
+                    newline(&mut out, depth);
+                }
+            }
+            ':' => {
+                out.push(c);
+                if pretty {
+                    out.push(' ');
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\n');
+    out
 }
 
 fn as_routes(value: &Value) -> Option<Vec<Route>> {
@@ -105,6 +165,39 @@ mod tests {
             false,
         );
         assert_eq!(out, "SOURCE TOPIC  SINK TOPIC\nx             y\n");
+    }
+
+    #[test]
+    fn reformat_keeps_key_order() {
+        let body = r#"{ "sourcetopic": "b", "sinktopic": "a" }"#;
+        assert_eq!(
+            reformat(body, false),
+            "{\"sourcetopic\":\"b\",\"sinktopic\":\"a\"}\n"
+        );
+        assert_eq!(
+            reformat(body, true),
+            "{\n  \"sourcetopic\": \"b\",\n  \"sinktopic\": \"a\"\n}\n"
+        );
+    }
+
+    #[test]
+    fn reformat_matches_serde_json_layout() {
+        // Keys in sorted order, so serde_json's own output is the reference.
+        let samples = [
+            r#"[]"#,
+            r#"{}"#,
+            r#"[ {"a": [1, 2, {"b": {}}], "c": [ ], "d": "x, y: {z} [\"q\"] \\"}, null, true, -1.5 ]"#,
+            r#"{"a":{"b":{"c":[[],[{}]]}}}"#,
+            "\"just a string\"",
+            "42",
+        ];
+        for text in samples {
+            let value: Value = serde_json::from_str(text).unwrap();
+            let want_pretty = format!("{}\n", serde_json::to_string_pretty(&value).unwrap());
+            let want_compact = format!("{}\n", serde_json::to_string(&value).unwrap());
+            assert_eq!(reformat(text, true), want_pretty, "{text}");
+            assert_eq!(reformat(text, false), want_compact, "{text}");
+        }
     }
 
     #[test]
