@@ -1,0 +1,679 @@
+//! The command line: clap's view of the flags ([`Cli`]), turned into a
+//! checked [`Config`] before anything is read or sent.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::error::Error;
+use crate::output::Format;
+use crate::target::{check_name, Endpoint};
+use crate::value::ValueSpec;
+
+/// The default for `--timeout`, in seconds.
+pub const DEFAULT_TIMEOUT: &str = "5";
+
+const AFTER_HELP: &str = "\
+The repeater is found by --host URL, else the global `app -H URL`, else the
+files `app event-repeater run --name NAME` writes in $APP_RUNTIME_DIR/plugins/
+(NAME.sock, or the TCP URL in NAME.listen).
+
+--value takes JSON inline, @file.json, or - for stdin.
+Old form: --op 1|2|3|4 (post, delete, put, get) --resource event --value JSON.
+
+Exit codes: 0 ok; 1 refused by the repeater or failed; 2 usage error or bad
+JSON (nothing sent); 3 no repeater running there or it cannot be reached.
+
+Examples:
+  app event-repeater manage get -o table
+  app event-repeater manage post --value '{\"sourcetopic\":\"timer/sec/1\",\"sinktopic\":\"/time/1s\"}'
+  app event-repeater manage delete --path /events/timer/sec/1
+  app event-repeater manage apply -f routes.json --dry-run";
+
+/// `app event-repeater manage`: change a running event repeater's routes.
+#[derive(Debug, Parser)]
+#[command(
+    name = "app event-repeater manage",
+    bin_name = "app event-repeater manage",
+    version = crate::VERSION,
+    about = "Change a running event repeater's routes",
+    after_help = AFTER_HELP,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    conn: ConnArgs,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+
+    /// Old numeric form: 1 add (post), 2 delete, 3 update (put), 4 read (get)
+    #[arg(long, value_name = "1-4", value_parser = clap::value_parser!(u8).range(1..=4))]
+    op: Option<u8>,
+
+    /// Old form: the resource; `event` means /events
+    #[arg(long, value_name = "event")]
+    resource: Option<String>,
+
+    /// With --op: the API path (default /events)
+    #[arg(long, value_name = "PATH")]
+    path: Option<String>,
+
+    /// With --op: JSON inline, @file.json, or - for stdin
+    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
+    value: Option<String>,
+}
+
+/// Flags every command takes, before or after its name.
+#[derive(Debug, Args)]
+struct ConnArgs {
+    /// The repeater's name (`app event-repeater run --name`)
+    #[arg(long, global = true, value_name = "NAME", default_value = crate::DEFAULT_NAME)]
+    name: String,
+
+    /// The API address: unix:///path/to.sock or http://127.0.0.1:PORT
+    #[arg(long, global = true, value_name = "URL")]
+    host: Option<String>,
+
+    /// Bearer token for a TCP API that needs one (default: $APP_TOKEN)
+    #[arg(long, global = true, value_name = "TOKEN")]
+    token: Option<String>,
+
+    /// Give up connecting and waiting for an answer after SECS seconds
+    #[arg(long, global = true, value_name = "SECS", default_value = DEFAULT_TIMEOUT, value_parser = parse_secs)]
+    timeout: Duration,
+
+    /// How to print the answer: json (pretty on a terminal) or table
+    #[arg(
+        short = 'o',
+        long = "output",
+        global = true,
+        value_enum,
+        default_value = "json"
+    )]
+    output: OutputArg,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum OutputArg {
+    Json,
+    Table,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show routes: GET /events, or /events/<sourcetopic> for one
+    Get(GetArgs),
+    /// Add routes (all or none; an existing sourcetopic is refused)
+    Post(BodyArgs),
+    /// Add or update routes (PUT /events?replace=true makes the table exactly the value)
+    Put(BodyArgs),
+    /// Remove routes: --value '[{"sourcetopic":…}]', or --path /events/<sourcetopic>
+    Delete(DeleteArgs),
+    /// Make the routes exactly those of a file, showing the difference
+    Apply(ApplyArgs),
+}
+
+#[derive(Debug, Args)]
+struct GetArgs {
+    /// The API path; must start with /
+    #[arg(long, value_name = "PATH", default_value = "/events")]
+    path: String,
+}
+
+#[derive(Debug, Args)]
+struct BodyArgs {
+    /// The API path; must start with /
+    #[arg(long, value_name = "PATH", default_value = "/events")]
+    path: String,
+
+    /// JSON inline, @file.json, or - for stdin
+    #[arg(
+        long,
+        value_name = "VALUE",
+        required = true,
+        allow_hyphen_values = true
+    )]
+    value: String,
+}
+
+#[derive(Debug, Args)]
+struct DeleteArgs {
+    /// The API path; must start with /
+    #[arg(long, value_name = "PATH", default_value = "/events")]
+    path: String,
+
+    /// JSON inline, @file.json, or - for stdin
+    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
+    value: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct ApplyArgs {
+    /// The routes file: a JSON array of {"sourcetopic", "sinktopic"}; - for stdin
+    #[arg(short = 'f', long = "file", value_name = "FILE", required = true)]
+    file: PathBuf,
+
+    /// Show the difference, change nothing
+    #[arg(long)]
+    dry_run: bool,
+}
+
+fn parse_secs(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number of seconds"))?;
+    if !(secs > 0.0 && secs <= 3600.0) {
+        return Err(format!("'{text}' is out of range; give 0 < SECS <= 3600"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// An HTTP method of the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// Read.
+    Get,
+    /// Add.
+    Post,
+    /// Upsert or replace.
+    Put,
+    /// Remove.
+    Delete,
+}
+
+impl Method {
+    /// The method's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
+/// How to reach the repeater.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conn {
+    /// `--name`.
+    pub name: String,
+    /// `--host`, parsed.
+    pub host: Option<Endpoint>,
+    /// `--token` or `APP_TOKEN`.
+    pub token: Option<String>,
+    /// `--timeout`.
+    pub timeout: Duration,
+}
+
+/// One request to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// The method.
+    pub method: Method,
+    /// The path, percent-encoded where needed (may carry a query).
+    pub path: String,
+    /// The body, still to be read and checked.
+    pub value: Option<ValueSpec>,
+}
+
+/// What the command does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// get, post, put, delete (or an `--op`).
+    Send(Call),
+    /// apply -f FILE [--dry-run].
+    Apply {
+        /// Where the routes come from (`-` is stdin).
+        file: ValueSpec,
+        /// Change nothing.
+        dry_run: bool,
+    },
+}
+
+/// A checked command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// How to reach the repeater.
+    pub conn: Conn,
+    /// `-o`.
+    pub output: Format,
+    /// What to do.
+    pub action: Action,
+}
+
+impl Config {
+    /// Parses `args` (without the program name) and checks them. `env_token`
+    /// is `APP_TOKEN`, used when `--token` is not given.
+    pub fn from_args<I, T>(args: I, env_token: Option<String>) -> Result<Config, ParseOutcome>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        let argv = std::iter::once(std::ffi::OsString::from("app-event-repeater-manage"))
+            .chain(args.into_iter().map(Into::into));
+        let cli = Cli::try_parse_from(argv).map_err(ParseOutcome::from_clap)?;
+        Config::from_cli(cli, env_token).map_err(ParseOutcome::Error)
+    }
+
+    fn from_cli(cli: Cli, env_token: Option<String>) -> Result<Config, Error> {
+        let conn = &cli.conn;
+        check_name(&conn.name)?;
+        let host = conn
+            .host
+            .as_deref()
+            .map(|h| Endpoint::parse(h).map_err(|e| Error::Usage(format!("--host {e}"))))
+            .transpose()?;
+        let token = conn.token.clone().or(env_token).filter(|t| !t.is_empty());
+        let action = match cli.command {
+            Some(command) => {
+                if cli.op.is_some()
+                    || cli.resource.is_some()
+                    || cli.path.is_some()
+                    || cli.value.is_some()
+                {
+                    return Err(Error::Usage(
+                        "--op, --resource, --path and --value go after the command (or use the old --op form without a command)".into(),
+                    ));
+                }
+                from_command(command)?
+            }
+            None => old_form(cli.op, cli.resource, cli.path, cli.value)?,
+        };
+        Ok(Config {
+            conn: Conn {
+                name: conn.name.clone(),
+                host,
+                token,
+                timeout: conn.timeout,
+            },
+            output: match conn.output {
+                OutputArg::Json => Format::Json,
+                OutputArg::Table => Format::Table,
+            },
+            action,
+        })
+    }
+}
+
+fn from_command(command: Command) -> Result<Action, Error> {
+    let call = |method, path: &str, value: Option<String>| {
+        Ok(Action::Send(Call {
+            method,
+            path: check_path(path)?,
+            value: value.as_deref().map(ValueSpec::parse),
+        }))
+    };
+    match command {
+        Command::Get(a) => call(Method::Get, &a.path, None),
+        Command::Post(a) => call(Method::Post, &a.path, Some(a.value)),
+        Command::Put(a) => call(Method::Put, &a.path, Some(a.value)),
+        Command::Delete(a) => {
+            if a.value.is_none() && is_collection(&a.path) {
+                return Err(Error::Usage(
+                    "delete needs the routes to remove: --value '[{\"sourcetopic\":\"…\"}]', or --path /events/<sourcetopic>".into(),
+                ));
+            }
+            call(Method::Delete, &a.path, a.value)
+        }
+        Command::Apply(a) => Ok(Action::Apply {
+            file: if a.file.as_os_str() == "-" {
+                ValueSpec::Stdin
+            } else {
+                ValueSpec::File(a.file)
+            },
+            dry_run: a.dry_run,
+        }),
+    }
+}
+
+/// The original design's `--op N --resource event --value JSON`.
+fn old_form(
+    op: Option<u8>,
+    resource: Option<String>,
+    path: Option<String>,
+    value: Option<String>,
+) -> Result<Action, Error> {
+    let Some(op) = op else {
+        let hint = if resource.is_some() || path.is_some() || value.is_some() {
+            " (--resource, --path and --value need a command or --op)"
+        } else {
+            ""
+        };
+        return Err(Error::Usage(format!(
+            "no command given{hint}; use get, post, put, delete or apply, see: app event-repeater manage --help"
+        )));
+    };
+    let path = match (resource.as_deref(), path) {
+        (Some(_), Some(_)) => {
+            return Err(Error::Usage("give --resource or --path, not both".into()))
+        }
+        (Some("event" | "events"), None) => "/events".to_string(),
+        (Some(other), None) => {
+            return Err(Error::Usage(format!(
+                "--resource '{other}' is unknown; the only resource is event (the routes, /events)"
+            )))
+        }
+        (None, path) => path.unwrap_or_else(|| "/events".to_string()),
+    };
+    let method = match op {
+        1 => Method::Post,
+        2 => Method::Delete,
+        3 => Method::Put,
+        _ => Method::Get,
+    };
+    match (method, &value) {
+        (Method::Get, Some(_)) => {
+            return Err(Error::Usage("--op 4 (get) takes no --value".into()))
+        }
+        (Method::Post | Method::Put, None) => {
+            return Err(Error::Usage(format!(
+                "--op {op} needs --value with the routes as JSON"
+            )))
+        }
+        (Method::Delete, None) if is_collection(&path) => {
+            return Err(Error::Usage(
+                "--op 2 (delete) needs --value '[{\"sourcetopic\":\"…\"}]', or --path /events/<sourcetopic>".into(),
+            ))
+        }
+        _ => {}
+    }
+    Ok(Action::Send(Call {
+        method,
+        path: check_path(&path)?,
+        value: value.as_deref().map(ValueSpec::parse),
+    }))
+}
+
+fn is_collection(path: &str) -> bool {
+    let path = path.split('?').next().unwrap_or_default();
+    path.trim_end_matches('/') == "/events"
+}
+
+/// Checks that `--path` starts with `/` and percent-encodes what may not
+/// appear in a URL path as is (spaces, `#`, non-ASCII, …). A `?` starts the
+/// query (`/events?replace=true`); `%XX` is kept as already encoded.
+pub fn check_path(path: &str) -> Result<String, Error> {
+    if !path.starts_with('/') {
+        return Err(Error::Usage(format!(
+            "--path '{path}' must start with /; for example --path /events or --path /events/timer/sec/1"
+        )));
+    }
+    let bytes = path.as_bytes();
+    let mut out = String::with_capacity(path.len());
+    let mut in_query = false;
+    for (i, &b) in bytes.iter().enumerate() {
+        let keep = match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' => true,
+            b'-' | b'.' | b'_' | b'~' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' => true,
+            b'+' | b',' | b';' | b'=' | b':' | b'@' | b'/' => true,
+            b'?' if !in_query => {
+                in_query = true;
+                true
+            }
+            b'?' => true,
+            b'%' => {
+                bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                    && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
+            }
+            _ => false,
+        };
+        if keep {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    Ok(out)
+}
+
+/// What parsing the command line produced instead of a [`Config`].
+#[derive(Debug)]
+pub enum ParseOutcome {
+    /// `--help` or `--version`: print this on stdout and exit 0.
+    Info(String),
+    /// A usage error.
+    Error(Error),
+}
+
+impl ParseOutcome {
+    fn from_clap(e: clap::Error) -> ParseOutcome {
+        use clap::error::ErrorKind;
+        match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                ParseOutcome::Info(e.render().to_string())
+            }
+            _ => {
+                // clap's message is several paragraphs (error, tip, usage); keep
+                // the first paragraph, as one line, and say where help is.
+                let rendered = e.render().to_string();
+                let first: Vec<&str> = rendered
+                    .lines()
+                    .map(str::trim)
+                    .skip_while(|l| l.is_empty())
+                    .take_while(|l| !l.is_empty())
+                    .collect();
+                let first = first.join(" ");
+                let first = first.strip_prefix("error: ").unwrap_or(&first);
+                ParseOutcome::Error(Error::Usage(format!(
+                    "{first}; see: app event-repeater manage --help"
+                )))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Config, String> {
+        Config::from_args(args.iter().copied(), None).map_err(|e| match e {
+            ParseOutcome::Info(i) => format!("info: {i}"),
+            ParseOutcome::Error(e) => {
+                assert_eq!(e.exit_code(), 2);
+                e.to_string()
+            }
+        })
+    }
+
+    fn call(args: &[&str]) -> Call {
+        match parse(args).unwrap().action {
+            Action::Send(c) => c,
+            other => panic!("not a call: {other:?}"),
+        }
+    }
+
+    fn spec(method: Method, path: &str, value: Option<&str>) -> Call {
+        Call {
+            method,
+            path: path.into(),
+            value: value.map(ValueSpec::parse),
+        }
+    }
+
+    #[test]
+    fn commands_map_to_requests() {
+        let table: &[(&[&str], Call)] = &[
+            (&["get"], spec(Method::Get, "/events", None)),
+            (
+                &["get", "--path", "/events/timer/sec/1"],
+                spec(Method::Get, "/events/timer/sec/1", None),
+            ),
+            (
+                &["post", "--value", "[]"],
+                spec(Method::Post, "/events", Some("[]")),
+            ),
+            (
+                &["put", "--value", "@r.json"],
+                spec(Method::Put, "/events", Some("@r.json")),
+            ),
+            (
+                &["put", "--path", "/events?replace=true", "--value", "-"],
+                spec(Method::Put, "/events?replace=true", Some("-")),
+            ),
+            (
+                &["delete", "--value", "[]"],
+                spec(Method::Delete, "/events", Some("[]")),
+            ),
+            (
+                &["delete", "--path", "/events/a"],
+                spec(Method::Delete, "/events/a", None),
+            ),
+            (
+                &["--op", "1", "--resource", "event", "--value", "[]"],
+                spec(Method::Post, "/events", Some("[]")),
+            ),
+            (
+                &["--op", "2", "--resource", "event", "--value", "[]"],
+                spec(Method::Delete, "/events", Some("[]")),
+            ),
+            (
+                &["--op", "3", "--value", "{}"],
+                spec(Method::Put, "/events", Some("{}")),
+            ),
+            (
+                &["--op", "4", "--resource", "event"],
+                spec(Method::Get, "/events", None),
+            ),
+            (
+                &["--op", "4", "--path", "/events/x"],
+                spec(Method::Get, "/events/x", None),
+            ),
+        ];
+        for (args, want) in table {
+            assert_eq!(&call(args), want, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn connection_flags_go_before_or_after_the_command() {
+        let a = parse(&["--name", "r1", "get", "-o", "table", "--timeout", "0.5"]).unwrap();
+        let b = parse(&[
+            "get",
+            "--name",
+            "r1",
+            "--output",
+            "table",
+            "--timeout",
+            "0.5",
+        ])
+        .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.conn.name, "r1");
+        assert_eq!(a.output, Format::Table);
+        assert_eq!(a.conn.timeout, Duration::from_millis(500));
+        let d = parse(&["get"]).unwrap();
+        assert_eq!(d.conn.name, crate::DEFAULT_NAME);
+        assert_eq!(d.conn.timeout, Duration::from_secs(5));
+        assert_eq!(d.output, Format::Json);
+    }
+
+    #[test]
+    fn host_and_token() {
+        let c = parse(&["get", "--host", "http://127.0.0.1:9/", "--token", "t"]).unwrap();
+        assert_eq!(
+            c.conn.host,
+            Some(Endpoint::Http("http://127.0.0.1:9".into()))
+        );
+        assert_eq!(c.conn.token.as_deref(), Some("t"));
+        let c = Config::from_args(["get"], Some("env".into())).unwrap();
+        assert_eq!(c.conn.token.as_deref(), Some("env"));
+        let c = Config::from_args(["get", "--token", "flag"], Some("env".into())).unwrap();
+        assert_eq!(c.conn.token.as_deref(), Some("flag"));
+        assert!(parse(&["get", "--host", "ftp://x"])
+            .unwrap_err()
+            .contains("--host"));
+    }
+
+    #[test]
+    fn apply_reads_a_file_or_stdin() {
+        let c = parse(&["apply", "-f", "routes.json", "--dry-run"]).unwrap();
+        assert_eq!(
+            c.action,
+            Action::Apply {
+                file: ValueSpec::File("routes.json".into()),
+                dry_run: true
+            }
+        );
+        let c = parse(&["apply", "--file", "-"]).unwrap();
+        assert_eq!(
+            c.action,
+            Action::Apply {
+                file: ValueSpec::Stdin,
+                dry_run: false
+            }
+        );
+    }
+
+    #[test]
+    fn usage_errors() {
+        let cases: &[(&[&str], &str)] = &[
+            (&[], "no command given"),
+            (
+                &["get", "--path", "events"],
+                "--path 'events' must start with /",
+            ),
+            (&["post"], "--value"),
+            (&["get", "--value", "[]"], "unexpected argument '--value'"),
+            (&["delete"], "delete needs the routes to remove"),
+            (&["--op", "5"], "5"),
+            (&["--op", "1"], "--op 1 needs --value"),
+            (&["--op", "4", "--value", "[]"], "takes no --value"),
+            (
+                &["--op", "2", "--resource", "event"],
+                "--op 2 (delete) needs --value",
+            ),
+            (
+                &["--op", "4", "--resource", "route"],
+                "--resource 'route' is unknown",
+            ),
+            (
+                &["--op", "4", "--resource", "event", "--path", "/events"],
+                "not both",
+            ),
+            (&["--op", "4", "get"], "go after the command"),
+            (&["--value", "[]"], "need a command or --op"),
+            (&["get", "--name", "a/b"], "--name 'a/b'"),
+            (&["get", "--timeout", "0"], "out of range"),
+            (&["get", "--timeout", "x"], "not a number"),
+            (&["get", "-o", "yaml"], "yaml"),
+            (&["apply"], "--file"),
+            (&["frobnicate"], "frobnicate"),
+        ];
+        for (args, want) in cases {
+            let err = parse(args).unwrap_err();
+            assert!(err.contains(want), "{args:?}: {err}");
+            assert!(!err.contains('\n'), "{args:?}: one line, got {err:?}");
+        }
+    }
+
+    #[test]
+    fn help_is_information_not_an_error() {
+        let help = parse(&["--help"]).unwrap_err();
+        assert!(help.starts_with("info: "), "{help}");
+        assert!(help.contains("Exit codes"), "{help}");
+        assert!(parse(&["--version"]).unwrap_err().contains(crate::VERSION));
+    }
+
+    #[test]
+    fn paths_are_encoded() {
+        assert_eq!(
+            check_path("/events/timer/sec/1").unwrap(),
+            "/events/timer/sec/1"
+        );
+        assert_eq!(check_path("/events/a b#c").unwrap(), "/events/a%20b%23c");
+        assert_eq!(check_path("/events/é").unwrap(), "/events/%C3%A9");
+        assert_eq!(check_path("/events/50%").unwrap(), "/events/50%25");
+        assert_eq!(check_path("/events/a%2Fb").unwrap(), "/events/a%2Fb");
+        assert_eq!(
+            check_path("/events?replace=true").unwrap(),
+            "/events?replace=true"
+        );
+        assert!(check_path("").is_err());
+    }
+}

@@ -1,0 +1,221 @@
+//! Every way a manager command can fail, with the message the user reads and
+//! the exit code scripts rely on (0 ok, 1 refused or failed, 2 usage, 3 not
+//! running or unreachable).
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Exit code: the server refused the request, or it failed at run time.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code: bad flags or a bad value; nothing was sent.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code: no repeater is running there, or it cannot be reached.
+pub const EXIT_UNREACHABLE: u8 = 3;
+
+/// A failed manager command.
+#[derive(Debug, PartialEq)]
+pub enum Error {
+    /// A bad flag, a missing value, a malformed `--path` or `--host`.
+    Usage(String),
+    /// A value (`--value` or an `apply` file) that is not valid JSON.
+    Json {
+        /// Where the text came from: `--value`, `stdin`, or a file name.
+        origin: String,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// What serde_json found wrong there.
+        message: String,
+    },
+    /// Valid JSON that is not what the command needs (an `apply` file that is
+    /// not an array of routes, for instance).
+    Invalid {
+        /// Where the text came from.
+        origin: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Neither a socket nor a listen file for this name.
+    NotRunning {
+        /// The repeater's `--name`.
+        name: String,
+        /// The socket that would exist if it ran.
+        socket: PathBuf,
+    },
+    /// The socket file exists but nobody accepts connections on it.
+    StaleSocket {
+        /// The repeater's `--name`.
+        name: String,
+        /// The left-over socket file.
+        socket: PathBuf,
+    },
+    /// The `<name>.listen` file names an address where nobody listens.
+    StaleListen {
+        /// The repeater's `--name`.
+        name: String,
+        /// The left-over listen file.
+        file: PathBuf,
+        /// The URL it holds.
+        url: String,
+    },
+    /// A connection to an address given with `--host` or `-H` failed.
+    Unreachable {
+        /// The address, as the user would write it.
+        target: String,
+        /// Why (refused, timed out, permission denied, …).
+        reason: String,
+    },
+    /// Connected, but no complete answer within the timeout.
+    Timeout {
+        /// The address.
+        target: String,
+        /// The timeout in force.
+        seconds: f64,
+    },
+    /// The server answered with an error status.
+    Refused {
+        /// `POST /events`.
+        request: String,
+        /// HTTP status code.
+        status: u16,
+        /// The server's own message (its JSON `error` field, or its text).
+        message: String,
+    },
+    /// Anything else that went wrong at run time (I/O, a garbled reply).
+    Failed(String),
+}
+
+impl Error {
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) | Error::Json { .. } | Error::Invalid { .. } => EXIT_USAGE,
+            Error::NotRunning { .. }
+            | Error::StaleSocket { .. }
+            | Error::StaleListen { .. }
+            | Error::Unreachable { .. } => EXIT_UNREACHABLE,
+            Error::Timeout { .. } | Error::Refused { .. } | Error::Failed(_) => EXIT_FAILURE,
+        }
+    }
+}
+
+/// `app event-repeater run`, with `--name` only when it is not the default.
+pub fn run_command(name: &str) -> String {
+    if name == crate::DEFAULT_NAME {
+        "app event-repeater run".to_string()
+    } else {
+        format!("app event-repeater run --name {name}")
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(msg) => write!(f, "{msg}"),
+            Error::Json {
+                origin,
+                line,
+                column,
+                message,
+            } => write!(
+                f,
+                "{origin} is not valid JSON: {message} at line {line}, column {column}; nothing was sent"
+            ),
+            Error::Invalid { origin, message } => {
+                write!(f, "{origin}: {message}; nothing was sent")
+            }
+            Error::NotRunning { name, socket } => write!(
+                f,
+                "no event repeater named '{name}' is running (no socket at {}); start one with: {}",
+                socket.display(),
+                run_command(name)
+            ),
+            Error::StaleSocket { name, socket } => write!(
+                f,
+                "the event repeater '{name}' is not running: {} is a stale socket left by a process that is gone (connection refused); remove it with: rm {}, or start the repeater again: {}",
+                socket.display(),
+                socket.display(),
+                run_command(name)
+            ),
+            Error::StaleListen { name, file, url } => write!(
+                f,
+                "the event repeater '{name}' is not running: nothing listens at {url} named in the stale file {}; remove it with: rm {}, or start the repeater again: {}",
+                file.display(),
+                file.display(),
+                run_command(name)
+            ),
+            Error::Unreachable { target, reason } => write!(
+                f,
+                "cannot reach an event repeater at {target}: {reason}; check that it runs and that the address is right"
+            ),
+            Error::Timeout { target, seconds } => write!(
+                f,
+                "the event repeater at {target} did not answer within {seconds}s; it may be overloaded or stuck (raise the limit with --timeout SECS)"
+            ),
+            Error::Refused {
+                request,
+                status,
+                message,
+            } => {
+                let reason = ureq::http::StatusCode::from_u16(*status)
+                    .ok()
+                    .and_then(|s| s.canonical_reason())
+                    .map(|r| format!(" {r}"))
+                    .unwrap_or_default();
+                write!(f, "{request} refused ({status}{reason}): {message}")?;
+                if (*status == 401 || *status == 403) && !message.contains("--token") {
+                    write!(f, "; give the API token with --token or APP_TOKEN")?;
+                }
+                Ok(())
+            }
+            Error::Failed(msg) => write!(f, "{msg}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_running_message_says_how_to_start_it() {
+        let e = Error::NotRunning {
+            name: "r1".into(),
+            socket: PathBuf::from("/run/app/plugins/r1.sock"),
+        };
+        assert_eq!(
+            e.to_string(),
+            "no event repeater named 'r1' is running (no socket at /run/app/plugins/r1.sock); start one with: app event-repeater run --name r1"
+        );
+        assert_eq!(e.exit_code(), 3);
+    }
+
+    #[test]
+    fn default_name_needs_no_name_flag() {
+        assert_eq!(run_command("event-repeater"), "app event-repeater run");
+    }
+
+    #[test]
+    fn exit_codes_follow_the_contract() {
+        assert_eq!(Error::Usage("x".into()).exit_code(), 2);
+        let refused = Error::Refused {
+            request: "POST /events".into(),
+            status: 409,
+            message: "exists".into(),
+        };
+        assert_eq!(refused.exit_code(), 1);
+        assert_eq!(
+            refused.to_string(),
+            "POST /events refused (409 Conflict): exists"
+        );
+        let stale = Error::StaleSocket {
+            name: "r".into(),
+            socket: PathBuf::from("/x/r.sock"),
+        };
+        assert_eq!(stale.exit_code(), 3);
+        assert!(stale.to_string().contains("rm /x/r.sock"));
+    }
+}

@@ -1,0 +1,103 @@
+//! `app-event-repeater-manage`: changes a running event repeater's routes
+//! over its REST API, reached as `app event-repeater manage …`.
+//!
+//! - [`cli`]: the flags, checked into a [`cli::Config`] before anything runs
+//! - [`value`]: `--value` (inline, `@file`, `-`) and JSON errors with positions
+//! - [`target`]: finding the repeater (`--host`, `-H`, its socket or listen file)
+//! - [`http`] and [`unix`]: one request over TCP or a unix socket, with timeouts
+//! - [`routes`] and [`apply`]: route files and the `+`/`-`/`~` difference
+//! - [`exec`]: doing it; [`output`]: printing it; [`error`]: exit codes
+//! - [`complete`]: answers to `__complete` for shell completion
+
+pub mod apply;
+pub mod cli;
+pub mod complete;
+pub mod error;
+pub mod exec;
+pub mod http;
+pub mod output;
+pub mod routes;
+pub mod target;
+pub mod unix;
+pub mod value;
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+
+use crate::cli::{Config, ParseOutcome};
+use crate::error::Error;
+
+/// The repeater name used when `--name` is not given.
+pub const DEFAULT_NAME: &str = "event-repeater";
+
+/// This plugin's version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The prefix of every error line.
+const PROGRAM: &str = "app-event-repeater-manage";
+
+/// The answer to `__app_metadata`.
+pub fn metadata() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "app.plugin/v1",
+        "name": "event-repeater-manage",
+        "version": VERSION,
+        "description": "Change a running event repeater's routes",
+        "completion": true,
+    })
+}
+
+/// Runs the plugin with `args` (without the program name) and returns the
+/// exit code.
+pub fn run(args: Vec<OsString>) -> u8 {
+    match args.first().and_then(|a| a.to_str()) {
+        Some("__app_metadata") => {
+            println!("{}", metadata());
+            return 0;
+        }
+        Some("__complete") => {
+            let words: Vec<String> = args[1..]
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let out = complete::run(&words);
+            let _ = std::io::stdout().lock().write_all(out.as_bytes());
+            return 0;
+        }
+        _ => {}
+    }
+    let token = std::env::var("APP_TOKEN").ok();
+    let config = match Config::from_args(args, token) {
+        Ok(config) => config,
+        Err(ParseOutcome::Info(mut text)) => {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+            return 0;
+        }
+        Err(ParseOutcome::Error(e)) => return report(&e),
+    };
+    let ctx = match app::context::Context::load() {
+        Ok(ctx) => ctx,
+        Err(e) => return report(&Error::Failed(format!("{e}"))),
+    };
+    let plugin_dir = ctx.dirs().plugin_runtime_dir();
+    let stdout = std::io::stdout();
+    let mut io = exec::Io {
+        stdin: &mut std::io::stdin().lock(),
+        pretty: stdout.is_terminal(),
+        stdout: &mut stdout.lock(),
+        global_hosts: &ctx.hosts,
+        plugin_dir: &plugin_dir,
+    };
+    match exec::execute(&config, &mut io) {
+        Ok(()) => 0,
+        Err(e) => report(&e),
+    }
+}
+
+fn report(e: &Error) -> u8 {
+    eprintln!("{PROGRAM}: {e}");
+    e.exit_code()
+}

@@ -1,0 +1,229 @@
+//! Printing the server's answer: its JSON, pretty on a terminal and compact
+//! otherwise, or routes as an aligned table (`-o table`).
+
+use serde_json::Value;
+
+use crate::routes::{self, Route};
+
+/// `-o json` or `-o table`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// The server's JSON.
+    #[default]
+    Json,
+    /// Routes as a table with SOURCE TOPIC and SINK TOPIC columns.
+    Table,
+}
+
+/// What to print for a reply body (with a trailing newline, or empty when
+/// the body is). A body that is not JSON is printed as it came; a table is
+/// only made of routes, anything else stays JSON.
+pub fn render(body: &str, format: Format, pretty: bool) -> String {
+    if body.trim().is_empty() {
+        return String::new();
+    }
+    let Ok(value) = serde_json::from_str::<Value>(body.trim()) else {
+        let mut text = body.to_string();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        return text;
+    };
+    if format == Format::Table {
+        if let Some(routes) = as_routes(&value) {
+            return table(&routes);
+        }
+    }
+    reformat(body.trim(), pretty)
+}
+
+/// Re-lays out JSON text that is known to be valid, keeping the server's key
+/// order (a parsed `Value` would sort the keys): compact, or indented by two
+/// spaces like `serde_json::to_string_pretty`. Ends with a newline.
+pub fn reformat(json: &str, pretty: bool) -> String {
+    let mut out = String::with_capacity(json.len() * 2);
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut chars = json.chars().peekable();
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.push_str(&"  ".repeat(depth));
+    };
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            c if c.is_whitespace() => {}
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                // Skip to the next token to see whether the container is empty.
+                while chars.peek().is_some_and(|n| n.is_whitespace()) {
+                    chars.next();
+                }
+                if matches!(chars.peek(), Some('}' | ']')) {
+                    if let Some(close) = chars.next() {
+                        out.push(close);
+                    }
+                } else {
+                    depth += 1;
+                    if pretty {
+                        newline(&mut out, depth);
+                    }
+                }
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                if pretty {
+                    newline(&mut out, depth);
+                }
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                if pretty {
+                    newline(&mut out, depth);
+                }
+            }
+            ':' => {
+                out.push(c);
+                if pretty {
+                    out.push(' ');
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\n');
+    out
+}
+
+fn as_routes(value: &Value) -> Option<Vec<Route>> {
+    match value {
+        Value::Array(_) => routes::from_server(value).ok(),
+        Value::Object(_) => routes::from_server(&Value::Array(vec![value.clone()])).ok(),
+        _ => None,
+    }
+}
+
+/// Routes as an aligned two-column table under a header line.
+pub fn table(routes: &[Route]) -> String {
+    const SOURCE: &str = "SOURCE TOPIC";
+    let width = routes
+        .iter()
+        .map(|r| r.sourcetopic.chars().count())
+        .chain([SOURCE.len()])
+        .max()
+        .unwrap_or(SOURCE.len());
+    let mut out = format!("{SOURCE:<width$}  SINK TOPIC\n");
+    for r in routes {
+        out.push_str(&format!("{:<width$}  {}\n", r.sourcetopic, r.sink()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROUTES: &str = r#"[{"sourcetopic":"timer/sec/1","sinktopic":"/time/1s"},{"sourcetopic":"timer/msec/100/long/topic","sinktopic":""}]"#;
+
+    #[test]
+    fn table_is_aligned() {
+        assert_eq!(
+            render(ROUTES, Format::Table, true),
+            "SOURCE TOPIC               SINK TOPIC\n\
+             timer/sec/1                /time/1s\n\
+             timer/msec/100/long/topic  .\n"
+        );
+    }
+
+    #[test]
+    fn short_topics_align_under_the_header() {
+        let t = table(&[Route::new("a", "b")]);
+        assert_eq!(t, "SOURCE TOPIC  SINK TOPIC\na             b\n");
+        assert_eq!(table(&[]), "SOURCE TOPIC  SINK TOPIC\n");
+    }
+
+    #[test]
+    fn a_single_route_is_a_table_too() {
+        let out = render(
+            r#"{"sourcetopic":"x","sinktopic":"y"}"#,
+            Format::Table,
+            false,
+        );
+        assert_eq!(out, "SOURCE TOPIC  SINK TOPIC\nx             y\n");
+    }
+
+    #[test]
+    fn reformat_keeps_key_order() {
+        let body = r#"{ "sourcetopic": "b", "sinktopic": "a" }"#;
+        assert_eq!(
+            reformat(body, false),
+            "{\"sourcetopic\":\"b\",\"sinktopic\":\"a\"}\n"
+        );
+        assert_eq!(
+            reformat(body, true),
+            "{\n  \"sourcetopic\": \"b\",\n  \"sinktopic\": \"a\"\n}\n"
+        );
+    }
+
+    #[test]
+    fn reformat_matches_serde_json_layout() {
+        // Keys in sorted order, so serde_json's own output is the reference.
+        let samples = [
+            r#"[]"#,
+            r#"{}"#,
+            r#"[ {"a": [1, 2, {"b": {}}], "c": [ ], "d": "x, y: {z} [\"q\"] \\"}, null, true, -1.5 ]"#,
+            r#"{"a":{"b":{"c":[[],[{}]]}}}"#,
+            "\"just a string\"",
+            "42",
+        ];
+        for text in samples {
+            let value: Value = serde_json::from_str(text).unwrap();
+            let want_pretty = format!("{}\n", serde_json::to_string_pretty(&value).unwrap());
+            let want_compact = format!("{}\n", serde_json::to_string(&value).unwrap());
+            assert_eq!(reformat(text, true), want_pretty, "{text}");
+            assert_eq!(reformat(text, false), want_compact, "{text}");
+        }
+    }
+
+    #[test]
+    fn json_is_compact_or_pretty() {
+        let body = "[ {\"sourcetopic\" : \"a\"} ]";
+        assert_eq!(
+            render(body, Format::Json, false),
+            "[{\"sourcetopic\":\"a\"}]\n"
+        );
+        assert_eq!(
+            render(body, Format::Json, true),
+            "[\n  {\n    \"sourcetopic\": \"a\"\n  }\n]\n"
+        );
+    }
+
+    #[test]
+    fn non_routes_stay_json_in_table_mode() {
+        assert_eq!(
+            render(r#"{"ok":true}"#, Format::Table, false),
+            "{\"ok\":true}\n"
+        );
+    }
+
+    #[test]
+    fn empty_and_non_json_bodies() {
+        assert_eq!(render("", Format::Json, true), "");
+        assert_eq!(render("plain text", Format::Json, true), "plain text\n");
+    }
+}

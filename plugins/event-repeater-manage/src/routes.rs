@@ -1,0 +1,204 @@
+//! Routes as the repeater's API carries them:
+//! `{"sourcetopic":"timer/sec/1","sinktopic":"/time/1s"}`, where an empty or
+//! missing `sinktopic`, or `"."`, means the event's own topic.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::value::check_json;
+
+/// One route of the repeater.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    /// The event topic (or topic prefix, ending in `/`) it takes.
+    pub sourcetopic: String,
+    /// Where it publishes; `None`, `""` and `"."` mean the event's own topic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sinktopic: Option<String>,
+}
+
+impl Route {
+    /// A route with a sink topic.
+    pub fn new(source: &str, sink: &str) -> Route {
+        Route {
+            sourcetopic: source.to_string(),
+            sinktopic: Some(sink.to_string()),
+        }
+    }
+
+    /// The sink topic as shown to the user: `.` for the event's own topic.
+    pub fn sink(&self) -> &str {
+        match self.sinktopic.as_deref() {
+            None | Some("") => ".",
+            Some(s) => s,
+        }
+    }
+}
+
+/// Reads the routes a server returned (`GET /events`): a JSON array of
+/// objects with a string `sourcetopic`. Extra fields a newer server may add
+/// are ignored.
+pub fn from_server(value: &Value) -> Result<Vec<Route>, String> {
+    let items = value
+        .as_array()
+        .ok_or_else(|| format!("expected a JSON array of routes, got {}", kind(value)))?;
+    items
+        .iter()
+        .map(|item| {
+            let source = item
+                .get("sourcetopic")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("a route without a string sourcetopic: {item}"))?;
+            let sink = item.get("sinktopic").and_then(Value::as_str);
+            Ok(Route {
+                sourcetopic: source.to_string(),
+                sinktopic: sink.map(String::from),
+            })
+        })
+        .collect()
+}
+
+/// Reads a routes file for `apply`: a JSON array of
+/// `{"sourcetopic": …, "sinktopic"?: …}` with no unknown fields, no empty
+/// and no repeated `sourcetopic`.
+pub fn from_file_text(text: &str, origin: &str) -> Result<Vec<Route>, Error> {
+    let value = check_json(text, origin)?;
+    let invalid = |message: String| Error::Invalid {
+        origin: origin.to_string(),
+        message,
+    };
+    let Value::Array(items) = value else {
+        return Err(invalid(format!(
+            "expected a JSON array of routes like [{{\"sourcetopic\":\"timer/sec/1\",\"sinktopic\":\"/time/1s\"}}], got {}",
+            kind(&value)
+        )));
+    };
+    let mut seen = BTreeSet::new();
+    let mut routes = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let n = i + 1;
+        if !item.is_object() {
+            return Err(invalid(format!(
+                "route {n} is {}, expected an object with a sourcetopic",
+                kind(&item)
+            )));
+        }
+        let route: Route =
+            serde_json::from_value(item).map_err(|e| invalid(format!("route {n}: {e}")))?;
+        if route.sourcetopic.trim().is_empty() {
+            return Err(invalid(format!("route {n} has an empty sourcetopic")));
+        }
+        if !seen.insert(route.sourcetopic.clone()) {
+            return Err(invalid(format!(
+                "route {n} repeats the sourcetopic '{}'",
+                route.sourcetopic
+            )));
+        }
+        routes.push(route);
+    }
+    Ok(routes)
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_topic_forms_display_as_dot() {
+        let none = Route {
+            sourcetopic: "a".into(),
+            sinktopic: None,
+        };
+        assert_eq!(none.sink(), ".");
+        assert_eq!(Route::new("a", "").sink(), ".");
+        assert_eq!(Route::new("a", ".").sink(), ".");
+        assert_eq!(Route::new("a", "/x").sink(), "/x");
+    }
+
+    #[test]
+    fn file_routes_parse() {
+        let routes = from_file_text(
+            r#"[{"sourcetopic":"timer/sec/1","sinktopic":"/time/1s"},{"sourcetopic":"timer/"}]"#,
+            "routes.json",
+        )
+        .unwrap();
+        assert_eq!(routes[0], Route::new("timer/sec/1", "/time/1s"));
+        assert_eq!(routes[1].sinktopic, None);
+    }
+
+    #[test]
+    fn file_must_be_an_array_of_route_objects() {
+        let cases = [
+            (r#"{"sourcetopic":"a"}"#, "expected a JSON array of routes"),
+            ("[1]", "route 1 is a number"),
+            (
+                r#"[{"sourcetopic":"a","sink":"b"}]"#,
+                "route 1: unknown field `sink`",
+            ),
+            (
+                r#"[{"sinktopic":"b"}]"#,
+                "route 1: missing field `sourcetopic`",
+            ),
+            (
+                r#"[{"sourcetopic":""}]"#,
+                "route 1 has an empty sourcetopic",
+            ),
+            (
+                r#"[{"sourcetopic":"a"},{"sourcetopic":"a","sinktopic":"x"}]"#,
+                "route 2 repeats the sourcetopic 'a'",
+            ),
+            (r#"[{"sourcetopic":5}]"#, "route 1: invalid type"),
+        ];
+        for (text, want) in cases {
+            let err = from_file_text(text, "f.json").unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            let msg = err.to_string();
+            assert!(msg.starts_with("f.json: "), "{msg}");
+            assert!(msg.contains(want), "{text}: {msg}");
+        }
+    }
+
+    #[test]
+    fn file_syntax_error_has_position() {
+        let err = from_file_text("[\n{\"sourcetopic\" \"a\"}]", "f.json").unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Json {
+                    line: 2,
+                    column: 16,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn server_routes_tolerate_extra_fields() {
+        let v: Value = serde_json::from_str(
+            r#"[{"sourcetopic":"a","sinktopic":"b","events":3},{"sourcetopic":"c"}]"#,
+        )
+        .unwrap();
+        let routes = from_server(&v).unwrap();
+        assert_eq!(routes[0], Route::new("a", "b"));
+        assert_eq!(routes[1].sink(), ".");
+        assert!(from_server(&serde_json::json!({"a":1})).is_err());
+        assert!(from_server(&serde_json::json!([{"sinktopic":"x"}])).is_err());
+    }
+}
