@@ -14,7 +14,6 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[command(
     name = "app",
     about = "Run built-in commands and app-<name> plugins",
-    disable_help_flag = true,
     disable_help_subcommand = true,
     disable_version_flag = true,
     subcommand_required = false,
@@ -43,8 +42,9 @@ pub struct GlobalFlags {
     /// Config file [default: APP_CONFIG_DIR/config.json]
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Print help (with the installed plugins)
-    #[arg(short = 'h', long)]
+    /// Set for `app --help`, which lists the installed plugins too (clap's
+    /// own `-h/--help` still serves the built-ins' help).
+    #[arg(skip)]
     pub help: bool,
     /// Print the version
     #[arg(short = 'V', long)]

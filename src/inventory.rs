@@ -75,6 +75,23 @@ pub struct Inventory {
 }
 
 impl Inventory {
+    /// The command as a user types it: `event-repeater manage` for
+    /// `app-event-repeater-manage` when `app-event-repeater` exists too
+    /// (longest match makes both spellings work; this is the natural one).
+    pub fn typed_name(&self, plugin: &Plugin) -> String {
+        let mut name = plugin.command_name().into_bytes();
+        for other in &self.plugins {
+            let other = other.command_name();
+            if name.len() > other.len()
+                && name.starts_with(other.as_bytes())
+                && name[other.len()] == b'-'
+            {
+                name[other.len()] = b' ';
+            }
+        }
+        String::from_utf8(name).unwrap_or_else(|_| plugin.command_name())
+    }
+
     /// Scans the search path. With `with_metadata`, trusted plugins are asked
     /// for their metadata (answers are cached).
     pub fn scan(session: &Session, with_metadata: bool) -> Inventory {

@@ -21,6 +21,7 @@ use crate::suggest;
 pub fn run(argv: Vec<OsString>) -> i32 {
     match dispatch(argv) {
         Ok(code) => code,
+        Err(Error::HelpShown) => 0,
         Err(e) => {
             eprintln!("app: {e}");
             e.exit_code()
@@ -106,7 +107,26 @@ fn builtin_name(args: &[OsString]) -> String {
 }
 
 fn parse(argv: &[OsString]) -> Result<Cli> {
-    Cli::try_parse_from(argv).map_err(|e| Error::Usage(clap_message(&e)))
+    match Cli::try_parse_from(argv) {
+        Ok(cli) => Ok(cli),
+        // `app --help` (no command before the flag) is app's own help, with
+        // the plugins; `app plugin install --help` is clap's.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+            if crate::cli::command_index(argv) < argv.len() {
+                print!("{}", e.render());
+                return Err(Error::HelpShown);
+            }
+            let rest: Vec<OsString> = argv
+                .iter()
+                .filter(|a| *a != "-h" && *a != "--help")
+                .cloned()
+                .collect();
+            let mut cli = Cli::try_parse_from(rest).map_err(|e| Error::Usage(clap_message(&e)))?;
+            cli.global.help = true;
+            Ok(cli)
+        }
+        Err(e) => Err(Error::Usage(clap_message(&e))),
+    }
 }
 
 /// clap's message without its own `error: ` prefix (we add `app: `).

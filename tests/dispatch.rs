@@ -524,3 +524,27 @@ fn an_invalid_config_is_an_error_naming_the_place_but_not_while_completing() {
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
     assert!(stdout(&out).contains("hello"), "{}", stdout(&out));
 }
+
+#[test]
+fn builtin_subcommands_have_their_own_help_and_app_help_lists_plugins() {
+    let sb = Sandbox::new();
+    sb.script("app-foo", "#!/bin/sh\n");
+    sb.script("app-foo-bar", "#!/bin/sh\n");
+    let out = run(sb.app().args(["plugin", "list", "--help"]));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("Usage: app plugin list"),
+        "{}",
+        stdout(&out)
+    );
+    for flag in ["--help", "-h"] {
+        let out = run(sb.app().args(["--log", "3", flag]));
+        assert!(out.status.success());
+        let text = stdout(&out);
+        assert!(text.contains("Plugins:"), "{text}");
+        // A nested plugin shows the way it is typed.
+        assert!(text.contains("  foo bar"), "{text}");
+    }
+    let out = run(sb.app().args(["foo", "--help"]));
+    assert!(out.status.success(), "a plugin's --help is the plugin's");
+}

@@ -41,14 +41,14 @@ fn print_overview(session: &Session) {
     let width = inventory
         .plugins
         .iter()
-        .map(|p| p.command_name().len())
+        .map(|p| inventory.typed_name(p).len())
         .max()
         .unwrap_or(0);
     for p in &inventory.plugins {
         let _ = writeln!(
             out,
             "  {:width$}  {}",
-            p.command_name(),
+            inventory.typed_name(p),
             p.description().unwrap_or("")
         );
     }

@@ -178,7 +178,7 @@ fn list(session: &Session) -> Result<i32> {
         let name_width = inventory
             .plugins
             .iter()
-            .map(|p| p.command_name().len())
+            .map(|p| inventory.typed_name(p).len())
             .max()
             .unwrap_or(0);
         let path_width = inventory
@@ -206,7 +206,7 @@ fn list(session: &Session) -> Result<i32> {
                 .unwrap_or_default();
             let line = format!(
                 "{:name_width$}  {:path_width$}  {}{installed}",
-                p.command_name(),
+                inventory.typed_name(p),
                 path,
                 p.description().unwrap_or("")
             );
