@@ -140,21 +140,16 @@ impl Listener {
     /// its process group. Returns a warning when it had to be killed or failed.
     pub fn finish(mut self) -> Option<String> {
         drop(self.lines.take());
-        let deadline = Instant::now() + self.timeout;
-        let status = loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(2))
-                }
-                _ => break None,
-            }
-        };
+        let exited = exited_within(self.child.id(), self.timeout);
+        // The group goes in every case: a listener that exited may have left
+        // children behind. Its zombie still holds the group id, so this
+        // cannot hit another process's group.
         self.kill_group();
-        match status {
-            Some(s) if s.success() => None,
-            Some(s) => Some(format!("listener '{}' failed ({s})", self.name)),
-            None => Some(format!(
+        let status = self.child.wait().ok();
+        match (exited, status) {
+            (true, Some(s)) if s.success() => None,
+            (true, Some(s)) => Some(format!("listener '{}' failed ({s})", self.name)),
+            _ => Some(format!(
                 "listener '{}' did not finish within {} ms and was killed",
                 self.name,
                 self.timeout.as_millis()
@@ -167,7 +162,6 @@ impl Listener {
         // SAFETY: killpg has no memory-safety preconditions; the group is the
         // listener's own (process_group(0) above).
         unsafe { libc::killpg(pgid, libc::SIGKILL) };
-        let _ = self.child.wait();
     }
 }
 
@@ -177,8 +171,30 @@ impl Drop for Listener {
         // process may outlive app.
         if let Ok(None) = self.child.try_wait() {
             self.kill_group();
+            let _ = self.child.wait();
         }
     }
+}
+
+/// Whether process `pid` (our child) exits within `timeout`. It is left
+/// unreaped (`WNOWAIT`), so its process group stays valid for `killpg`.
+fn exited_within(pid: u32, timeout: Duration) -> bool {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        // SAFETY: siginfo_t is plain data that waitid fills in.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let flags = libc::WEXITED | libc::WNOWAIT;
+        loop {
+            // SAFETY: waiting on our own child; `info` is a valid out-pointer.
+            let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+            if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+            {
+                break;
+            }
+        }
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(timeout).is_ok()
 }
 
 /// `command.*` matches `command.start`; `*` matches everything.
