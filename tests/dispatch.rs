@@ -548,3 +548,63 @@ fn builtin_subcommands_have_their_own_help_and_app_help_lists_plugins() {
     let out = run(sb.app().args(["foo", "--help"]));
     assert!(out.status.success(), "a plugin's --help is the plugin's");
 }
+
+#[test]
+fn metadata_is_asked_once_and_asked_again_when_the_plugin_changes() {
+    let sb = Sandbox::new();
+    let dir = sb.path().join("trusted");
+    fs::create_dir_all(&dir).unwrap();
+    let asked = sb.path().join("asked");
+    let body = |desc: &str| {
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = __app_metadata ]; then\n  echo x >> {}\n  echo '{{\"apiVersion\":\"app.plugin/v1\",\"description\":\"{desc}\"}}'\n  exit 0\nfi\necho ran\n",
+            asked.display()
+        )
+    };
+    let plugin = write_executable(&dir.join("app-meta"), &body("first"));
+    let list = |sb: &Sandbox| {
+        stdout(&run(sb
+            .app()
+            .env("APP_PLUGIN_PATH", &dir)
+            .args(["plugin", "list"])))
+    };
+    assert!(list(&sb).contains("first"));
+    assert!(list(&sb).contains("first"));
+    let out = run(sb.app().env("APP_PLUGIN_PATH", &dir).arg("meta"));
+    assert_eq!(stdout(&out).trim(), "ran");
+    let times = || {
+        fs::read_to_string(&asked)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert_eq!(times(), 1, "the answer is cached");
+    // A new file (other size) is asked again.
+    write_executable(&plugin, &body("second, longer"));
+    assert!(list(&sb).contains("second, longer"));
+    assert_eq!(times(), 2);
+}
+
+#[test]
+fn a_plugin_that_does_not_answer_metadata_is_a_plain_plugin_after_about_a_second() {
+    let sb = Sandbox::new();
+    let dir = sb.path().join("trusted");
+    fs::create_dir_all(&dir).unwrap();
+    write_executable(
+        &dir.join("app-mute"),
+        "#!/bin/sh\nif [ \"$1\" = __app_metadata ]; then exec sleep 30; fi\necho \"plain $APP_CONTEXT\"\n",
+    );
+    let t = std::time::Instant::now();
+    let out = run(sb.app().env("APP_PLUGIN_PATH", &dir).arg("mute"));
+    let took = t.elapsed();
+    assert_eq!(stdout(&out).trim(), "plain env");
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    // The absence of an answer is cached too: no second wait.
+    let t = std::time::Instant::now();
+    run(sb.app().env("APP_PLUGIN_PATH", &dir).arg("mute"));
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "took {:?}",
+        t.elapsed()
+    );
+}
