@@ -211,6 +211,12 @@ impl Context {
     /// Reads the context from `APP_*` variables; anything missing gets the
     /// default. With no `APP_CONTEXT_VERSION` at all, this is
     /// [`Context::defaults`] for the name of the running executable.
+    ///
+    /// ```
+    /// let ctx = app::context::Context::from_env();
+    /// assert_eq!(ctx.context_version, app::context::CONTEXT_VERSION);
+    /// assert!(ctx.log <= 5);
+    /// ```
     pub fn from_env() -> Context {
         let exe_name = env::args_os()
             .next()
@@ -258,6 +264,12 @@ impl Context {
     }
 
     /// The context `app` would give plugin `name` when run with no flags.
+    ///
+    /// ```
+    /// let ctx = app::context::Context::defaults("demo");
+    /// assert_eq!(ctx.log_format, "text");
+    /// assert!(ctx.config.ends_with("config.json"));
+    /// ```
     pub fn defaults(name: &str) -> Context {
         let dirs = Dirs::from_env();
         let config = env::var_os(vars::CONFIG)
@@ -291,12 +303,22 @@ impl Context {
     }
 
     /// The context as one line of JSON (no newline), as `app` writes it.
+    ///
+    /// ```
+    /// let line = app::context::Context::defaults("demo").to_json_line();
+    /// assert!(line.starts_with('{') && !line.contains('\n'));
+    /// ```
     pub fn to_json_line(&self) -> String {
         // Serialising plain strings, numbers and already-valid JSON values cannot fail.
         serde_json::to_string(self).expect("a context always serialises")
     }
 
     /// The `APP_*` variables for this context, as `app` sets them.
+    ///
+    /// ```
+    /// let env = app::context::Context::defaults("demo").to_env();
+    /// assert!(env.iter().any(|(k, v)| *k == "APP_PLUGIN_NAME" && v == "demo"));
+    /// ```
     pub fn to_env(&self) -> Vec<(&'static str, OsString)> {
         let mut env: Vec<(&'static str, OsString)> = vec![
             (vars::VERSION, self.app_version.clone().into()),
@@ -321,6 +343,11 @@ impl Context {
     }
 
     /// The directories of this context.
+    ///
+    /// ```
+    /// let ctx = app::context::Context::defaults("demo");
+    /// assert_eq!(ctx.dirs().runtime_dir, ctx.runtime_dir);
+    /// ```
     pub fn dirs(&self) -> Dirs {
         let defaults = Dirs::from_env();
         Dirs {
@@ -333,6 +360,11 @@ impl Context {
 
     /// The socket of the running plugin instance called `name`:
     /// `APP_RUNTIME_DIR/plugins/<name>.sock`.
+    ///
+    /// ```
+    /// let ctx = app::context::Context::defaults("demo");
+    /// assert_eq!(ctx.plugin_socket("r1"), ctx.runtime_dir.join("plugins/r1.sock"));
+    /// ```
     pub fn plugin_socket(&self, name: &str) -> PathBuf {
         self.dirs().plugin_socket(name)
     }

@@ -31,6 +31,11 @@ pub struct Dirs {
 impl Dirs {
     /// Computes the directories from `APP_*` variables, falling back to the
     /// platform's conventional places (XDG on Linux).
+    ///
+    /// ```
+    /// let dirs = app::paths::Dirs::from_env();
+    /// assert!(dirs.config_dir.is_absolute() && dirs.runtime_dir.is_absolute());
+    /// ```
     pub fn from_env() -> Dirs {
         let config_dir = env_dir("APP_CONFIG_DIR")
             .or_else(|| dirs::config_dir().map(|d| d.join("app")))
@@ -53,21 +58,41 @@ impl Dirs {
     }
 
     /// The default config file: `APP_CONFIG_DIR/config.json`.
+    ///
+    /// ```
+    /// let dirs = app::paths::Dirs::from_env();
+    /// assert_eq!(dirs.config_file(), dirs.config_dir.join("config.json"));
+    /// ```
     pub fn config_file(&self) -> PathBuf {
         self.config_dir.join("config.json")
     }
 
     /// The user plugin directory, where `app plugin install` puts plugins.
+    ///
+    /// ```
+    /// let dirs = app::paths::Dirs::from_env();
+    /// assert_eq!(dirs.user_plugin_dir(), dirs.data_dir.join("plugins"));
+    /// ```
     pub fn user_plugin_dir(&self) -> PathBuf {
         self.data_dir.join("plugins")
     }
 
     /// Where running plugins put their sockets, pid and listen files.
+    ///
+    /// ```
+    /// let dirs = app::paths::Dirs::from_env();
+    /// assert_eq!(dirs.plugin_runtime_dir(), dirs.runtime_dir.join("plugins"));
+    /// ```
     pub fn plugin_runtime_dir(&self) -> PathBuf {
         self.runtime_dir.join("plugins")
     }
 
     /// The unix socket a long-running plugin named `name` listens on.
+    ///
+    /// ```
+    /// let dirs = app::paths::Dirs::from_env();
+    /// assert!(dirs.plugin_socket("r1").ends_with("plugins/r1.sock"));
+    /// ```
     pub fn plugin_socket(&self, name: &str) -> PathBuf {
         self.plugin_runtime_dir().join(format!("{name}.sock"))
     }
