@@ -1,15 +1,16 @@
 //! The completion scripts `app completion <shell>` prints. They are thin: all
-//! the knowledge is in `app __complete`. The same files are committed in
-//! `completions/` for packagers; a test keeps the two identical.
+//! the knowledge is in `app __complete`. The source of truth is `completions/`
+//! (where packagers take them from); a test checks that what `app` prints is
+//! exactly those files.
 
 use crate::cli::Shell;
 
 /// bash: `source <(app completion bash)`.
-pub const BASH: &str = include_str!("scripts/app.bash");
+pub const BASH: &str = include_str!("../../completions/app.bash");
 /// zsh: `source <(app completion zsh)` after `compinit`, or `_app` on `$fpath`.
-pub const ZSH: &str = include_str!("scripts/_app");
+pub const ZSH: &str = include_str!("../../completions/_app");
 /// fish: `app completion fish | source`.
-pub const FISH: &str = include_str!("scripts/app.fish");
+pub const FISH: &str = include_str!("../../completions/app.fish");
 
 /// The script for `shell`.
 pub fn script(shell: Shell) -> &'static str {
