@@ -36,3 +36,4 @@ pub mod run;
 pub mod scaffold;
 pub mod session;
 pub mod suggest;
+pub mod time;

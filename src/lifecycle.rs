@@ -71,7 +71,7 @@ pub fn observe(
     let start = json!({
         "event": "command.start",
         "id": id,
-        "timestamp": rfc3339(SystemTime::now()),
+        "timestamp": crate::time::rfc3339_millis(SystemTime::now()),
         "command": subject.context.command,
         "plugin": subject.plugin,
         "builtin": subject.builtin,
@@ -112,7 +112,7 @@ fn end_event(
     let mut end = json!({
         "event": "command.end",
         "id": id,
-        "timestamp": rfc3339(SystemTime::now()),
+        "timestamp": crate::time::rfc3339_millis(SystemTime::now()),
         "command": subject.context.command,
         "plugin": subject.plugin,
         "builtin": subject.builtin,
@@ -171,30 +171,6 @@ fn invocation_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `2026-11-29T21:56:27.123Z`, without a date crate.
-pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
-}
-
 /// The arguments as strings, for events.
 pub fn arg_strings(args: &[OsString]) -> Vec<String> {
     args.iter()
@@ -205,16 +181,6 @@ pub fn arg_strings(args: &[OsString]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn rfc3339_formats_known_instants() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let t = UNIX_EPOCH + Duration::from_millis(1_796_075_787_123);
-        assert_eq!(rfc3339(t), "2026-11-30T21:56:27.123Z");
-        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
-        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00.000Z");
-    }
 
     #[test]
     fn ids_are_unique_hex() {
