@@ -61,7 +61,7 @@ pub use app::time::rfc3339_millis;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+
     #[test]
     fn event_json_has_the_documented_shape() {
         let doc = EventDoc {
