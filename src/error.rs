@@ -54,8 +54,9 @@ pub enum Error {
         message: String,
         config: PathBuf,
     },
-    /// A built-in's help was printed: not a failure, nothing more to do.
-    HelpShown,
+    /// Everything was already printed (a built-in's help, or its usage when
+    /// a subcommand is missing); exit with this code.
+    Printed(i32),
     /// Bad usage, already worded for the user (clap's messages included).
     Usage(String),
     /// A listener registered with `can_abort` vetoed the command.
@@ -95,7 +96,7 @@ impl Error {
             Error::CannotRun { .. } => code::CANNOT_RUN,
             Error::Usage(_) | Error::AliasLoop { .. } | Error::AliasSyntax { .. } => code::USAGE,
             Error::Config { .. } | Error::Io { .. } | Error::Aborted { .. } => code::FAILURE,
-            Error::HelpShown => 0,
+            Error::Printed(code) => *code,
             Error::BadPluginName { .. } => code::USAGE,
             Error::Fetch { code, .. } => *code,
             Error::Download { .. } => code::DOWNLOAD,
@@ -154,7 +155,7 @@ impl fmt::Display for Error {
                 config.display()
             ),
             Error::Usage(message) => f.write_str(message.trim_end()),
-            Error::HelpShown => Ok(()),
+            Error::Printed(_) => Ok(()),
             Error::Aborted { listener, reason } => {
                 write!(f, "aborted by listener '{listener}': {reason}")
             }

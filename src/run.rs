@@ -21,7 +21,7 @@ use crate::suggest;
 pub fn run(argv: Vec<OsString>) -> i32 {
     match dispatch(argv) {
         Ok(code) => code,
-        Err(Error::HelpShown) => 0,
+        Err(Error::Printed(code)) => code,
         Err(e) => {
             eprintln!("app: {e}");
             e.exit_code()
@@ -114,7 +114,7 @@ fn parse(argv: &[OsString]) -> Result<Cli> {
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
             if crate::cli::command_index(argv) < argv.len() {
                 print!("{}", e.render());
-                return Err(Error::HelpShown);
+                return Err(Error::Printed(0));
             }
             let rest: Vec<OsString> = argv
                 .iter()
@@ -124,6 +124,11 @@ fn parse(argv: &[OsString]) -> Result<Cli> {
             let mut cli = Cli::try_parse_from(rest).map_err(|e| Error::Usage(clap_message(&e)))?;
             cli.global.help = true;
             Ok(cli)
+        }
+        // `app plugin` alone: the usage of `plugin`, as is.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprint!("{}", e.render());
+            Err(Error::Printed(crate::error::code::USAGE))
         }
         Err(e) => Err(Error::Usage(clap_message(&e))),
     }
