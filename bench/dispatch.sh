@@ -16,8 +16,11 @@ if ! command -v hyperfine >/dev/null; then
   echo "bench: installing hyperfine" >&2
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine >/dev/null
 fi
-cargo build --release --bin app --quiet
-APP="$PWD/target/release/app"
+# APP=/path/to/app compares another build (a static one, say) instead.
+if [ -z "${APP:-}" ]; then
+  cargo build --release --bin app --quiet
+  APP="$PWD/target/release/app"
+fi
 
 work=$(mktemp -d /tmp/app-bench-dispatch.XXXXXX)
 trap 'rm -rf "$work"' EXIT

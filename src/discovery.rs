@@ -122,9 +122,22 @@ impl SearchPath {
         if dir.as_os_str().is_empty() || !dir.is_absolute() {
             return;
         }
-        // Compare without trailing slashes so `/usr/bin/` and `/usr/bin` are one entry.
-        let dir = dir.components().collect::<PathBuf>();
-        if self.dirs.iter().all(|d| d.path != dir) {
+        // Compare without trailing slashes so `/usr/bin/` and `/usr/bin` are
+        // one entry. Plain byte comparison: this runs on every plugin call.
+        let bytes = dir.as_os_str().as_encoded_bytes();
+        let trimmed = bytes.len() - bytes.iter().rev().take_while(|b| **b == b'/').count();
+        let dir = if trimmed < bytes.len() && trimmed > 0 {
+            PathBuf::from(<OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
+                &bytes[..trimmed],
+            ))
+        } else {
+            dir
+        };
+        if self
+            .dirs
+            .iter()
+            .all(|d| d.path.as_os_str() != dir.as_os_str())
+        {
             self.dirs.push(SearchDir { path: dir, origin });
         }
     }
