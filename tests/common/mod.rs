@@ -142,3 +142,4 @@ pub fn wait_for<T>(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+pub mod http;

@@ -1,0 +1,193 @@
+//! `app-event-time`, the example event source of `app`: timer events (and an
+//! optional numbered test stream) served as Server-Sent Events over a unix
+//! socket and, optionally, TCP. `docs/event-time.md` is the user's guide.
+//!
+//! The modules, in the order data flows:
+//! [`cli`] (flags → [`cli::Config`]) → [`listen`] (socket, pid and listen
+//! files) → [`sources`] (timers and `--rate` publish) → [`hub`] (numbering,
+//! history, fan-out) → [`sse`] (one subscriber's stream) → [`server`] (routes).
+//! [`topics`] holds the catalogue and the matching rules, [`event`] the event
+//! format, [`complete`] the plugin protocol answers, [`log`] the logger.
+
+pub mod cli;
+pub mod complete;
+pub mod event;
+pub mod hub;
+pub mod listen;
+pub mod log;
+pub mod server;
+pub mod sources;
+pub mod sse;
+pub mod topics;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::serve::ListenerExt;
+use clap::Parser;
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::cli::{Cli, Config};
+use crate::hub::Hub;
+use crate::listen::RuntimeFiles;
+use crate::log::{ERROR, INFO, WARN};
+use crate::server::AppState;
+use crate::topics::Catalogue;
+
+/// Exit code: a runtime failure.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code: a usage error.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Runs the command line `args` (program name first); returns the exit code.
+pub fn run(args: Vec<OsString>) -> ExitCode {
+    let words: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match words.first().map(String::as_str) {
+        Some("__app_metadata") => {
+            println!("{}", complete::metadata());
+            return ExitCode::SUCCESS;
+        }
+        Some("__complete") => {
+            print!("{}", complete::complete(&words[1..]));
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            eprintln!(
+                "app-event-time: {}; see app-event-time --help",
+                first.trim_start_matches("error: ")
+            );
+            return ExitCode::from(EXIT_USAGE);
+        }
+        Err(e) => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+    };
+    let ctx = match app::context::Context::load() {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            eprintln!("app-event-time: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let config = match Config::new(cli, ctx.dirs().plugin_runtime_dir(), ctx.log) {
+        Ok(c) => c,
+        Err(msg) => {
+            eprintln!("app-event-time: {msg}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    log::set_level(config.log);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("app-event-time: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    let result = runtime.block_on(serve(config));
+    // Open streams never end by themselves; drop them rather than wait.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            // A fatal error is one plain line, whatever the log format; only
+            // --log 0 silences it (the exit code still tells).
+            if log::enabled(ERROR) {
+                eprintln!("app-event-time: {msg}");
+            }
+            ExitCode::from(EXIT_FAILURE)
+        }
+    }
+}
+
+/// Takes the instance's place, publishes and serves until SIGTERM or SIGINT,
+/// then removes the runtime files.
+pub async fn serve(config: Config) -> Result<(), String> {
+    // Handlers first, so that a signal during start-up still cleans up.
+    let mut term =
+        signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    let mut int =
+        signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+
+    let (unix, files) =
+        RuntimeFiles::bind(&config.runtime_dir, &config.name).map_err(|e| e.to_string())?;
+    let unix = unix
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::UnixListener::from_std(unix))
+        .map_err(|e| format!("cannot listen on {}: {e}", files.socket().display()))?;
+    let tcp = match config.listen {
+        None => None,
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+                format!("cannot listen on {addr}: {e}; choose another --listen address")
+            })?;
+            let local = listener
+                .local_addr()
+                .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+            files.write_listen(local).map_err(|e| e.to_string())?;
+            if !local.ip().is_loopback() {
+                crate::log!(WARN, "serving on {local}, which is not a loopback address: anyone who can reach it can read the events");
+            }
+            crate::log!(INFO, "listening on http://{local}");
+            Some(listener)
+        }
+    };
+
+    let catalogue = Arc::new(Catalogue::new(config.rate.is_some()));
+    let hub = Arc::new(Hub::new(config.history));
+    sources::spawn_timers(&hub, &catalogue);
+    if let Some(rate) = config.rate {
+        sources::spawn_numbered(&hub, &catalogue, rate, config.count);
+    }
+    let app = server::router(AppState {
+        hub,
+        catalogue,
+        keep_alive: config.keep_alive,
+    });
+    crate::log!(
+        INFO,
+        "listening on {} (pid {})",
+        files.socket().display(),
+        std::process::id()
+    );
+
+    let unix_server = axum::serve(unix, app.clone());
+    let tcp_server = async move {
+        match tcp {
+            Some(l) => {
+                let l = l.tap_io(|stream| {
+                    // Events are small writes; don't let Nagle hold them back.
+                    let _ = stream.set_nodelay(true);
+                });
+                axum::serve(l, app).await
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
+        _ = term.recv() => { crate::log!(INFO, "SIGTERM: stopping"); Ok(()) }
+        _ = int.recv() => { crate::log!(INFO, "SIGINT: stopping"); Ok(()) }
+        r = unix_server => Err(format!("the unix socket server stopped: {r:?}")),
+        r = tcp_server => Err(format!("the TCP server stopped: {r:?}")),
+    };
+    drop(files);
+    outcome
+}
