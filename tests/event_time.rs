@@ -286,6 +286,16 @@ fn streams_timer_events_over_the_unix_socket() {
         !source.file("listen").exists(),
         "no .listen without --listen"
     );
+    let mut names: Vec<String> = fs::read_dir(sb.plugin_runtime_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["event-time.pid", "event-time.sock"],
+        "no temporary files left"
+    );
 
     let mut stream = SseStream::open(&source.unix(), "/events?topic=timer/msec/100", &[]);
     assert_eq!(

@@ -127,12 +127,9 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let mut int =
         signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
 
-    let (unix, files) =
-        RuntimeFiles::bind(&config.runtime_dir, &config.name).map_err(|e| e.to_string())?;
-    let unix = unix
-        .set_nonblocking(true)
-        .and_then(|()| tokio::net::UnixListener::from_std(unix))
-        .map_err(|e| format!("cannot listen on {}: {e}", files.socket().display()))?;
+    // Refuse before touching anything if another instance runs under this name.
+    let mut files =
+        RuntimeFiles::claim(&config.runtime_dir, &config.name).map_err(|e| e.to_string())?;
     let tcp = match config.listen {
         None => None,
         Some(addr) => {
@@ -150,6 +147,13 @@ pub async fn serve(config: Config) -> Result<(), String> {
             Some(listener)
         }
     };
+    files.write_pid().map_err(|e| e.to_string())?;
+    // The socket comes last: whoever sees it finds the other files in place.
+    let unix = files.bind().map_err(|e| e.to_string())?;
+    let unix = unix
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::UnixListener::from_std(unix))
+        .map_err(|e| format!("cannot listen on {}: {e}", files.socket().display()))?;
 
     let catalogue = Arc::new(Catalogue::new(config.rate.is_some()));
     let hub = Arc::new(Hub::new(config.history));

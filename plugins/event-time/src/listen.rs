@@ -1,10 +1,12 @@
 //! The runtime files of a running instance named N, in
-//! `APP_RUNTIME_DIR/plugins/` (mode 0700): the socket `N.sock` (mode 0600),
-//! `N.pid`, and `N.listen` with the TCP URL when `--listen` is given.
+//! `APP_RUNTIME_DIR/plugins/` (mode 0700): `N.pid`, `N.listen` with the TCP
+//! URL when `--listen` is given, and the socket `N.sock` (mode 0600), which
+//! appears last and all at once, so a client that sees it finds the others.
 //!
 //! A socket left behind by a dead process (nothing accepts on it) is
 //! replaced; a live one means another instance runs under that name, and
-//! starting is refused. The files are removed when [`RuntimeFiles`] drops.
+//! starting is refused without touching its files. The files this instance
+//! created are removed when [`RuntimeFiles`] drops.
 
 use std::fs;
 use std::io;
@@ -58,19 +60,20 @@ fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ListenEr
     move |err| ListenError::Io { what, path, err }
 }
 
-/// The files of this instance; removed on drop.
+/// The files of this instance; those it created are removed on drop.
 #[derive(Debug)]
 pub struct RuntimeFiles {
     socket: PathBuf,
     pid: PathBuf,
     listen: PathBuf,
+    created: Vec<PathBuf>,
 }
 
 impl RuntimeFiles {
-    /// Takes the place of instance `name` in `dir`: creates `dir` (0700),
-    /// replaces a stale socket, binds `name.sock` (0600) and writes
-    /// `name.pid`.
-    pub fn bind(dir: &Path, name: &str) -> Result<(UnixListener, RuntimeFiles), ListenError> {
+    /// Claims the place of instance `name` in `dir`: creates `dir` (0700),
+    /// refuses if a live instance answers on `name.sock`, and removes what a
+    /// dead one left. Nothing of this instance exists yet.
+    pub fn claim(dir: &Path, name: &str) -> Result<RuntimeFiles, ListenError> {
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -78,35 +81,65 @@ impl RuntimeFiles {
             .map_err(io_err("create the directory", dir))?;
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
             .map_err(io_err("set the mode of", dir))?;
-        let socket = dir.join(format!("{name}.sock"));
-        let pid = dir.join(format!("{name}.pid"));
-        clear_stale(&socket, &pid)?;
-        let listener = UnixListener::bind(&socket).map_err(io_err("listen on", &socket))?;
-        // Only now are the files ours: from here on, dropping `files` removes
-        // them (never before, or a refused start would delete a live
-        // instance's socket).
         let files = RuntimeFiles {
-            socket,
-            pid,
+            socket: dir.join(format!("{name}.sock")),
+            pid: dir.join(format!("{name}.pid")),
             listen: dir.join(format!("{name}.listen")),
+            created: Vec::new(),
         };
-        fs::set_permissions(&files.socket, fs::Permissions::from_mode(0o600))
-            .map_err(io_err("set the mode of", &files.socket))?;
-        write_atomic(&files.pid, &format!("{}\n", std::process::id()))?;
-        // A `.listen` file from an earlier run must not point at a dead port.
+        clear_stale(&files.socket, &files.pid)?;
+        // A `.listen` file from a dead instance must not point at its port.
         remove_if_exists(&files.listen);
-        Ok((listener, files))
+        Ok(files)
+    }
+
+    /// Writes `name.pid`.
+    pub fn write_pid(&mut self) -> Result<(), ListenError> {
+        write_atomic(&self.pid, &format!("{}\n", std::process::id()))?;
+        self.created.push(self.pid.clone());
+        Ok(())
     }
 
     /// Records the TCP address in `name.listen` as `http://ADDR`.
-    pub fn write_listen(&self, addr: SocketAddr) -> Result<(), ListenError> {
-        write_atomic(&self.listen, &format!("http://{addr}\n"))
+    pub fn write_listen(&mut self, addr: SocketAddr) -> Result<(), ListenError> {
+        write_atomic(&self.listen, &format!("http://{addr}\n"))?;
+        self.created.push(self.listen.clone());
+        Ok(())
+    }
+
+    /// Binds `name.sock` with mode 0600. The socket is bound under a
+    /// temporary name and renamed into place, so it appears all at once,
+    /// with its mode set; call this last, so that a client that sees the
+    /// socket also finds the pid and listen files.
+    pub fn bind(&mut self) -> Result<UnixListener, ListenError> {
+        let tmp = self.socket.with_file_name(format!(
+            ".{}.{}",
+            std::process::id(),
+            file_name(&self.socket)
+        ));
+        remove_if_exists(&tmp);
+        let listener = UnixListener::bind(&tmp).map_err(io_err("listen on", &self.socket))?;
+        let placed = fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))
+            .map_err(io_err("set the mode of", &tmp))
+            .and_then(|()| fs::rename(&tmp, &self.socket).map_err(io_err("create", &self.socket)));
+        if let Err(e) = placed {
+            remove_if_exists(&tmp);
+            return Err(e);
+        }
+        self.created.push(self.socket.clone());
+        Ok(listener)
     }
 
     /// The socket path.
     pub fn socket(&self) -> &Path {
         &self.socket
     }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Removes a socket nothing accepts on; refuses when an instance answers.
@@ -143,7 +176,9 @@ fn clear_stale(socket: &Path, pid_file: &Path) -> Result<(), ListenError> {
 
 impl Drop for RuntimeFiles {
     fn drop(&mut self) {
-        for path in [&self.socket, &self.pid, &self.listen] {
+        // The socket first: once it is gone, no client takes this instance
+        // for a live one.
+        for path in self.created.iter().rev() {
             remove_if_exists(path);
         }
     }
@@ -176,7 +211,9 @@ mod tests {
     fn binds_writes_and_cleans_up() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("plugins");
-        let (_listener, files) = RuntimeFiles::bind(&dir, "t").unwrap();
+        let mut files = RuntimeFiles::claim(&dir, "t").unwrap();
+        files.write_pid().unwrap();
+        let _listener = files.bind().unwrap();
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&dir), 0o700);
         assert_eq!(mode(&dir.join("t.sock")), 0o600);
@@ -195,8 +232,10 @@ mod tests {
     fn live_socket_is_refused_stale_one_replaced() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_path_buf();
-        let (live, files) = RuntimeFiles::bind(&dir, "t").unwrap();
-        let err = RuntimeFiles::bind(&dir, "t").unwrap_err();
+        let mut files = RuntimeFiles::claim(&dir, "t").unwrap();
+        files.write_pid().unwrap();
+        let live = files.bind().unwrap();
+        let err = RuntimeFiles::claim(&dir, "t").unwrap_err();
         assert!(
             dir.join("t.sock").exists(),
             "a refused start keeps the live socket"
@@ -212,14 +251,15 @@ mod tests {
         // Closing the listener without removing the file leaves a stale socket.
         drop(live);
         std::mem::forget(files);
-        let (_again, _files) = RuntimeFiles::bind(&dir, "t").unwrap();
+        let mut again = RuntimeFiles::claim(&dir, "t").unwrap();
+        again.bind().unwrap();
     }
 
     #[test]
     fn a_regular_file_is_not_replaced() {
         let tmp = tempfile::tempdir().unwrap();
         fs::write(tmp.path().join("t.sock"), "x").unwrap();
-        let err = RuntimeFiles::bind(tmp.path(), "t").unwrap_err();
+        let err = RuntimeFiles::claim(tmp.path(), "t").unwrap_err();
         assert!(matches!(err, ListenError::NotASocket(_)));
     }
 }

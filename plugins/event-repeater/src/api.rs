@@ -1,0 +1,369 @@
+//! The REST API: routes (`/events`), health (`/healthz`) and metrics
+//! (`/metrics`), served on the unix socket and, with `--listen`, on TCP.
+//!
+//! Every change is all-or-nothing: the new route set is computed, written to
+//! the state file, and only then swapped in and answered. Bad input never
+//! changes anything and always gets a JSON error (see [`ApiError`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{header, StatusCode, Uri};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::api_error::ApiError;
+use crate::buffer::Buffer;
+use crate::metrics::Metrics;
+use crate::relay::{current, SharedTable};
+use crate::routes::{RouteKey, RouteSpec, Routes, Table};
+
+/// The largest request body accepted.
+pub const MAX_BODY: usize = 1 << 20;
+
+pub struct ApiState {
+    pub name: String,
+    /// The canonical routes; the lock serialises changes (and their writes).
+    pub routes: tokio::sync::Mutex<Routes>,
+    pub table: SharedTable,
+    pub allowall: bool,
+    pub state_file: PathBuf,
+    pub metrics: Arc<Metrics>,
+    pub buffer: Arc<Buffer>,
+    pub source: String,
+    pub sink: String,
+}
+
+type St = State<Arc<ApiState>>;
+type Body = Result<Bytes, axum::extract::rejection::BytesRejection>;
+
+/// The API's routes (no authentication; see [`with_token`]).
+pub fn router(state: Arc<ApiState>) -> Router {
+    Router::new()
+        .route("/events", get(list).post(add).put(upsert).delete(remove))
+        .route("/events/", get(no_topic).put(no_topic).delete(no_topic))
+        .route(
+            "/events/{*sourcetopic}",
+            get(get_one).put(put_one).delete(delete_one),
+        )
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .fallback(unknown_path)
+        .method_not_allowed_fallback(wrong_method)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(state)
+}
+
+/// Requires `Authorization: Bearer <token>` on every request.
+pub fn with_token(router: Router, token: String) -> Router {
+    let token = Arc::new(token);
+    router.layer(middleware::from_fn(move |req: Request, next: Next| {
+        let token = token.clone();
+        async move {
+            let given = req
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .unwrap_or("");
+            if constant_time_eq(given.as_bytes(), token.as_bytes()) {
+                next.run(req).await
+            } else {
+                let mut resp = ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "missing or wrong bearer token; send Authorization: Bearer <token> (--token / APP_TOKEN)",
+                )
+                .into_response();
+                resp.headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+                resp
+            }
+        }
+    }))
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn unknown_path(uri: Uri) -> ApiError {
+    ApiError::not_found(format!(
+        "unknown path {}; the API has /events, /events/<sourcetopic>, /healthz and /metrics",
+        uri.path()
+    ))
+}
+
+async fn wrong_method(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "method {} is not allowed on {}",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+}
+
+async fn no_topic() -> ApiError {
+    ApiError::not_found("give a sourcetopic after /events/, e.g. /events/timer/sec/1")
+}
+
+/// Reads a body that may be too large or not JSON, with a JSON error.
+fn body_bytes(body: Body) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| {
+        let status = rejection.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                status,
+                format!("request body is over the limit of {MAX_BODY} bytes"),
+            )
+        } else {
+            ApiError::new(
+                status,
+                format!("cannot read the request body: {}", rejection.body_text()),
+            )
+        }
+    })
+}
+
+fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError::from_json(&e))
+}
+
+/// A JSON array of items, or one item alone.
+fn parse_list<T: DeserializeOwned>(body: Body) -> Result<Vec<T>, ApiError> {
+    let bytes = body_bytes(body)?;
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'[') => parse(&bytes),
+        Some(b'{') => Ok(vec![parse(&bytes)?]),
+        Some(_) => {
+            // Let serde say what is wrong and where, if it is not JSON at all.
+            let _: serde_json::Value = parse(&bytes)?;
+            Err(ApiError::bad_request(
+                "invalid route: expected a JSON array of routes or one route object",
+            ))
+        }
+        None => Err(ApiError::bad_request(
+            "empty body: expected a JSON array of routes or one route object",
+        )),
+    }
+}
+
+/// The only query parameter is `replace` (on `PUT /events`).
+fn replace_flag(uri: &Uri) -> Result<bool, ApiError> {
+    let mut replace = false;
+    for pair in uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, "true"));
+        match (k, v) {
+            ("replace", "true" | "1" | "") => replace = true,
+            ("replace", "false" | "0") => replace = false,
+            ("replace", other) => {
+                return Err(ApiError::bad_request(format!(
+                    "replace={other:?}: expected true or false"
+                )))
+            }
+            (other, _) => {
+                return Err(ApiError::bad_request(format!(
+                    "unknown query parameter {other:?}; only replace=true is known"
+                )))
+            }
+        }
+    }
+    Ok(replace)
+}
+
+fn no_query(uri: &Uri) -> Result<(), ApiError> {
+    match uri.query() {
+        Some(q) if !q.is_empty() => Err(ApiError::bad_request(format!(
+            "unexpected query {q:?}; this endpoint takes none"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Applies a change: compute, persist, swap. Nothing changes on an error.
+async fn change<T>(
+    st: &ApiState,
+    f: impl FnOnce(&Routes) -> Result<(Routes, T), ApiError>,
+) -> Result<T, ApiError> {
+    let mut routes = st.routes.lock().await;
+    let (next, out) = f(&routes)?;
+    let path = st.state_file.clone();
+    let to_save = next.clone();
+    let saved = tokio::task::spawn_blocking(move || crate::state::save(&path, &to_save))
+        .await
+        .map_err(|e| ApiError::internal(format!("the state writer failed: {e}")))?;
+    if let Err(e) = saved {
+        crate::error!(
+            "cannot write the state file {}: {e}",
+            st.state_file.display()
+        );
+        return Err(ApiError::internal(format!(
+            "cannot write the state file {}: {e}; nothing was changed",
+            st.state_file.display()
+        )));
+    }
+    let table = Table::build(&next, st.allowall, Some(&current(&st.table)));
+    *st.table.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
+    *routes = next;
+    Ok(out)
+}
+
+fn json<T: Serialize>(status: StatusCode, value: &T) -> Response {
+    (status, Json(value)).into_response()
+}
+
+async fn list(State(st): St, uri: Uri) -> Result<Response, ApiError> {
+    no_query(&uri)?;
+    Ok(json(StatusCode::OK, &st.routes.lock().await.list()))
+}
+
+async fn add(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> {
+    no_query(&uri)?;
+    let items: Vec<RouteSpec> = parse_list(body)?;
+    let added = change(&st, |r| Ok((r.with_added(&items)?, items.clone()))).await?;
+    crate::info!("added {} route(s)", added.len());
+    Ok(json(StatusCode::CREATED, &added))
+}
+
+async fn upsert(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> {
+    let replace = replace_flag(&uri)?;
+    let items: Vec<RouteSpec> = parse_list(body)?;
+    let all = change(&st, |r| {
+        let next = if replace {
+            Routes::replaced_by(&items)?
+        } else {
+            r.with_upserted(&items)?
+        };
+        let list = next.list();
+        Ok((next, list))
+    })
+    .await?;
+    crate::info!(
+        "routes {} ({} in the table)",
+        if replace { "replaced" } else { "updated" },
+        all.len()
+    );
+    Ok(json(StatusCode::OK, &all))
+}
+
+async fn remove(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> {
+    no_query(&uri)?;
+    let keys: Vec<RouteKey> = parse_list(body)?;
+    let keys: Vec<String> = keys.into_iter().map(|k| k.sourcetopic).collect();
+    let removed = change(&st, |r| r.with_removed(&keys)).await?;
+    crate::info!("removed {} route(s)", removed.len());
+    Ok(json(StatusCode::OK, &removed))
+}
+
+async fn get_one(State(st): St, Path(topic): Path<String>) -> Result<Response, ApiError> {
+    let routes = st.routes.lock().await;
+    match routes.get(&topic) {
+        Some(r) => Ok(json(StatusCode::OK, r)),
+        None => Err(ApiError::not_found(format!(
+            "no route for sourcetopic {topic:?}"
+        ))),
+    }
+}
+
+async fn put_one(
+    State(st): St,
+    Path(topic): Path<String>,
+    uri: Uri,
+    body: Body,
+) -> Result<Response, ApiError> {
+    no_query(&uri)?;
+    let bytes = body_bytes(body)?;
+    // The path names the route; the body may repeat it or leave it out.
+    let mut value: serde_json::Value = parse(&bytes)?;
+    let obj = value
+        .as_object_mut()
+        .ok_or_else(|| ApiError::bad_request("invalid route: expected one JSON route object"))?;
+    match obj.get("sourcetopic") {
+        None => {
+            obj.insert(
+                "sourcetopic".into(),
+                serde_json::Value::String(topic.clone()),
+            );
+        }
+        Some(serde_json::Value::String(s)) if *s == topic => {}
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "sourcetopic {other} in the body differs from {topic:?} in the path"
+            )))
+        }
+    }
+    let spec: RouteSpec = serde_json::from_value(value)
+        .map_err(|e| ApiError::bad_request(format!("invalid route: {e}")))?;
+    let created = change(&st, |r| {
+        let created = r.get(&topic).is_none();
+        Ok((r.with_upserted(std::slice::from_ref(&spec))?, created))
+    })
+    .await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(json(status, &spec))
+}
+
+async fn delete_one(
+    State(st): St,
+    Path(topic): Path<String>,
+    uri: Uri,
+) -> Result<Response, ApiError> {
+    no_query(&uri)?;
+    let mut removed = change(&st, |r| r.with_removed(std::slice::from_ref(&topic))).await?;
+    Ok(json(StatusCode::OK, &removed.pop()))
+}
+
+async fn healthz(State(st): St) -> Response {
+    use std::sync::atomic::Ordering::Relaxed;
+    let source = st.metrics.source_connected.load(Relaxed);
+    let sink = st.metrics.sink_connected.load(Relaxed);
+    let b = st.buffer.stats();
+    let routes = st.routes.lock().await.len();
+    json(
+        StatusCode::OK,
+        &serde_json::json!({
+            "status": if source && sink { "ok" } else { "degraded" },
+            "name": st.name,
+            "source": { "url": st.source, "connected": source },
+            "sink": { "url": st.sink, "connected": sink },
+            "routes": routes,
+            "allowall": st.allowall,
+            "buffered": b.queued,
+            "inflight": b.inflight,
+        }),
+    )
+}
+
+async fn metrics(State(st): St) -> Response {
+    let routes = st.routes.lock().await.len();
+    let text = st
+        .metrics
+        .render(&st.buffer.stats(), &current(&st.table), routes);
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}

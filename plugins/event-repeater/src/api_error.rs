@@ -1,0 +1,76 @@
+//! The one error type of the REST API: an HTTP status and a message saying
+//! what was wrong, sent as `{"error":"…","status":N}`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, message)
+    }
+
+    pub fn conflict(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
+    }
+
+    /// A request body that did not parse, with the position serde found.
+    pub fn from_json(e: &serde_json::Error) -> ApiError {
+        use serde_json::error::Category;
+        let what = match e.classify() {
+            Category::Syntax => "malformed JSON",
+            Category::Eof => "malformed JSON (the body ends too early)",
+            Category::Data => "invalid route",
+            Category::Io => "unreadable body",
+        };
+        // serde_json's message already ends with "at line L column C".
+        ApiError::bad_request(format!("{what}: {e}"))
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.status.as_u16())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({ "error": self.message, "status": self.status.as_u16() });
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_errors_carry_the_position() {
+        let e = serde_json::from_str::<serde_json::Value>("[\n {\"a\" 1}]").unwrap_err();
+        let api = ApiError::from_json(&e);
+        assert_eq!(api.status, StatusCode::BAD_REQUEST);
+        assert!(api.message.starts_with("malformed JSON"), "{}", api.message);
+        assert!(api.message.contains("line 2 column"), "{}", api.message);
+    }
+}

@@ -1,0 +1,335 @@
+//! The bounded buffer between the router and the sink.
+//!
+//! It holds events waiting to be sent (the queue) and accounts for events
+//! sent but not yet acknowledged (in flight), so one budget, `--buffer`
+//! events and `--buffer-bytes` bytes, bounds the memory of both whatever the
+//! length of an outage. When an event does not fit, the `--overflow` policy
+//! decides: drop the oldest queued events, drop the new one, or block the
+//! router (which stops reading the source). Every drop is counted and logged
+//! with a rate-limited warning.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::log::{RateLimited, WARN};
+use crate::metrics::{inc, Metrics};
+
+/// What to do when the buffer is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Overflow {
+    /// Drop the oldest waiting events to make room (the default).
+    DropOldest,
+    /// Drop the event that does not fit.
+    DropNewest,
+    /// Wait for room: stop reading the source.
+    Block,
+}
+
+impl Overflow {
+    pub fn name(self) -> &'static str {
+        match self {
+            Overflow::DropOldest => "drop-oldest",
+            Overflow::DropNewest => "drop-newest",
+            Overflow::Block => "block",
+        }
+    }
+}
+
+/// One accepted event on its way to the sink.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Acceptance order, unique in this process.
+    pub seq: u64,
+    pub source_topic: String,
+    pub sink_topic: String,
+    /// The event as one line of JSON.
+    pub payload: Bytes,
+}
+
+impl Record {
+    /// The bytes this record counts against `--buffer-bytes`.
+    pub fn cost(&self) -> usize {
+        self.payload.len() + self.sink_topic.len()
+    }
+}
+
+/// A snapshot of the buffer, for `/metrics` and `/healthz`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferStats {
+    pub queued: usize,
+    pub queued_bytes: usize,
+    pub inflight: usize,
+    pub inflight_bytes: usize,
+    pub max_events: usize,
+    pub max_bytes: usize,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    queue: VecDeque<Record>,
+    queued_bytes: usize,
+    inflight: usize,
+    inflight_bytes: usize,
+}
+
+pub struct Buffer {
+    inner: Mutex<Inner>,
+    data: Notify,
+    space: Notify,
+    max_events: usize,
+    max_bytes: usize,
+    policy: Overflow,
+    next_seq: AtomicU64,
+    metrics: Arc<Metrics>,
+    drop_warning: RateLimited,
+}
+
+impl Buffer {
+    pub fn new(
+        max_events: usize,
+        max_bytes: usize,
+        policy: Overflow,
+        metrics: Arc<Metrics>,
+    ) -> Buffer {
+        Buffer {
+            inner: Mutex::new(Inner::default()),
+            data: Notify::new(),
+            space: Notify::new(),
+            max_events: max_events.max(1),
+            max_bytes,
+            policy,
+            next_seq: AtomicU64::new(1),
+            metrics,
+            drop_warning: RateLimited::new(Duration::from_secs(5)),
+        }
+    }
+
+    // The lock is only held for plain memory operations, never across an
+    // await, so a poisoned lock can only come from a panic in them: the data
+    // is still consistent and we go on with it.
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn fits(&self, inner: &Inner, cost: usize) -> bool {
+        inner.queue.len() + inner.inflight < self.max_events
+            && inner.queued_bytes + inner.inflight_bytes + cost <= self.max_bytes
+    }
+
+    /// Takes an event in, applying the overflow policy. Returns whether it was
+    /// accepted; `false` means dropped (counted) or, with `block`, that
+    /// `cancel` fired while waiting for room.
+    pub async fn push(
+        &self,
+        source_topic: String,
+        sink_topic: String,
+        payload: Bytes,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let cost = payload.len() + sink_topic.len();
+        loop {
+            let space = self.space.notified();
+            {
+                let mut inner = self.lock();
+                if self.policy == Overflow::DropOldest {
+                    let mut dropped = 0u64;
+                    while !self.fits(&inner, cost) {
+                        let Some(old) = inner.queue.pop_front() else {
+                            break;
+                        };
+                        inner.queued_bytes -= old.cost();
+                        dropped += 1;
+                    }
+                    if dropped > 0 {
+                        self.metrics
+                            .dropped_overflow
+                            .fetch_add(dropped, Ordering::Relaxed);
+                        self.warn_drop(dropped, "the oldest waiting events were");
+                    }
+                }
+                if self.fits(&inner, cost) {
+                    let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+                    inner.queued_bytes += cost;
+                    inner.queue.push_back(Record {
+                        seq,
+                        source_topic,
+                        sink_topic,
+                        payload,
+                    });
+                    drop(inner);
+                    inc(&self.metrics.accepted);
+                    self.data.notify_one();
+                    return true;
+                }
+                if self.policy != Overflow::Block {
+                    inc(&self.metrics.dropped_overflow);
+                    self.warn_drop(1, "the new event was");
+                    return false;
+                }
+            }
+            tokio::select! {
+                _ = space => {}
+                _ = cancel.cancelled() => return false,
+            }
+        }
+    }
+
+    fn warn_drop(&self, n: u64, what: &str) {
+        let policy = self.policy.name();
+        let (max_events, max_bytes) = (self.max_events, self.max_bytes);
+        self.drop_warning.log(WARN, || {
+            format!(
+                "buffer full ({max_events} events / {max_bytes} bytes): {what} dropped ({n}; --overflow {policy}); see events_dropped_total in /metrics"
+            )
+        });
+    }
+
+    /// Moves up to `max` queued events to in flight, oldest first.
+    pub fn take(&self, max: usize) -> Vec<Record> {
+        let mut inner = self.lock();
+        let n = max.min(inner.queue.len());
+        let taken: Vec<Record> = inner.queue.drain(..n).collect();
+        let bytes: usize = taken.iter().map(Record::cost).sum();
+        inner.queued_bytes -= bytes;
+        inner.inflight += n;
+        inner.inflight_bytes += bytes;
+        taken
+    }
+
+    /// An in-flight event is done (acknowledged, refused or given up).
+    pub fn release(&self, cost: usize) {
+        let mut inner = self.lock();
+        inner.inflight = inner.inflight.saturating_sub(1);
+        inner.inflight_bytes = inner.inflight_bytes.saturating_sub(cost);
+        drop(inner);
+        self.space.notify_one();
+    }
+
+    /// Waits until there may be queued events (returns at once if a wake-up
+    /// is pending).
+    pub async fn ready(&self) {
+        if !self.lock().queue.is_empty() {
+            return;
+        }
+        self.data.notified().await;
+    }
+
+    pub fn is_queue_empty(&self) -> bool {
+        self.lock().queue.is_empty()
+    }
+
+    pub fn stats(&self) -> BufferStats {
+        let inner = self.lock();
+        BufferStats {
+            queued: inner.queue.len(),
+            queued_bytes: inner.queued_bytes,
+            inflight: inner.inflight,
+            inflight_bytes: inner.inflight_bytes,
+            max_events: self.max_events,
+            max_bytes: self.max_bytes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn buffer(n: usize, bytes: usize, policy: Overflow) -> (Buffer, Arc<Metrics>) {
+        let m = Arc::new(Metrics::default());
+        (Buffer::new(n, bytes, policy, m.clone()), m)
+    }
+
+    async fn push(b: &Buffer, payload: &str) -> bool {
+        b.push(
+            "s".into(),
+            "t".into(),
+            Bytes::from(payload.to_string()),
+            &CancellationToken::new(),
+        )
+        .await
+    }
+
+    fn payloads(records: &[Record]) -> Vec<String> {
+        records
+            .iter()
+            .map(|r| String::from_utf8(r.payload.to_vec()).unwrap())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn drop_oldest_keeps_the_newest_and_counts() {
+        let (b, m) = buffer(3, 1000, Overflow::DropOldest);
+        for p in ["1", "2", "3", "4", "5"] {
+            assert!(push(&b, p).await);
+        }
+        assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 2);
+        assert_eq!(payloads(&b.take(10)), ["3", "4", "5"]);
+    }
+
+    #[tokio::test]
+    async fn drop_newest_keeps_the_oldest_and_counts() {
+        let (b, m) = buffer(3, 1000, Overflow::DropNewest);
+        for p in ["1", "2", "3", "4", "5"] {
+            push(&b, p).await;
+        }
+        assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 2);
+        assert_eq!(payloads(&b.take(10)), ["1", "2", "3"]);
+    }
+
+    #[tokio::test]
+    async fn in_flight_events_count_against_the_budget() {
+        let (b, m) = buffer(2, 1000, Overflow::DropOldest);
+        push(&b, "1").await;
+        push(&b, "2").await;
+        let taken = b.take(2);
+        // Nothing queued can be dropped for room: the new event goes.
+        assert!(!push(&b, "3").await);
+        assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 1);
+        b.release(taken[0].cost());
+        assert!(push(&b, "4").await);
+        assert_eq!(b.stats().inflight, 1);
+        assert_eq!(b.stats().queued, 1);
+    }
+
+    #[tokio::test]
+    async fn the_byte_cap_applies() {
+        let (b, m) = buffer(100, 10, Overflow::DropNewest);
+        assert!(push(&b, "aaaa").await); // 4 + 1 = 5 bytes
+        assert!(push(&b, "bbbb").await); // 10
+        assert!(!push(&b, "c").await);
+        assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 1);
+        assert_eq!(b.stats().queued_bytes, 10);
+    }
+
+    #[tokio::test]
+    async fn block_waits_for_room_and_can_be_cancelled() {
+        let (b, m) = buffer(1, 1000, Overflow::Block);
+        let b = Arc::new(b);
+        push(&b, "1").await;
+        let b2 = b.clone();
+        let waiter = tokio::spawn(async move { push(&b2, "2").await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished());
+        let t = b.take(1);
+        b.release(t[0].cost());
+        assert!(waiter.await.unwrap());
+        assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 0);
+        let cancel = CancellationToken::new();
+        let b3 = b.clone();
+        let c2 = cancel.clone();
+        let waiter = tokio::spawn(async move {
+            b3.push("s".into(), "t".into(), Bytes::from_static(b"3"), &c2)
+                .await
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        cancel.cancel();
+        assert!(!waiter.await.unwrap());
+    }
+}

@@ -1,0 +1,223 @@
+//! The command line, as typed: clap definitions only, no I/O. [`crate::config`]
+//! turns it into a validated [`crate::config::Config`].
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::buffer::Overflow;
+
+pub const AFTER_HELP: &str = "\
+Exit codes: 0 stopped cleanly (SIGTERM/SIGINT); 1 runtime failure (another instance \
+running, cannot bind the socket, unreadable state file); 2 usage error.
+Routes are managed over the REST API on the unix socket (see `app event-repeater manage`).";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "app-event-repeater",
+    version = app::context::APP_VERSION,
+    about = "Relay events from an event source to MQTT or stderr, managed over a REST API",
+    after_help = AFTER_HELP,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the repeater until SIGTERM or SIGINT.
+    #[command(after_help = AFTER_HELP)]
+    Run(RunArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SinkProtocol {
+    /// Publish to an MQTT broker.
+    Mqtt,
+    /// Write one JSON line per event to stderr.
+    Stderr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Qos {
+    #[value(name = "0")]
+    AtMostOnce,
+    #[value(name = "1")]
+    AtLeastOnce,
+    #[value(name = "2")]
+    ExactlyOnce,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Instance name: names the socket, pid and state files.
+    #[arg(long, default_value = "event-repeater")]
+    pub name: String,
+
+    /// Event source: a plugin name (its socket in APP_RUNTIME_DIR/plugins/), a socket path, or http://HOST:PORT.
+    #[arg(long, default_value = "event-time")]
+    pub source: String,
+
+    /// MQTT broker: tcp://HOST:PORT, mqtt://HOST:PORT, mqtts://HOST:PORT (TLS) or HOST:PORT.
+    #[arg(long, default_value = "tcp://localhost:1883")]
+    pub sink: String,
+
+    /// Where events go.
+    #[arg(long, value_enum, default_value = "mqtt")]
+    pub sinkprotocol: SinkProtocol,
+
+    /// Repeat every event that no route matches under its own topic.
+    #[arg(long)]
+    pub allowall: bool,
+
+    /// Also serve the API on TCP HOST:PORT (port 0 picks one; see NAME.listen).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+
+    /// Log level: 0 silent, 1 errors, 2 warnings (default), 3 info, 4 debug, 5 trace.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=5))]
+    pub log: Option<u8>,
+
+    /// MQTT QoS of the publishes.
+    #[arg(long, value_enum, default_value = "1")]
+    pub qos: Qos,
+
+    /// Publish with the retain flag.
+    #[arg(long)]
+    pub retain: bool,
+
+    /// MQTT client id (default: derived from the host name and --name, stable across restarts).
+    #[arg(long)]
+    pub client_id: Option<String>,
+
+    /// Start every connection with a clean MQTT session instead of a persistent one.
+    #[arg(long)]
+    pub clean_session: bool,
+
+    /// MQTT user name; the password comes from APP_MQTT_PASSWORD or --password-file.
+    #[arg(long)]
+    pub username: Option<String>,
+
+    /// File holding the MQTT password (first line).
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+
+    /// CA certificates (PEM) to trust for mqtts:// instead of the system's.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+
+    /// Routes file (default: APP_DATA_DIR/event-repeater/NAME.routes.json).
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+
+    /// Events kept (waiting or unacknowledged) while the sink is slow or down.
+    #[arg(long, value_name = "N", default_value = "10000", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub buffer: u64,
+
+    /// Byte cap on the kept events (e.g. 67108864, 64MiB, 512KiB).
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
+    pub buffer_bytes: usize,
+
+    /// What to do when the buffer is full.
+    #[arg(long, value_enum, default_value = "drop-oldest")]
+    pub overflow: Overflow,
+
+    /// Unacknowledged publishes allowed on the wire at once (QoS 1 and 2).
+    #[arg(long, value_name = "N", default_value = "1000", value_parser = clap::value_parser!(u16).range(1..))]
+    pub inflight: u16,
+
+    /// Bearer token required on the TCP API (needed for a non-loopback --listen).
+    #[arg(long, env = "APP_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// Largest MQTT packet sent or received; bigger events are refused and counted.
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
+    pub max_packet_size: usize,
+
+    /// How long SIGTERM waits for unacknowledged publishes (e.g. 5s, 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub drain_timeout: std::time::Duration,
+}
+
+/// Parses `1048576`, `1MiB`, `1M`, `512KiB`, `64k`, `1GiB`.
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size; use a number of bytes or e.g. 64MiB"))?;
+    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown size unit; use B, KiB, MiB or GiB"
+            ))
+        }
+    };
+    n.checked_mul(mult)
+        .filter(|&v| v > 0)
+        .ok_or_else(|| format!("{text:?} is not a usable size"))
+}
+
+/// Parses `5s`, `500ms`, `2m`, or a plain number of seconds.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    use std::time::Duration;
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration; use e.g. 5s or 500ms"))?;
+    match unit {
+        "" | "s" => Ok(Duration::from_secs(n)),
+        "ms" => Ok(Duration::from_millis(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        _ => Err(format!("{text:?}: unknown unit; use ms, s or m")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("100"), Ok(100));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12 parsecs").is_err());
+        assert_eq!(
+            parse_duration("500ms"),
+            Ok(std::time::Duration::from_millis(500))
+        );
+        assert_eq!(parse_duration("7"), Ok(std::time::Duration::from_secs(7)));
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn defaults() {
+        let cli = Cli::try_parse_from(["x", "run"]).unwrap();
+        let Command::Run(a) = cli.command;
+        assert_eq!(a.name, "event-repeater");
+        assert_eq!(a.source, "event-time");
+        assert_eq!(a.sink, "tcp://localhost:1883");
+        assert_eq!(a.sinkprotocol, SinkProtocol::Mqtt);
+        assert_eq!(a.qos, Qos::AtLeastOnce);
+        assert_eq!(a.overflow, Overflow::DropOldest);
+        assert_eq!(a.max_packet_size, 1 << 20);
+        assert_eq!(a.drain_timeout, std::time::Duration::from_secs(5));
+    }
+}

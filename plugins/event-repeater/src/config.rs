@@ -1,0 +1,403 @@
+//! The validated configuration of `run`: flags, the `app` context and the
+//! environment turned into plain values before any socket opens.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use app::context::Context;
+
+use crate::buffer::Overflow;
+use crate::cli::{Qos, RunArgs, SinkProtocol};
+
+/// Where the events come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceAddr {
+    Unix(PathBuf),
+    Tcp { host: String, port: u16 },
+}
+
+impl std::fmt::Display for SourceAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceAddr::Unix(p) => write!(f, "unix:{}", p.display()),
+            SourceAddr::Tcp { host, port } => write!(f, "http://{}", join_host_port(host, *port)),
+        }
+    }
+}
+
+/// MQTT settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MqttConfig {
+    pub host: String,
+    pub port: u16,
+    pub tls: bool,
+    pub ca_file: Option<PathBuf>,
+    pub client_id: String,
+    pub clean_session: bool,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub qos: Qos,
+    pub retain: bool,
+    pub inflight: u16,
+    pub max_packet_size: usize,
+}
+
+impl MqttConfig {
+    pub fn url(&self) -> String {
+        let scheme = if self.tls { "mqtts" } else { "mqtt" };
+        format!("{scheme}://{}", join_host_port(&self.host, self.port))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SinkConfig {
+    Mqtt(MqttConfig),
+    Stderr,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub name: String,
+    pub source: SourceAddr,
+    pub sink: SinkConfig,
+    pub allowall: bool,
+    /// `--listen` as typed (HOST:PORT).
+    pub listen: Option<String>,
+    pub token: Option<String>,
+    pub log: u8,
+    pub state_file: PathBuf,
+    /// `APP_RUNTIME_DIR/plugins`.
+    pub runtime_dir: PathBuf,
+    pub buffer_events: usize,
+    pub buffer_bytes: usize,
+    pub overflow: Overflow,
+    pub drain_timeout: Duration,
+    pub max_event_size: usize,
+}
+
+impl Config {
+    pub fn socket_path(&self) -> PathBuf {
+        self.runtime_dir.join(format!("{}.sock", self.name))
+    }
+    pub fn pid_path(&self) -> PathBuf {
+        self.runtime_dir.join(format!("{}.pid", self.name))
+    }
+    pub fn listen_path(&self) -> PathBuf {
+        self.runtime_dir.join(format!("{}.listen", self.name))
+    }
+
+    /// Builds the configuration; an `Err` is a usage error (exit 2).
+    pub fn new(
+        args: &RunArgs,
+        ctx: &Context,
+        env_password: Option<String>,
+    ) -> Result<Config, String> {
+        let name = check_name(&args.name)?;
+        let dirs = ctx.dirs();
+        let source = parse_source(&args.source, &dirs.plugin_runtime_dir())?;
+        let token = args.token.clone().filter(|t| !t.is_empty());
+        if let Some(listen) = &args.listen {
+            let (host, _) = split_host_port(listen).ok_or_else(|| {
+                format!("--listen {listen:?} is not HOST:PORT (e.g. 127.0.0.1:8080)")
+            })?;
+            if !is_loopback(&host) && token.is_none() {
+                return Err(format!(
+                    "--listen {listen} is not a loopback address; set --token or APP_TOKEN so that the API is not open to the network"
+                ));
+            }
+        }
+        if args.buffer_bytes < args.max_packet_size {
+            return Err(format!(
+                "--buffer-bytes ({}) is smaller than --max-packet-size ({}); the largest event would never fit",
+                args.buffer_bytes, args.max_packet_size
+            ));
+        }
+        let sink = match args.sinkprotocol {
+            SinkProtocol::Stderr => SinkConfig::Stderr,
+            SinkProtocol::Mqtt => {
+                let (host, port, tls) = parse_sink(&args.sink)?;
+                let password = match (&args.password_file, env_password) {
+                    (Some(file), _) => Some(read_password(file)?),
+                    (None, Some(p)) if !p.is_empty() => Some(p),
+                    _ => None,
+                };
+                if password.is_some() && args.username.is_none() {
+                    return Err("a password was given (APP_MQTT_PASSWORD or --password-file) but no --username".into());
+                }
+                if args.ca_file.is_some() && !tls {
+                    return Err("--ca-file only applies to an mqtts:// sink".into());
+                }
+                let client_id = match &args.client_id {
+                    Some(id) if id.is_empty() => return Err("--client-id must not be empty".into()),
+                    Some(id) => id.clone(),
+                    None => default_client_id(&name),
+                };
+                SinkConfig::Mqtt(MqttConfig {
+                    host,
+                    port,
+                    tls,
+                    ca_file: args.ca_file.clone(),
+                    client_id,
+                    clean_session: args.clean_session,
+                    username: args.username.clone(),
+                    password,
+                    qos: args.qos,
+                    retain: args.retain,
+                    inflight: args.inflight,
+                    max_packet_size: args.max_packet_size,
+                })
+            }
+        };
+        let state_file = args.state.clone().unwrap_or_else(|| {
+            dirs.data_dir
+                .join("event-repeater")
+                .join(format!("{name}.routes.json"))
+        });
+        Ok(Config {
+            source,
+            sink,
+            allowall: args.allowall,
+            listen: args.listen.clone(),
+            token,
+            log: args.log.unwrap_or(ctx.log),
+            state_file,
+            runtime_dir: dirs.plugin_runtime_dir(),
+            buffer_events: args.buffer as usize,
+            buffer_bytes: args.buffer_bytes,
+            overflow: args.overflow,
+            drain_timeout: args.drain_timeout,
+            max_event_size: args.max_packet_size,
+            name,
+        })
+    }
+}
+
+fn check_name(name: &str) -> Result<String, String> {
+    if name.is_empty()
+        || name.starts_with('.')
+        || name.contains(['/', '\0'])
+        || name.chars().any(char::is_control)
+    {
+        return Err(format!(
+            "--name {name:?} cannot name files; use letters, digits, '-', '_' or '.'"
+        ));
+    }
+    Ok(name.to_string())
+}
+
+/// `event-time` → its socket; `/path/x.sock` or `./x.sock` → that socket;
+/// `unix:///path` → that socket; `http://host:port` → TCP.
+pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String> {
+    if let Some(rest) = text.strip_prefix("http://") {
+        let hostport = rest.split('/').next().unwrap_or_default();
+        let (host, port) = split_host_port(hostport)
+            .or_else(|| (!hostport.is_empty()).then(|| (hostport.to_string(), 80)))
+            .ok_or_else(|| format!("--source {text:?} has no host; use http://HOST:PORT"))?;
+        return Ok(SourceAddr::Tcp { host, port });
+    }
+    if let Some(path) = text.strip_prefix("unix://") {
+        return Ok(SourceAddr::Unix(PathBuf::from(path)));
+    }
+    if text.contains("://") {
+        return Err(format!(
+            "--source {text:?}: unsupported scheme; use a plugin name, a socket path or http://HOST:PORT"
+        ));
+    }
+    if text.is_empty() {
+        return Err("--source must not be empty".into());
+    }
+    if text.contains('/') {
+        return Ok(SourceAddr::Unix(PathBuf::from(text)));
+    }
+    Ok(SourceAddr::Unix(plugin_dir.join(format!("{text}.sock"))))
+}
+
+/// `tcp://h:p`, `mqtt://h:p`, `mqtts://h:p`, `h:p` or `h` → (host, port, tls).
+pub fn parse_sink(text: &str) -> Result<(String, u16, bool), String> {
+    let (rest, tls) = if let Some(r) = text
+        .strip_prefix("mqtts://")
+        .or_else(|| text.strip_prefix("ssl://"))
+    {
+        (r, true)
+    } else if let Some(r) = text
+        .strip_prefix("tcp://")
+        .or_else(|| text.strip_prefix("mqtt://"))
+    {
+        (r, false)
+    } else if text.contains("://") {
+        return Err(format!(
+            "--sink {text:?}: unsupported scheme; use tcp://, mqtt:// or mqtts://"
+        ));
+    } else {
+        (text, false)
+    };
+    let rest = rest.trim_end_matches('/');
+    let default_port = if tls { 8883 } else { 1883 };
+    let (host, port) = match split_host_port(rest) {
+        Some(hp) => hp,
+        None if !rest.is_empty() && !rest.contains(':') => (rest.to_string(), default_port),
+        None if rest.starts_with('[') && rest.ends_with(']') => {
+            (rest[1..rest.len() - 1].to_string(), default_port)
+        }
+        None => return Err(format!("--sink {text:?} is not HOST:PORT")),
+    };
+    Ok((host, port, tls))
+}
+
+/// `host:port` or `[v6]:port`.
+pub fn split_host_port(text: &str) -> Option<(String, u16)> {
+    let (host, port) = text.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let host = if let Some(h) = host.strip_prefix('[') {
+        h.strip_suffix(']')?.to_string()
+    } else if host.contains(':') {
+        return None;
+    } else {
+        host.to_string()
+    };
+    (!host.is_empty()).then_some((host, port))
+}
+
+pub fn join_host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+pub fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .parse::<IpAddr>()
+            .map(|ip| ip.is_loopback())
+            .unwrap_or(false)
+}
+
+fn read_password(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read --password-file {}: {e}", path.display()))?;
+    Ok(text.lines().next().unwrap_or_default().to_string())
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length, and gethostname
+    // writes at most that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// A client id that is the same at every start of the same instance on the
+/// same host (so the broker can keep its session) and differs between hosts.
+pub fn default_client_id(name: &str) -> String {
+    format!("app-event-repeater-{name}@{}", hostname())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn config(args: &[&str]) -> Result<Config, String> {
+        let mut argv = vec!["x", "run"];
+        argv.extend_from_slice(args);
+        let cli = crate::cli::Cli::try_parse_from(argv).unwrap();
+        let crate::cli::Command::Run(run) = cli.command;
+        let mut ctx = Context::defaults("event-repeater");
+        ctx.runtime_dir = "/run/app".into();
+        ctx.data_dir = "/data".into();
+        Config::new(&run, &ctx, None)
+    }
+
+    #[test]
+    fn defaults_resolve_under_the_app_dirs() {
+        let c = config(&[]).unwrap();
+        assert_eq!(
+            c.source,
+            SourceAddr::Unix("/run/app/plugins/event-time.sock".into())
+        );
+        assert_eq!(
+            c.socket_path(),
+            PathBuf::from("/run/app/plugins/event-repeater.sock")
+        );
+        assert_eq!(
+            c.state_file,
+            PathBuf::from("/data/event-repeater/event-repeater.routes.json")
+        );
+        let SinkConfig::Mqtt(m) = c.sink else {
+            panic!()
+        };
+        assert_eq!((m.host.as_str(), m.port, m.tls), ("localhost", 1883, false));
+        assert!(!m.clean_session);
+        assert_eq!(m.client_id, default_client_id("event-repeater"));
+    }
+
+    #[test]
+    fn sources() {
+        let d = Path::new("/p");
+        assert_eq!(
+            parse_source("ev", d),
+            Ok(SourceAddr::Unix("/p/ev.sock".into()))
+        );
+        assert_eq!(
+            parse_source("./x.sock", d),
+            Ok(SourceAddr::Unix("./x.sock".into()))
+        );
+        assert_eq!(
+            parse_source("unix:///a/b", d),
+            Ok(SourceAddr::Unix("/a/b".into()))
+        );
+        assert_eq!(
+            parse_source("http://127.0.0.1:99/", d),
+            Ok(SourceAddr::Tcp {
+                host: "127.0.0.1".into(),
+                port: 99
+            })
+        );
+        assert!(parse_source("https://x", d).is_err());
+    }
+
+    #[test]
+    fn sinks() {
+        assert_eq!(
+            parse_sink("tcp://localhost:1883"),
+            Ok(("localhost".into(), 1883, false))
+        );
+        assert_eq!(
+            parse_sink("localhost:1884"),
+            Ok(("localhost".into(), 1884, false))
+        );
+        assert_eq!(parse_sink("mqtt://h"), Ok(("h".into(), 1883, false)));
+        assert_eq!(parse_sink("mqtts://h"), Ok(("h".into(), 8883, true)));
+        assert_eq!(parse_sink("[::1]:1"), Ok(("::1".into(), 1, false)));
+        assert!(parse_sink("ws://h").is_err());
+        assert!(parse_sink("h:notaport").is_err());
+    }
+
+    #[test]
+    fn usage_errors() {
+        assert!(config(&["--listen", "0.0.0.0:1"])
+            .unwrap_err()
+            .contains("--token"));
+        assert!(config(&["--listen", "0.0.0.0:1", "--token", "t"]).is_ok());
+        assert!(config(&["--listen", "127.0.0.1:0"]).is_ok());
+        assert!(config(&["--listen", "nope"]).is_err());
+        assert!(config(&["--name", "a/b"]).is_err());
+        assert!(config(&["--buffer-bytes", "1KiB"])
+            .unwrap_err()
+            .contains("--max-packet-size"));
+        assert!(config(&["--ca-file", "x"]).is_err());
+    }
+
+    #[test]
+    fn loopback() {
+        assert!(is_loopback("127.0.0.1") && is_loopback("::1") && is_loopback("localhost"));
+        assert!(!is_loopback("0.0.0.0") && !is_loopback("example.org"));
+    }
+}

@@ -1,0 +1,199 @@
+//! `run`: wires the tasks together and owns the lifecycle.
+//!
+//! SSE reader → router → bounded buffer → sink task, plus the API servers;
+//! joined by the buffer and cancellation tokens. SIGTERM or SIGINT stops
+//! the reader (no more events are taken), lets the sink drain for at most
+//! `--drain-timeout`, reports what could not be delivered, removes the
+//! runtime files and returns.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::signal::unix::{signal, SignalKind};
+use tokio_util::sync::CancellationToken;
+
+use crate::api::{self, ApiState};
+use crate::buffer::Buffer;
+use crate::config::{join_host_port, split_host_port, Config, SinkConfig};
+use crate::metrics::Metrics;
+use crate::relay::{Relay, SharedTable};
+use crate::routes::Table;
+use crate::runtime_files::{bind_socket, RuntimeFiles};
+use crate::sink::{mqtt::MqttSink, Drain};
+use crate::source::Source;
+
+/// Runs the repeater; `Err` is a start-up failure (exit 1).
+pub fn run(cfg: Config) -> Result<(), String> {
+    crate::log::set_level(cfg.log);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(run_async(cfg))
+}
+
+async fn run_async(cfg: Config) -> Result<(), String> {
+    let routes = crate::state::load(&cfg.state_file)?;
+    let mut files = RuntimeFiles::prepare(&cfg)?;
+    let socket = cfg.socket_path();
+    let unix = bind_socket(&socket)?;
+    files.track(socket.clone());
+
+    let tcp = match &cfg.listen {
+        Some(listen) => {
+            let l = tokio::net::TcpListener::bind(listen)
+                .await
+                .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+            let addr = l
+                .local_addr()
+                .map_err(|e| format!("cannot read the address of {listen}: {e}"))?;
+            let host = split_host_port(listen)
+                .map(|(h, _)| h)
+                .unwrap_or_else(|| addr.ip().to_string());
+            let url = format!("http://{}", join_host_port(&host, addr.port()));
+            files
+                .write(&cfg.listen_path(), &format!("{url}\n"))
+                .map_err(|e| format!("cannot write {}: {e}", cfg.listen_path().display()))?;
+            Some((l, url))
+        }
+        None => None,
+    };
+    files
+        .write(&cfg.pid_path(), &format!("{}\n", std::process::id()))
+        .map_err(|e| format!("cannot write {}: {e}", cfg.pid_path().display()))?;
+
+    let mut sigterm =
+        signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    let mut sigint =
+        signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+
+    let metrics = Arc::new(Metrics::default());
+    let buffer = Arc::new(Buffer::new(
+        cfg.buffer_events,
+        cfg.buffer_bytes,
+        cfg.overflow,
+        metrics.clone(),
+    ));
+    let table: SharedTable = Arc::new(RwLock::new(Arc::new(Table::build(
+        &routes,
+        cfg.allowall,
+        None,
+    ))));
+    let (sink_url, max_packet) = match &cfg.sink {
+        SinkConfig::Mqtt(m) => (m.url(), Some(m.max_packet_size)),
+        SinkConfig::Stderr => ("stderr".to_string(), None),
+    };
+    let state = Arc::new(ApiState {
+        name: cfg.name.clone(),
+        routes: tokio::sync::Mutex::new(routes.clone()),
+        table: table.clone(),
+        allowall: cfg.allowall,
+        state_file: cfg.state_file.clone(),
+        metrics: metrics.clone(),
+        buffer: buffer.clone(),
+        source: cfg.source.to_string(),
+        sink: sink_url.clone(),
+    });
+
+    let api_stop = CancellationToken::new();
+    let mut servers = Vec::new();
+    {
+        let app = api::router(state.clone());
+        let stop = api_stop.clone();
+        servers.push(tokio::spawn(async move {
+            axum::serve(unix, app)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await
+        }));
+    }
+    if let Some((listener, url)) = tcp {
+        let mut app = api::router(state.clone());
+        if let Some(token) = &cfg.token {
+            app = api::with_token(app, token.clone());
+        }
+        let stop = api_stop.clone();
+        info!("API also on {url}");
+        servers.push(tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await
+        }));
+    }
+
+    let stop = CancellationToken::new();
+    let relay = Arc::new(Relay::new(
+        table,
+        buffer.clone(),
+        metrics.clone(),
+        max_packet,
+    ));
+    let source = Source {
+        addr: cfg.source.clone(),
+        relay,
+        metrics: metrics.clone(),
+        max_event: cfg.max_event_size.saturating_mul(2).max(1 << 20) + 64 * 1024,
+    };
+    let source_task = tokio::spawn(source.run(stop.clone()));
+    let drain = Drain {
+        stop: stop.clone(),
+        timeout: cfg.drain_timeout,
+    };
+    let sink_task = match &cfg.sink {
+        SinkConfig::Mqtt(m) => tokio::spawn(
+            MqttSink {
+                cfg: m.clone(),
+                buffer: buffer.clone(),
+                metrics: metrics.clone(),
+            }
+            .run(drain),
+        ),
+        SinkConfig::Stderr => tokio::spawn(crate::sink::stderr::run(
+            buffer.clone(),
+            metrics.clone(),
+            drain,
+        )),
+    };
+    info!(
+        "event repeater {:?} running: {} → {} ({} routes{}); API on {}",
+        cfg.name,
+        cfg.source,
+        sink_url,
+        state.routes.lock().await.len(),
+        if cfg.allowall { ", --allowall" } else { "" },
+        socket.display()
+    );
+
+    let why = tokio::select! {
+        _ = sigterm.recv() => "SIGTERM",
+        _ = sigint.recv() => "SIGINT",
+    };
+    info!(
+        "{why}: no longer taking events; waiting up to {:?} for the sink",
+        cfg.drain_timeout
+    );
+    stop.cancel();
+    let _ = source_task.await;
+    let undelivered = sink_task
+        .await
+        .unwrap_or_else(|_| buffer.stats().queued + buffer.stats().inflight);
+    metrics
+        .dropped_shutdown
+        .fetch_add(undelivered as u64, Ordering::Relaxed);
+    let accepted = metrics.accepted.load(Ordering::Relaxed);
+    if undelivered > 0 {
+        warn!(
+            "stopped; {undelivered} of {accepted} accepted events were not delivered (not acknowledged within --drain-timeout {:?})",
+            cfg.drain_timeout
+        );
+    } else {
+        info!("stopped; all {accepted} accepted events were delivered");
+    }
+    api_stop.cancel();
+    for server in servers {
+        let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
+    }
+    files.remove_all();
+    Ok(())
+}

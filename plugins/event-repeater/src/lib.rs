@@ -1,0 +1,115 @@
+//! `app-event-repeater`: relays events from an event source (SSE) to an MQTT
+//! broker or to stderr, with routes managed over a REST API.
+//!
+//! Data flows through one module per step:
+//! [`source`] (SSE reader, with [`sse`] parsing and [`event`] decoding) →
+//! [`relay`] (routing by [`routes`]) → [`buffer`] (bounded, with an overflow
+//! policy) → [`sink`] ([`sink::mqtt`] or [`sink::stderr`]).
+//! Around it: [`api`] (REST, errors in [`api_error`]), [`state`] (the routes
+//! file), [`metrics`], [`runtime_files`] (socket, pid, listen files),
+//! [`daemon`] (lifecycle and shutdown), and the command line in [`cli`],
+//! [`config`] and [`complete`].
+
+#[macro_use]
+pub mod log;
+
+pub mod api;
+pub mod api_error;
+pub mod backoff;
+pub mod buffer;
+pub mod cli;
+pub mod complete;
+pub mod config;
+pub mod daemon;
+pub mod event;
+pub mod metrics;
+pub mod relay;
+pub mod routes;
+pub mod runtime_files;
+pub mod sink;
+pub mod source;
+pub mod sse;
+pub mod state;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// The name used in messages.
+pub const BIN_NAME: &str = "app-event-repeater";
+
+/// The plugin's `__app_metadata` answer.
+pub fn metadata() -> String {
+    serde_json::json!({
+        "apiVersion": "app.plugin/v1",
+        "name": "event-repeater",
+        "version": app::context::APP_VERSION,
+        "description": "Relay events from an event source to MQTT or stderr",
+        "completion": true,
+    })
+    .to_string()
+}
+
+/// The whole program; `args` are the arguments after the program name.
+pub fn main_with_args(args: Vec<OsString>) -> ExitCode {
+    ExitCode::from(run(args))
+}
+
+/// Runs the command and returns the exit code: 0 ok, 1 runtime failure,
+/// 2 usage error.
+pub fn run(args: Vec<OsString>) -> u8 {
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match words.first().map(String::as_str) {
+        Some("__app_metadata") => {
+            println!("{}", metadata());
+            return 0;
+        }
+        Some("__complete") => {
+            for line in complete::complete(&words[1..]) {
+                println!("{line}");
+            }
+            return 0;
+        }
+        _ => {}
+    }
+    let mut argv = vec![OsString::from(BIN_NAME)];
+    argv.extend(args);
+    let cli = match cli::Cli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let ctx = match app::context::Context::load() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{BIN_NAME}: {e}");
+            return 2;
+        }
+    };
+    match cli.command {
+        cli::Command::Run(run_args) => {
+            let password = std::env::var("APP_MQTT_PASSWORD").ok();
+            let cfg = match config::Config::new(&run_args, &ctx, password) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("{BIN_NAME}: {e}; see `app event-repeater run --help`");
+                    return 2;
+                }
+            };
+            match daemon::run(cfg) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("{BIN_NAME}: {e}");
+                    1
+                }
+            }
+        }
+    }
+}

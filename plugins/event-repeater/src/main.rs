@@ -1,0 +1,6 @@
+//! `app-event-repeater`: relays events from an event source to MQTT or stderr.
+//! Everything lives in the library; see `lib.rs`.
+
+fn main() -> std::process::ExitCode {
+    app_event_repeater::main_with_args(std::env::args_os().skip(1).collect())
+}

@@ -1,0 +1,488 @@
+//! The MQTT sink: one task that owns and polls the rumqttc event loop.
+//!
+//! # Delivery
+//! rumqttc keeps unacknowledged publishes only while the broker keeps the
+//! session; after a reconnect into a new session it drops them silently. So
+//! this task keeps its own book of every publish not yet acknowledged, keyed
+//! by a packet id it assigns itself from a window of `--inflight` ids, and
+//! when the broker comes back without our session it publishes every one of
+//! them again, oldest first (duplicates are possible, loss is not). A QoS 1
+//! publish is done on PUBACK, a QoS 2 one on PUBCOMP, a QoS 0 one once
+//! written.
+//!
+//! Publishes are handed to the event loop through its `pending` queue, with
+//! our packet ids (rumqttc keeps a non-zero id it is given). To pick up new
+//! events while `poll()` waits on the network, the poll future is dropped and
+//! polled again; that is only done while `pending` is empty, because then no
+//! publish can be half-way through rumqttc's write path (which is where
+//! dropping the future could lose one).
+//!
+//! # Sessions
+//! The first connection of a process starts a clean session (nothing from an
+//! earlier process can be resumed, and a stale QoS 2 state at the broker could
+//! swallow a reused packet id); every reconnect after that asks for the
+//! persistent session (`clean_session=false`, stable client id), so that the
+//! broker, when it kept the session, holds what it already acknowledged.
+//! `--clean-session` asks for a clean session on every connection.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rumqttc::{
+    AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Outgoing, Packet, Publish, QoS,
+    Request, TlsConfiguration, Transport,
+};
+
+use crate::backoff::Backoff;
+use crate::buffer::{Buffer, Record};
+use crate::cli::Qos;
+use crate::config::MqttConfig;
+use crate::log::{RateLimited, WARN};
+use crate::metrics::{inc, Metrics};
+use crate::relay::mqtt_refusal;
+use crate::sink::{until, Drain};
+
+fn qos(q: Qos) -> QoS {
+    match q {
+        Qos::AtMostOnce => QoS::AtMostOnce,
+        Qos::AtLeastOnce => QoS::AtLeastOnce,
+        Qos::ExactlyOnce => QoS::ExactlyOnce,
+    }
+}
+
+/// Builds the rumqttc options; an error is a TLS set-up problem.
+pub fn options(cfg: &MqttConfig) -> Result<MqttOptions, String> {
+    let mut o = MqttOptions::new(cfg.client_id.clone(), cfg.host.clone(), cfg.port);
+    o.set_keep_alive(Duration::from_secs(10));
+    o.set_max_packet_size(cfg.max_packet_size, cfg.max_packet_size);
+    o.set_inflight(cfg.inflight);
+    o.set_clean_session(true);
+    if let Some(user) = &cfg.username {
+        o.set_credentials(user.clone(), cfg.password.clone().unwrap_or_default());
+    }
+    if cfg.tls {
+        o.set_transport(Transport::tls_with_config(tls_config(cfg)?));
+    }
+    Ok(o)
+}
+
+fn tls_config(cfg: &MqttConfig) -> Result<TlsConfiguration, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    match &cfg.ca_file {
+        Some(path) => {
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("cannot read --ca-file {}: {e}", path.display()))?;
+            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+                let cert = cert.map_err(|e| format!("--ca-file {}: {e}", path.display()))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("--ca-file {}: {e}", path.display()))?;
+            }
+        }
+        None => {
+            for cert in rustls_native_certs::load_native_certs().certs {
+                let _ = roots.add(cert);
+            }
+        }
+    }
+    if roots.is_empty() {
+        return Err("no CA certificates to verify the broker with; pass --ca-file".into());
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS set-up failed: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(TlsConfiguration::Rustls(Arc::new(config)))
+}
+
+struct Slot {
+    rec: Record,
+    /// Written at least once (so a later write is a republish).
+    sent: bool,
+}
+
+/// Our own record of every publish handed to rumqttc and not yet done.
+struct Book {
+    qos: QoS,
+    retain: bool,
+    /// Indexed by packet id (1..=window); QoS 1 and 2.
+    slots: Vec<Option<Slot>>,
+    free: VecDeque<u16>,
+    used: usize,
+    /// QoS 0 publishes handed over and not yet written, in order.
+    qos0: VecDeque<Record>,
+    window: usize,
+}
+
+impl Book {
+    fn new(qos: QoS, retain: bool, window: u16) -> Book {
+        Book {
+            qos,
+            retain,
+            slots: (0..=window).map(|_| None).collect(),
+            free: (1..=window).collect(),
+            used: 0,
+            qos0: VecDeque::new(),
+            window: window as usize,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.used + self.qos0.len()
+    }
+
+    fn has_room(&self) -> bool {
+        match self.qos {
+            QoS::AtMostOnce => self.qos0.len() < self.window,
+            _ => !self.free.is_empty(),
+        }
+    }
+
+    fn publish(&self, rec: &Record, pkid: u16, dup: bool) -> Request {
+        let mut p = Publish::from_bytes(rec.sink_topic.clone(), self.qos, rec.payload.clone());
+        p.retain = self.retain;
+        p.pkid = pkid;
+        p.dup = dup;
+        Request::Publish(p)
+    }
+
+    /// Hands `rec` to the event loop; `false` if there was no room.
+    fn hand_over(&mut self, rec: Record, el: &mut EventLoop) -> Result<(), Record> {
+        if self.qos == QoS::AtMostOnce {
+            if self.qos0.len() >= self.window {
+                return Err(rec);
+            }
+            el.pending.push_back(self.publish(&rec, 0, false));
+            self.qos0.push_back(rec);
+            return Ok(());
+        }
+        let Some(pkid) = self.free.pop_front() else {
+            return Err(rec);
+        };
+        el.pending.push_back(self.publish(&rec, pkid, false));
+        self.slots[pkid as usize] = Some(Slot { rec, sent: false });
+        self.used += 1;
+        Ok(())
+    }
+
+    /// The broker did not keep our session: everything not done goes again.
+    fn republish_all(&mut self, el: &mut EventLoop) -> usize {
+        el.pending.clear();
+        el.state.collision = None;
+        let mut held: Vec<(u64, u16)> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter_map(|(pkid, s)| s.as_ref().map(|s| (s.rec.seq, pkid as u16)))
+            .collect();
+        held.sort_unstable();
+        for (_, pkid) in &held {
+            if let Some(slot) = &self.slots[*pkid as usize] {
+                el.pending
+                    .push_back(self.publish(&slot.rec, *pkid, slot.sent));
+            }
+        }
+        for rec in &self.qos0 {
+            el.pending.push_back(self.publish(rec, 0, false));
+        }
+        held.len() + self.qos0.len()
+    }
+
+    /// A publish was written; returns whether it was a republish.
+    fn written(&mut self, pkid: u16) -> Option<(Option<Record>, bool)> {
+        if pkid == 0 {
+            return Some((self.qos0.pop_front(), false));
+        }
+        let slot = self.slots.get_mut(pkid as usize)?.as_mut()?;
+        let again = slot.sent;
+        slot.sent = true;
+        Some((None, again))
+    }
+
+    /// The broker acknowledged `pkid` (PUBACK for QoS 1, PUBCOMP for QoS 2).
+    fn done(&mut self, pkid: u16) -> Option<Record> {
+        let slot = self.slots.get_mut(pkid as usize)?.take()?;
+        self.used -= 1;
+        self.free.push_back(pkid);
+        Some(slot.rec)
+    }
+}
+
+pub struct MqttSink {
+    pub cfg: MqttConfig,
+    pub buffer: Arc<Buffer>,
+    pub metrics: Arc<Metrics>,
+}
+
+struct Link {
+    connected: bool,
+    ever_connected: bool,
+    down_since: Option<Instant>,
+    backoff: Backoff,
+}
+
+impl MqttSink {
+    /// Runs until the drain ends; returns the number of undelivered events.
+    pub async fn run(self, drain: Drain) -> usize {
+        let options = match options(&self.cfg) {
+            Ok(o) => o,
+            Err(e) => {
+                crate::error!("{e}");
+                drain.stop.cancelled().await;
+                return self.buffer.stats().queued;
+            }
+        };
+        // The client is never used to publish (see the module docs), but it
+        // must live: the event loop ends when every client is gone.
+        let (client, mut el) = AsyncClient::new(options, 16);
+        let mut book = Book::new(qos(self.cfg.qos), self.cfg.retain, self.cfg.inflight);
+        let mut link = Link {
+            connected: false,
+            ever_connected: false,
+            down_since: None,
+            backoff: Backoff::network(),
+        };
+        let refused = RateLimited::new(Duration::from_secs(5));
+        let url = self.cfg.url();
+        let mut deadline = None;
+        loop {
+            let dl = drain.deadline(&mut deadline);
+            if dl.is_some() && book.len() == 0 && self.buffer.is_queue_empty() {
+                break;
+            }
+            if dl.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                break;
+            }
+            if link.connected {
+                self.fill(&mut book, &mut el, &refused);
+            }
+            // Dropping the poll future is safe only with nothing pending.
+            let can_interrupt = !link.connected || el.pending.is_empty();
+            let want_work = link.connected && book.has_room();
+            let polled = tokio::select! {
+                biased;
+                r = el.poll() => Some(r),
+                _ = self.buffer.ready(), if can_interrupt && want_work => None,
+                _ = drain.stop.cancelled(), if can_interrupt && dl.is_none() => None,
+                _ = until(dl) => None,
+            };
+            match polled {
+                None => {}
+                Some(Ok(event)) => self.event(event, &mut book, &mut el, &mut link, &url),
+                Some(Err(e)) => {
+                    // Events rumqttc had queued before the error are real:
+                    // handle them before anything is republished.
+                    while let Some(ev) = el.state.events.pop_front() {
+                        self.event(ev, &mut book, &mut el, &mut link, &url);
+                    }
+                    self.lost(&e, &mut link, &url);
+                    let delay = link.backoff.next_delay();
+                    let dl = drain.deadline(&mut deadline);
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = drain.stop.cancelled(), if dl.is_none() => {}
+                        _ = until(dl) => {}
+                    }
+                }
+            }
+        }
+        let undelivered = book.len() + self.buffer.stats().queued;
+        if link.connected {
+            // Say goodbye so the broker does not publish a will or wait for
+            // the keep-alive; bounded, as the broker may be gone.
+            let _ = client.try_disconnect();
+            let _ = tokio::time::timeout(Duration::from_millis(500), async {
+                loop {
+                    match el.poll().await {
+                        Ok(Event::Outgoing(Outgoing::Disconnect)) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                }
+            })
+            .await;
+        }
+        self.metrics.sink_connected.store(false, Ordering::Relaxed);
+        undelivered
+    }
+
+    /// Moves buffered events into the event loop while the window has room.
+    fn fill(&self, book: &mut Book, el: &mut EventLoop, refused: &RateLimited) {
+        while book.has_room() {
+            let Some(rec) = self.buffer.take(1).pop() else {
+                return;
+            };
+            if let Some((reason, why)) =
+                mqtt_refusal(&rec.sink_topic, rec.payload.len(), self.cfg.max_packet_size)
+            {
+                match reason {
+                    "too_large" => inc(&self.metrics.failed_too_large),
+                    _ => inc(&self.metrics.failed_invalid_topic),
+                }
+                refused.log(WARN, || format!("refused an event: {why}"));
+                self.buffer.release(rec.cost());
+                continue;
+            }
+            if let Err(rec) = book.hand_over(rec, el) {
+                // Cannot happen (room was checked), but never lose it.
+                crate::error!(
+                    "internal: no room for an event after checking; it is dropped (please report)"
+                );
+                inc(&self.metrics.dropped_overflow);
+                self.buffer.release(rec.cost());
+                return;
+            }
+        }
+    }
+
+    fn event(&self, event: Event, book: &mut Book, el: &mut EventLoop, link: &mut Link, url: &str) {
+        match event {
+            Event::Incoming(Packet::ConnAck(ack)) => {
+                link.connected = true;
+                self.metrics.sink_connected.store(true, Ordering::Relaxed);
+                link.backoff.reset();
+                let again = if ack.session_present {
+                    0
+                } else {
+                    book.republish_all(el)
+                };
+                let session = if ack.session_present {
+                    "session resumed"
+                } else {
+                    "new session"
+                };
+                match link.down_since.take() {
+                    Some(t) => warn!(
+                        "connected to the broker {url} again after {:.1}s ({session}; {again} unacknowledged publishes sent again)",
+                        t.elapsed().as_secs_f64()
+                    ),
+                    None if !link.ever_connected => info!("connected to the broker {url}"),
+                    None => {}
+                }
+                link.ever_connected = true;
+                if !self.cfg.clean_session {
+                    el.mqtt_options.set_clean_session(false);
+                }
+            }
+            Event::Outgoing(Outgoing::Publish(pkid)) => match book.written(pkid) {
+                Some((Some(rec), _)) => {
+                    // QoS 0: done once written.
+                    inc(&self.metrics.published);
+                    inc(&self.metrics.acked);
+                    self.buffer.release(rec.cost());
+                }
+                Some((None, true)) => inc(&self.metrics.republished),
+                Some((None, false)) => inc(&self.metrics.published),
+                None => debug!("rumqttc wrote publish {pkid}, which is not in our book"),
+            },
+            Event::Incoming(Packet::PubAck(ack)) if book.qos == QoS::AtLeastOnce => {
+                self.finish(book.done(ack.pkid), ack.pkid)
+            }
+            Event::Incoming(Packet::PubComp(comp)) if book.qos == QoS::ExactlyOnce => {
+                self.finish(book.done(comp.pkid), comp.pkid)
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&self, rec: Option<Record>, pkid: u16) {
+        match rec {
+            Some(rec) => {
+                inc(&self.metrics.acked);
+                self.buffer.release(rec.cost());
+            }
+            None => debug!("acknowledgement for packet id {pkid}, which is not in our book"),
+        }
+    }
+
+    fn lost(&self, e: &ConnectionError, link: &mut Link, url: &str) {
+        if link.connected {
+            link.connected = false;
+            self.metrics.sink_connected.store(false, Ordering::Relaxed);
+            inc(&self.metrics.sink_disconnects);
+            if link.down_since.is_none() {
+                warn!("lost the connection to the broker {url}: {e}; reconnecting with backoff, events are kept in the buffer");
+                link.down_since = Some(Instant::now());
+            }
+        } else if link.down_since.is_none() {
+            let hint = match e {
+                ConnectionError::ConnectionRefused(_) => {
+                    "; check --username, the password and --client-id"
+                }
+                _ => "; is the broker running? (see --sink)",
+            };
+            warn!("cannot connect to the broker {url}: {e}{hint}; retrying with backoff, events are kept in the buffer");
+            link.down_since = Some(Instant::now());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn rec(seq: u64) -> Record {
+        Record {
+            seq,
+            source_topic: "s".into(),
+            sink_topic: "t".into(),
+            payload: Bytes::from(seq.to_string()),
+        }
+    }
+
+    fn pkids(el: &EventLoop) -> Vec<(u16, String)> {
+        el.pending
+            .iter()
+            .map(|r| match r {
+                Request::Publish(p) => (p.pkid, String::from_utf8(p.payload.to_vec()).unwrap()),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_book_assigns_ids_from_its_window_and_republishes_in_order() {
+        let (_c, mut el) = AsyncClient::new(MqttOptions::new("t", "localhost", 1), 4);
+        let mut book = Book::new(QoS::AtLeastOnce, false, 3);
+        for s in 1..=3 {
+            book.hand_over(rec(s), &mut el).unwrap();
+        }
+        assert!(!book.has_room());
+        assert!(book.hand_over(rec(4), &mut el).is_err());
+        assert_eq!(
+            pkids(&el),
+            vec![(1, "1".into()), (2, "2".into()), (3, "3".into())]
+        );
+        for p in 1..=3 {
+            assert!(!book.written(p).unwrap().1);
+        }
+        // Packet 2 is acknowledged; its id goes to the back of the free list.
+        assert_eq!(book.done(2).unwrap().seq, 2);
+        assert!(book.done(2).is_none());
+        book.hand_over(rec(5), &mut el).unwrap();
+        assert_eq!(book.len(), 3);
+        // A new session: everything not done is sent again, oldest first.
+        assert_eq!(book.republish_all(&mut el), 3);
+        assert_eq!(
+            pkids(&el),
+            vec![(1, "1".into()), (3, "3".into()), (2, "5".into())]
+        );
+        assert!(book.written(1).unwrap().1);
+        assert!(!book.written(2).unwrap().1);
+    }
+
+    #[test]
+    fn qos0_records_complete_in_order_when_written() {
+        let (_c, mut el) = AsyncClient::new(MqttOptions::new("t", "localhost", 1), 4);
+        let mut book = Book::new(QoS::AtMostOnce, false, 2);
+        book.hand_over(rec(1), &mut el).unwrap();
+        book.hand_over(rec(2), &mut el).unwrap();
+        assert!(book.hand_over(rec(3), &mut el).is_err());
+        assert_eq!(book.written(0).unwrap().0.unwrap().seq, 1);
+        assert_eq!(book.len(), 1);
+    }
+}

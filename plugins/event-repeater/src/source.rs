@@ -1,0 +1,212 @@
+//! The SSE reader: subscribes to every topic of the event source
+//! (`GET /events?topic=.`), feeds the stream through the SSE parser into the
+//! router, and reconnects with capped exponential backoff and jitter when the
+//! source goes away, sending `Last-Event-ID` so that a source which keeps
+//! history can replay what was missed. A lost source is logged once, and its
+//! return once, however many retries lie between.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Incoming;
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpStream, UnixStream};
+use tokio_util::sync::CancellationToken;
+
+use crate::backoff::Backoff;
+use crate::config::{join_host_port, SourceAddr};
+use crate::metrics::{inc, Metrics};
+use crate::relay::Relay;
+use crate::sse::{Item, Parser};
+
+/// How a connection attempt or stream ended.
+enum End {
+    /// Could not connect or the source refused the subscription.
+    Failed(String),
+    /// The stream was open and then ended or broke.
+    Lost(String),
+    Cancelled,
+}
+
+pub struct Source {
+    pub addr: SourceAddr,
+    pub relay: Arc<Relay>,
+    pub metrics: Arc<Metrics>,
+    /// Largest SSE line / event accepted from the source.
+    pub max_event: usize,
+}
+
+impl Source {
+    /// Runs until `cancel` fires.
+    pub async fn run(self, cancel: CancellationToken) {
+        let mut parser = Parser::new(self.max_event, self.max_event);
+        let mut backoff = Backoff::network();
+        let mut down_since: Option<Instant> = None;
+        let mut ever_connected = false;
+        loop {
+            parser.reset();
+            let response = tokio::select! {
+                r = self.subscribe(parser.last_id()) => r,
+                _ = cancel.cancelled() => return,
+            };
+            let end = match response {
+                Err(why) => End::Failed(why),
+                Ok(body) => {
+                    self.metrics.source_connected.store(true, Ordering::Relaxed);
+                    backoff.reset();
+                    match down_since.take() {
+                        Some(t) => warn!(
+                            "event source {} is back after {:.1}s; resuming{}",
+                            self.addr,
+                            t.elapsed().as_secs_f64(),
+                            parser
+                                .last_id()
+                                .map(|id| format!(" after event id {id}"))
+                                .unwrap_or_default()
+                        ),
+                        None if !ever_connected => {
+                            info!("subscribed to event source {}", self.addr)
+                        }
+                        None => {}
+                    }
+                    ever_connected = true;
+                    self.stream(body, &mut parser, &cancel).await
+                }
+            };
+            self.metrics
+                .source_connected
+                .store(false, Ordering::Relaxed);
+            match end {
+                End::Cancelled => return,
+                End::Lost(why) => {
+                    inc(&self.metrics.source_disconnects);
+                    if down_since.is_none() {
+                        warn!("lost the event source {}: {why}; reconnecting", self.addr);
+                        down_since = Some(Instant::now());
+                    }
+                }
+                End::Failed(why) => {
+                    if down_since.is_none() {
+                        warn!(
+                            "cannot subscribe to the event source {}: {why}; retrying with backoff (start it with `app event-time`, or see --source)",
+                            self.addr
+                        );
+                        down_since = Some(Instant::now());
+                    }
+                }
+            }
+            let delay = backoff.next_delay();
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = cancel.cancelled() => return,
+            }
+        }
+    }
+
+    async fn stream(
+        &self,
+        mut body: Incoming,
+        parser: &mut Parser,
+        cancel: &CancellationToken,
+    ) -> End {
+        let mut items = Vec::new();
+        loop {
+            let frame = tokio::select! {
+                f = body.frame() => f,
+                _ = cancel.cancelled() => return End::Cancelled,
+            };
+            let chunk = match frame {
+                None => return End::Lost("the stream ended".into()),
+                Some(Err(e)) => return End::Lost(e.to_string()),
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => data,
+                    Err(_) => continue, // trailers
+                },
+            };
+            parser.feed(&chunk, &mut items);
+            for item in items.drain(..) {
+                match item {
+                    Item::Event(ev) => {
+                        self.relay.handle(&ev.data, cancel).await;
+                        if cancel.is_cancelled() {
+                            return End::Cancelled;
+                        }
+                    }
+                    Item::Oversized => self
+                        .relay
+                        .discarded(&format!("a line or event over {} bytes", self.max_event)),
+                    Item::InvalidUtf8 => self.relay.discarded("the data is not UTF-8"),
+                    Item::Retry(_) => {}
+                }
+            }
+        }
+    }
+
+    /// Opens the connection and sends the subscription; `Ok` is a 200 stream.
+    async fn subscribe(&self, last_id: Option<&str>) -> Result<Incoming, String> {
+        let connect_timeout = Duration::from_secs(5);
+        let (host, io): (String, Box<dyn IoStream>) = match &self.addr {
+            SourceAddr::Unix(path) => {
+                let s = tokio::time::timeout(connect_timeout, UnixStream::connect(path))
+                    .await
+                    .map_err(|_| "connect timed out".to_string())?
+                    .map_err(|e| e.to_string())?;
+                ("localhost".into(), Box::new(s))
+            }
+            SourceAddr::Tcp { host, port } => {
+                let s = tokio::time::timeout(
+                    connect_timeout,
+                    TcpStream::connect((host.as_str(), *port)),
+                )
+                .await
+                .map_err(|_| "connect timed out".to_string())?
+                .map_err(|e| e.to_string())?;
+                let _ = s.set_nodelay(true);
+                (join_host_port(host, *port), Box::new(s))
+            }
+        };
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+            .await
+            .map_err(|e| e.to_string())?;
+        tokio::spawn(async move {
+            // Errors surface through the response body as well.
+            let _ = conn.await;
+        });
+        let mut req = Request::get("/events?topic=.")
+            .header("host", host)
+            .header("accept", "text/event-stream")
+            .header("cache-control", "no-cache");
+        if let Some(id) = last_id {
+            req = req.header("last-event-id", id);
+        }
+        let req = req.body(Empty::<Bytes>::new()).map_err(|e| e.to_string())?;
+        let resp = tokio::time::timeout(connect_timeout, sender.send_request(req))
+            .await
+            .map_err(|_| "no response within 5s".to_string())?
+            .map_err(|e| e.to_string())?;
+        let status = resp.status();
+        if !status.is_success() {
+            let body = tokio::time::timeout(Duration::from_secs(1), resp.into_body().collect())
+                .await
+                .ok()
+                .and_then(|r| r.ok())
+                .map(|c| {
+                    String::from_utf8_lossy(&c.to_bytes())
+                        .trim()
+                        .chars()
+                        .take(200)
+                        .collect::<String>()
+                })
+                .unwrap_or_default();
+            return Err(format!("the source answered {status}: {body}"));
+        }
+        Ok(resp.into_body())
+    }
+}
+
+trait IoStream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> IoStream for T {}

@@ -1,0 +1,380 @@
+//! A Server-Sent Events parser (the WHATWG `text/event-stream` rules), fed
+//! with whatever chunks the network delivers.
+//!
+//! Lines end with CRLF, LF or CR (a CRLF split across two chunks counts once);
+//! `data:` lines accumulate, joined by `\n`; `id:` sets the last event id
+//! (kept for `Last-Event-ID` on reconnect); `event:` and `retry:` are kept;
+//! lines starting with `:` are comments; a blank line dispatches the event.
+//! Every line and every event is bounded: an overlong one is discarded whole
+//! and reported, so a hostile source cannot make the reader grow without
+//! bound or lose track of where the next event starts.
+
+/// One dispatched event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` type, if any.
+    pub event: Option<String>,
+    /// The data lines joined by `\n`.
+    pub data: String,
+    /// The last event id in force when the event was dispatched.
+    pub id: Option<String>,
+}
+
+/// What the parser found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    Event(SseEvent),
+    /// An event was discarded: a line or the event was longer than the limit.
+    Oversized,
+    /// An event was discarded: its data was not UTF-8.
+    InvalidUtf8,
+    /// The source asked for this reconnection delay (`retry:`), in ms.
+    Retry(u64),
+}
+
+#[derive(Debug)]
+pub struct Parser {
+    max_line: usize,
+    max_event: usize,
+    line: Vec<u8>,
+    /// The current line is being skipped because it grew past `max_line`.
+    skipping_line: bool,
+    /// The current event is broken (an overlong line or data); drop it at dispatch.
+    broken: bool,
+    after_cr: bool,
+    at_start: bool,
+    data: Vec<u8>,
+    has_data: bool,
+    event: Option<String>,
+    last_id: Option<String>,
+}
+
+impl Parser {
+    /// A parser that accepts lines up to `max_line` bytes and events whose
+    /// data adds up to at most `max_event` bytes.
+    pub fn new(max_line: usize, max_event: usize) -> Parser {
+        Parser {
+            max_line,
+            max_event,
+            line: Vec::new(),
+            skipping_line: false,
+            broken: false,
+            after_cr: false,
+            at_start: true,
+            data: Vec::new(),
+            has_data: false,
+            event: None,
+            last_id: None,
+        }
+    }
+
+    /// The last event id seen (`id:`), to send as `Last-Event-ID`.
+    pub fn last_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
+    /// Sets the last event id, e.g. kept from an earlier connection.
+    pub fn set_last_id(&mut self, id: Option<String>) {
+        self.last_id = id;
+    }
+
+    /// Starts over for a new connection, keeping the last event id.
+    pub fn reset(&mut self) {
+        let id = self.last_id.take();
+        *self = Parser::new(self.max_line, self.max_event);
+        self.last_id = id;
+    }
+
+    /// Feeds a chunk; complete items are appended to `out`.
+    pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<Item>) {
+        if self.at_start && !chunk.is_empty() {
+            // A UTF-8 byte order mark may start the stream; it is not content.
+            const BOM: &[u8] = b"\xEF\xBB\xBF";
+            let n = self.line.len();
+            if n < 3 {
+                let want = &BOM[n..];
+                let take = want.len().min(chunk.len());
+                if chunk[..take] == want[..take] {
+                    self.line.extend_from_slice(&chunk[..take]);
+                    chunk = &chunk[take..];
+                    if self.line.len() < 3 {
+                        return;
+                    }
+                    self.line.clear();
+                    self.at_start = false;
+                } else {
+                    // Not a BOM after all: what was held back is content.
+                    let held = std::mem::take(&mut self.line);
+                    self.at_start = false;
+                    self.push_bytes(&held, out);
+                }
+            }
+            self.at_start = false;
+        }
+        self.push_bytes(chunk, out);
+    }
+
+    fn push_bytes(&mut self, mut chunk: &[u8], out: &mut Vec<Item>) {
+        while !chunk.is_empty() {
+            if self.after_cr {
+                self.after_cr = false;
+                if chunk[0] == b'\n' {
+                    chunk = &chunk[1..];
+                    continue;
+                }
+            }
+            match chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
+                Some(pos) => {
+                    self.append(&chunk[..pos]);
+                    self.after_cr = chunk[pos] == b'\r';
+                    chunk = &chunk[pos + 1..];
+                    self.end_line(out);
+                }
+                None => {
+                    self.append(chunk);
+                    chunk = &[];
+                }
+            }
+        }
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        if self.skipping_line {
+            return;
+        }
+        if self.line.len() + bytes.len() > self.max_line {
+            self.skipping_line = true;
+            self.broken = true;
+            self.line.clear();
+            return;
+        }
+        self.line.extend_from_slice(bytes);
+    }
+
+    fn end_line(&mut self, out: &mut Vec<Item>) {
+        if self.skipping_line {
+            self.skipping_line = false;
+            return;
+        }
+        let line = std::mem::take(&mut self.line);
+        if line.is_empty() {
+            self.dispatch(out);
+        } else {
+            self.field(&line, out);
+        }
+        // Keep the allocation for the next line unless it grew large.
+        if line.capacity() <= 64 * 1024 {
+            self.line = line;
+            self.line.clear();
+        }
+    }
+
+    fn field(&mut self, line: &[u8], out: &mut Vec<Item>) {
+        if line[0] == b':' {
+            return; // a comment
+        }
+        let (name, value) = match line.iter().position(|&b| b == b':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        match name {
+            b"data" => {
+                if self.broken {
+                    return;
+                }
+                if self.data.len() + value.len() + 1 > self.max_event {
+                    self.broken = true;
+                    self.data.clear();
+                    return;
+                }
+                if self.has_data {
+                    self.data.push(b'\n');
+                }
+                self.data.extend_from_slice(value);
+                self.has_data = true;
+            }
+            b"id" if !value.contains(&0) => {
+                if let Ok(id) = std::str::from_utf8(value) {
+                    self.last_id = Some(id.to_string());
+                }
+            }
+            b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
+            b"retry" => {
+                if let Some(ms) = std::str::from_utf8(value)
+                    .ok()
+                    .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|v| v.parse().ok())
+                {
+                    out.push(Item::Retry(ms));
+                }
+            }
+            _ => {} // unknown fields are ignored, as the standard says
+        }
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<Item>) {
+        let event = self.event.take();
+        let broken = std::mem::replace(&mut self.broken, false);
+        let has_data = std::mem::replace(&mut self.has_data, false);
+        let data = std::mem::take(&mut self.data);
+        if broken {
+            out.push(Item::Oversized);
+            return;
+        }
+        if !has_data {
+            return;
+        }
+        match String::from_utf8(data) {
+            Ok(data) => out.push(Item::Event(SseEvent {
+                event,
+                data,
+                id: self.last_id.clone(),
+            })),
+            Err(_) => out.push(Item::InvalidUtf8),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_chunks(chunks: &[&[u8]]) -> Vec<Item> {
+        let mut p = Parser::new(64, 128);
+        let mut out = Vec::new();
+        for c in chunks {
+            p.feed(c, &mut out);
+        }
+        out
+    }
+
+    fn ev(data: &str, id: Option<&str>) -> Item {
+        Item::Event(SseEvent {
+            event: None,
+            data: data.into(),
+            id: id.map(String::from),
+        })
+    }
+
+    #[test]
+    fn lf_crlf_and_cr_all_end_lines() {
+        let out = parse_chunks(&[b"data: a\n\ndata: b\r\n\r\ndata: c\r\rdata:d\n\n"]);
+        assert_eq!(
+            out,
+            vec![ev("a", None), ev("b", None), ev("c", None), ev("d", None)]
+        );
+    }
+
+    #[test]
+    fn crlf_split_across_chunks_counts_once() {
+        let out = parse_chunks(&[b"data: a\r", b"\n", b"data: b\r", b"\n\r", b"\n"]);
+        assert_eq!(out, vec![ev("a\nb", None)]);
+    }
+
+    #[test]
+    fn every_byte_in_its_own_chunk() {
+        let text = b"id: 7\r\ndata: {\"x\":1}\r\n: comment\r\ndata: two\r\n\r\n";
+        let chunks: Vec<&[u8]> = text.chunks(1).collect();
+        assert_eq!(parse_chunks(&chunks), vec![ev("{\"x\":1}\ntwo", Some("7"))]);
+    }
+
+    #[test]
+    fn ids_persist_and_comments_and_unknown_fields_are_ignored() {
+        let out =
+            parse_chunks(&[b":hello\nid: 1\nfoo: bar\ndata: x\n\ndata: y\n\nid\ndata: z\n\n"]);
+        assert_eq!(
+            out,
+            vec![ev("x", Some("1")), ev("y", Some("1")), ev("z", Some(""))]
+        );
+    }
+
+    #[test]
+    fn event_type_retry_and_no_space_after_colon() {
+        let out = parse_chunks(&[b"event: tick\nretry: 250\ndata:raw\n\n"]);
+        assert_eq!(
+            out,
+            vec![
+                Item::Retry(250),
+                Item::Event(SseEvent {
+                    event: Some("tick".into()),
+                    data: "raw".into(),
+                    id: None
+                })
+            ]
+        );
+    }
+
+    #[test]
+    fn blank_events_without_data_are_not_dispatched() {
+        assert_eq!(parse_chunks(&[b"\n\nid: 3\n\n"]), vec![]);
+    }
+
+    #[test]
+    fn an_overlong_line_discards_its_event_only() {
+        let long = vec![b'x'; 100];
+        let out = parse_chunks(&[b"data: ", &long, b"\ndata: more\n\ndata: ok\n\n"]);
+        assert_eq!(out, vec![Item::Oversized, ev("ok", None)]);
+    }
+
+    #[test]
+    fn an_overlong_event_is_discarded() {
+        let line = format!("data: {}\n", "y".repeat(50));
+        let text = line.repeat(3) + "\ndata: fine\n\n";
+        assert_eq!(
+            parse_chunks(&[text.as_bytes()]),
+            vec![Item::Oversized, ev("fine", None)]
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported() {
+        assert_eq!(
+            parse_chunks(&[b"data: \xff\xfe\n\ndata: ok\n\n"]),
+            vec![Item::InvalidUtf8, ev("ok", None)]
+        );
+    }
+
+    #[test]
+    fn a_leading_bom_is_skipped_even_when_split() {
+        assert_eq!(
+            parse_chunks(&[b"\xEF", b"\xBB\xBFdata: a\n\n"]),
+            vec![ev("a", None)]
+        );
+        assert_eq!(parse_chunks(&[b"da", b"ta: b\n\n"]), vec![ev("b", None)]);
+    }
+
+    #[test]
+    fn reset_keeps_the_last_id_and_drops_a_partial_event() {
+        let mut p = Parser::new(64, 128);
+        let mut out = Vec::new();
+        p.feed(b"id: 9\ndata: a\n\ndata: partial", &mut out);
+        p.reset();
+        p.feed(b"data: b\n\n", &mut out);
+        assert_eq!(out, vec![ev("a", Some("9")), ev("b", Some("9"))]);
+        assert_eq!(p.last_id(), Some("9"));
+    }
+
+    #[test]
+    fn random_chunking_gives_the_same_events() {
+        let mut text = Vec::new();
+        for i in 0..200 {
+            text.extend_from_slice(format!("id: {i}\r\ndata: {{\"n\":{i}}}\r\n\r\n").as_bytes());
+        }
+        let whole = parse_chunks(&[&text]);
+        assert_eq!(whole.len(), 200);
+        for seed in 0..20 {
+            let mut rng = fastrand::Rng::with_seed(seed);
+            let mut chunks = Vec::new();
+            let mut rest: &[u8] = &text;
+            while !rest.is_empty() {
+                let n = rng.usize(1..=rest.len().min(17));
+                chunks.push(&rest[..n]);
+                rest = &rest[n..];
+            }
+            assert_eq!(parse_chunks(&chunks), whole);
+        }
+    }
+}
