@@ -142,4 +142,5 @@ pub fn wait_for<T>(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+pub mod broker;
 pub mod http;

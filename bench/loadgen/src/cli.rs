@@ -116,6 +116,13 @@ pub struct SubscribeArgs {
     /// Write this file on the first message.
     #[arg(long, value_name = "FILE")]
     pub ready_file: Option<PathBuf>,
+    /// Write this file once the subscription is acknowledged (SUBACK).
+    #[arg(long, value_name = "FILE")]
+    pub subscribed_file: Option<PathBuf>,
+    /// Count missing numbers from the lowest number received rather than
+    /// from 1 (for a source that was publishing before the relay subscribed).
+    #[arg(long)]
+    pub from_first: bool,
     /// Persistent session with this client id (clean_session=false);
     /// otherwise a clean session with a generated id.
     #[arg(long, value_name = "CLIENT_ID")]

@@ -28,6 +28,7 @@ pub async fn run(args: SubscribeArgs) -> Result<(), String> {
     let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
 
     let mut tally = Tally::with_capacity(args.expect.max(1024));
+    tally.from_first = args.from_first;
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(args.timeout.max(0.0));
     let idle = Duration::from_secs_f64(args.idle.max(0.0));
@@ -58,14 +59,20 @@ pub async fn run(args: SubscribeArgs) -> Result<(), String> {
                                 .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
                         }
                     }
-                    if done_at.is_none() && args.expect > 0 && tally.distinct >= args.expect && tally.complete(args.expect) {
+                    if done_at.is_none() && args.expect > 0 && tally.complete(args.expect) {
                         done_at = Some(Instant::now() + Duration::from_millis(args.linger_ms));
+                    }
+                }
+                Ok(Event::Incoming(Packet::SubAck(_))) => {
+                    if let Some(file) = &args.subscribed_file {
+                        std::fs::write(file, b"subscribed\n")
+                            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
                     }
                 }
                 Ok(Event::Incoming(Packet::ConnAck(ack))) => {
                     connects += 1;
                     error_shown = false;
-                    if !ack.session_present {
+                    if !ack.session_present || connects == 1 {
                         client
                             .try_subscribe(args.topic.clone(), qos)
                             .map_err(|e| format!("subscribe: {e}"))?;

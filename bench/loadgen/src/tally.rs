@@ -18,6 +18,10 @@ pub struct Tally {
     pub out_of_order: u64,
     /// The highest number seen.
     pub max_seq: u64,
+    /// The lowest number seen (0 = none yet).
+    pub min_seq: u64,
+    /// Count missing numbers from `min_seq` rather than from 1.
+    pub from_first: bool,
     /// Warm-up messages (sequence number 0).
     pub warmup: u64,
     /// Messages without a readable sequence number.
@@ -76,6 +80,9 @@ impl Tally {
             self.out_of_order += 1;
         }
         self.max_seq = self.max_seq.max(seq);
+        if self.min_seq == 0 || seq < self.min_seq {
+            self.min_seq = seq;
+        }
         if let Some(t) = t_ns {
             self.latencies.push(now_ns.saturating_sub(t));
         }
@@ -86,15 +93,28 @@ impl Tally {
         self.unreadable += 1;
     }
 
-    /// Whether every number of `1..=expect` has arrived.
-    pub fn complete(&self, expect: u64) -> bool {
-        self.distinct >= expect && self.missing(expect) == 0
+    /// The first number counted: 1, or the lowest seen with `from_first`.
+    fn first(&self) -> u64 {
+        if self.from_first {
+            self.min_seq.max(1)
+        } else {
+            1
+        }
     }
 
-    /// How many numbers of `1..=expect` have not arrived.
+    /// Whether every number of `first..=expect` has arrived.
+    pub fn complete(&self, expect: u64) -> bool {
+        self.distinct > expect.saturating_sub(self.first()) && self.missing(expect) == 0
+    }
+
+    /// How many numbers of `first..=expect` have not arrived.
     pub fn missing(&self, expect: u64) -> u64 {
+        let first = self.first();
+        if expect < first {
+            return 0;
+        }
         let mut have = 0u64;
-        for seq in 1..=expect {
+        for seq in first..=expect {
             let word = usize::try_from(seq / 64).unwrap_or(usize::MAX);
             if self
                 .seen
@@ -104,14 +124,14 @@ impl Tally {
                 have += 1;
             }
         }
-        expect - have
+        expect - first + 1 - have
     }
 
     /// The numbers of `1..=expect` that have not arrived, as ranges
     /// `[first, last]`, at most `limit` of them.
     pub fn missing_ranges(&self, expect: u64, limit: usize) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();
-        for seq in 1..=expect {
+        for seq in self.first()..=expect {
             let word = usize::try_from(seq / 64).unwrap_or(usize::MAX);
             if self
                 .seen
@@ -160,6 +180,7 @@ impl Tally {
             "duplicates": self.duplicates,
             "out_of_order": self.out_of_order,
             "max_seq": self.max_seq,
+            "min_seq": self.min_seq,
             "warmup": self.warmup,
             "unreadable": self.unreadable,
             "payload_bytes": [if self.min_bytes == usize::MAX { 0 } else { self.min_bytes }, self.max_bytes],
@@ -198,6 +219,20 @@ mod tests {
         let s = t.summary(8);
         assert_eq!(s["missing"], 3);
         assert_eq!(s["max_seq"], 200);
+    }
+
+    #[test]
+    fn from_first_ignores_what_came_before_the_first_number() {
+        let mut t = Tally::with_capacity(10);
+        t.from_first = true;
+        for seq in [5, 6, 8] {
+            t.record(seq, None, 1, 1);
+        }
+        assert_eq!(t.missing(8), 1);
+        assert!(!t.complete(8));
+        t.record(7, None, 1, 2);
+        assert!(t.complete(8));
+        assert_eq!(t.summary(8)["min_seq"], 5);
     }
 
     #[test]

@@ -1,0 +1,282 @@
+//! A real `mosquitto` for the tests: started on a free port on 127.0.0.1
+//! with its own config (and, optionally, persistence) in a temp dir, and
+//! controllable from the test: stop (SIGTERM), kill (SIGKILL), pause
+//! (SIGSTOP), resume (SIGCONT) and restart on the same port. Killed on drop.
+//!
+//! When mosquitto is not installed, [`Broker::start`] prints one line
+//! (`skipping: mosquitto not installed`) and returns `None`, so the test can
+//! return; with `APP_TEST_REQUIRE_BROKER=1` (as in CI) it panics instead.
+//! [`Subscriber`] wraps `mosquitto_sub`, under the same rule.
+
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{free_port, wait_for};
+
+/// Finds a program on PATH or in the sbin directories Debian uses.
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let found = path
+        .split(':')
+        .chain([
+            "/usr/sbin",
+            "/usr/local/sbin",
+            "/sbin",
+            "/usr/bin",
+            "/usr/local/bin",
+        ])
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file());
+    found
+}
+
+/// `Some(path)` of `program`, or `None` after printing the skip line; panics
+/// instead when `APP_TEST_REQUIRE_BROKER=1`.
+pub fn require(program: &str, package: &str) -> Option<PathBuf> {
+    match find_program(program) {
+        Some(p) => Some(p),
+        None if std::env::var("APP_TEST_REQUIRE_BROKER").as_deref() == Ok("1") => {
+            panic!("{program} is not installed but APP_TEST_REQUIRE_BROKER=1; install {package}")
+        }
+        None => {
+            println!("skipping: {program} not installed");
+            None
+        }
+    }
+}
+
+pub struct Broker {
+    child: Option<Child>,
+    pub port: u16,
+    dir: tempfile::TempDir,
+    exe: PathBuf,
+    paused: bool,
+}
+
+impl Broker {
+    /// A broker without persistence; `None` when mosquitto is missing.
+    pub fn start() -> Option<Broker> {
+        Broker::start_with(false)
+    }
+
+    /// A broker, with persistence (in its temp dir) when asked.
+    pub fn start_with(persistence: bool) -> Option<Broker> {
+        let exe = match find_program("mosquitto") {
+            Some(p) => p,
+            None if std::env::var("APP_TEST_REQUIRE_BROKER").as_deref() == Ok("1") => {
+                panic!("mosquitto is not installed but APP_TEST_REQUIRE_BROKER=1; apt-get install mosquitto")
+            }
+            None => {
+                println!("skipping: mosquitto not installed");
+                return None;
+            }
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("app-broker-")
+            .tempdir()
+            .expect("temp dir");
+        let port = free_port();
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let mut conf = format!(
+            "listener {port} 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\nlog_dest file {}\n",
+            dir.path().join("mosquitto.log").display()
+        );
+        if root {
+            // Otherwise mosquitto drops to a user that cannot write our dir.
+            conf.push_str("user root\n");
+        }
+        if persistence {
+            conf.push_str(&format!(
+                "persistence true\npersistence_location {}/\nautosave_interval 1\n",
+                dir.path().display()
+            ));
+        } else {
+            conf.push_str("persistence false\n");
+        }
+        fs::write(dir.path().join("mosquitto.conf"), conf).expect("write mosquitto.conf");
+        let mut b = Broker {
+            child: None,
+            port,
+            dir,
+            exe,
+            paused: false,
+        };
+        b.spawn();
+        Some(b)
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new(&self.exe)
+            .arg("-c")
+            .arg(self.dir.path().join("mosquitto.conf"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start mosquitto");
+        self.child = Some(child);
+        let port = self.port;
+        let up = wait_for(Duration::from_secs(10), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+        });
+        assert!(
+            up.is_some(),
+            "mosquitto did not listen on {port}: {}",
+            self.log()
+        );
+    }
+
+    /// `tcp://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("tcp://127.0.0.1:{}", self.port)
+    }
+
+    /// mosquitto's own log, for assertion messages.
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: i32) {
+        if let Some(c) = &self.child {
+            // SAFETY: kill with a pid we spawned and a valid signal number.
+            unsafe { libc::kill(c.id() as i32, sig) };
+        }
+    }
+
+    fn reap(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.wait();
+        }
+    }
+
+    /// Graceful stop (SIGTERM); mosquitto saves its persistence file.
+    pub fn stop(&mut self) {
+        self.resume();
+        self.signal(libc::SIGTERM);
+        self.reap();
+    }
+
+    /// Hard stop (SIGKILL).
+    pub fn kill(&mut self) {
+        self.signal(libc::SIGKILL);
+        self.reap();
+        self.paused = false;
+    }
+
+    /// Freezes the broker (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&mut self) {
+        self.signal(libc::SIGSTOP);
+        self.paused = true;
+    }
+
+    pub fn resume(&mut self) {
+        if self.paused {
+            self.signal(libc::SIGCONT);
+            self.paused = false;
+        }
+    }
+
+    /// Starts again on the same port (after stop or kill).
+    pub fn restart(&mut self) {
+        assert!(
+            self.child.is_none(),
+            "restart() needs stop() or kill() first"
+        );
+        self.spawn();
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.resume();
+        self.signal(libc::SIGKILL);
+        self.reap();
+    }
+}
+
+/// `mosquitto_sub` collecting `topic payload` lines in the background.
+pub struct Subscriber {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Subscriber {
+    /// Subscribes to `topic` at QoS 1; waits for the SUBACK. `session` names
+    /// a persistent session (`-c -i ID`) that survives broker restarts.
+    pub fn start(broker: &Broker, topic: &str, session: Option<&str>) -> Option<Subscriber> {
+        let exe = require("mosquitto_sub", "mosquitto-clients")?;
+        let mut cmd = Command::new(exe);
+        cmd.args(["-h", "127.0.0.1", "-p", &broker.port.to_string()])
+            .args(["-t", topic, "-q", "1", "-v", "-d"]);
+        if let Some(id) = session {
+            cmd.args(["-c", "-i", id]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start mosquitto_sub");
+        let out = child.stdout.take().expect("stdout");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let l2 = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                l2.lock().unwrap().push(line);
+            }
+        });
+        let sub = Subscriber { child, lines };
+        let ok = wait_for(Duration::from_secs(10), || {
+            sub.lines
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains("SUBACK"))
+                .then_some(())
+        });
+        assert!(
+            ok.is_some(),
+            "mosquitto_sub got no SUBACK: {:?}",
+            sub.lines.lock().unwrap()
+        );
+        Some(sub)
+    }
+
+    /// The messages received so far, as (topic, payload).
+    pub fn messages(&self) -> Vec<(String, String)> {
+        self.lines
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| !l.starts_with("Client ") && !l.is_empty())
+            .filter_map(|l| l.split_once(' '))
+            .map(|(t, p)| (t.to_string(), p.to_string()))
+            .collect()
+    }
+
+    /// Waits until `pred` holds for the messages, or the timeout passes.
+    pub fn wait(
+        &self,
+        timeout: Duration,
+        pred: impl Fn(&[(String, String)]) -> bool,
+    ) -> Vec<(String, String)> {
+        wait_for(timeout, || {
+            let m = self.messages();
+            pred(&m).then_some(m)
+        })
+        .unwrap_or_else(|| self.messages())
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
