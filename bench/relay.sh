@@ -21,6 +21,7 @@
 # Environment: RUNS (3), SAT_QOS0 (200000), SAT_QOS1 (100000) events per
 # saturation run, LAT_COUNT (10000) events at LAT_RATE (1000)/s, WARMUP (2000),
 # SIZE (payload bytes, 0 = loadgen's default), PATHS ("direct bridge repeater"),
+# KINDS ("saturate latency"; latency figures are medians over RUNS runs),
 # QOS_LEVELS ("0 1"), OUT (the JSON-lines results file), REPEATER_ARGS
 # ("--overflow block": a saturating source must be slowed down, not dropped).
 # Prints the Markdown table (`loadgen report OUT`) at the end.
@@ -38,6 +39,7 @@ WARMUP=${WARMUP:-2000}
 SIZE=${SIZE:-0}
 PATHS=${PATHS:-direct bridge repeater}
 QOS_LEVELS=${QOS_LEVELS:-0 1}
+KINDS=${KINDS:-saturate latency}
 REPEATER_ARGS=${REPEATER_ARGS:---overflow block}
 for arg in "$@"; do
     case $arg in
@@ -210,14 +212,15 @@ run_one() {
     echo "relay.sh: RUNS=$RUNS SAT_QOS0=$SAT_QOS0 SAT_QOS1=$SAT_QOS1 LAT_COUNT=$LAT_COUNT@$LAT_RATE/s WARMUP=$WARMUP; results in $OUT"
 } >&2
 
+# Runs of the three paths are interleaved, so that a disturbance from the rest
+# of the machine spreads over all of them rather than hitting one.
 for qos in $QOS_LEVELS; do
-    for run in $(seq 1 "$RUNS"); do
-        for path in $PATHS; do
-            run_one "$path" "$qos" saturate "$run"
+    for kind in $KINDS; do
+        for run in $(seq 1 "$RUNS"); do
+            for path in $PATHS; do
+                run_one "$path" "$qos" "$kind" "$run"
+            done
         done
-    done
-    for path in $PATHS; do
-        run_one "$path" "$qos" latency 1
     done
 done
 

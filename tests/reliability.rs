@@ -380,7 +380,9 @@ fn raw_request(path: &Path, bytes: &[u8], timeout: Duration) -> Option<(u16, Str
     let mut s = UnixStream::connect(path).ok()?;
     s.set_read_timeout(Some(timeout)).ok()?;
     s.set_write_timeout(Some(timeout)).ok()?;
-    s.write_all(bytes).ok()?;
+    // A server may answer (413, 431) and close before taking everything: the
+    // write then fails, and the answer is still there to read.
+    let _ = s.write_all(bytes);
     read_response(&mut s, timeout)
 }
 

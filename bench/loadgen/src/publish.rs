@@ -49,6 +49,10 @@ pub async fn run(args: PublishArgs) -> Result<(), String> {
         .set_max_packet_size(MAX_PACKET, MAX_PACKET)
         .set_inflight(args.inflight.max(1));
     let (client, mut eventloop) = AsyncClient::new(opts, 1024);
+    // The instrument should not add Nagle delays of its own.
+    let mut net = rumqttc::NetworkOptions::new();
+    net.set_tcp_nodelay(true);
+    eventloop.set_network_options(net);
     let progress = Arc::new(Progress::default());
     let seen = Arc::clone(&progress);
     tokio::spawn(async move {

@@ -24,6 +24,10 @@ pub async fn run(args: SubscribeArgs) -> Result<(), String> {
         .set_max_packet_size(MAX_PACKET, MAX_PACKET)
         .set_clean_session(args.session.is_none());
     let (client, mut eventloop) = AsyncClient::new(opts, 64);
+    // The instrument should not add Nagle delays of its own.
+    let mut net = rumqttc::NetworkOptions::new();
+    net.set_tcp_nodelay(true);
+    eventloop.set_network_options(net);
     let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
 
