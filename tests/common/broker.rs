@@ -210,7 +210,15 @@ impl Subscriber {
     /// a persistent session (`-c -i ID`) that survives broker restarts.
     pub fn start(broker: &Broker, topic: &str, session: Option<&str>) -> Option<Subscriber> {
         let exe = require("mosquitto_sub", "mosquitto-clients")?;
-        let mut cmd = Command::new(exe);
+        // mosquitto_sub block-buffers a pipe; stdbuf makes it line-buffered.
+        let mut cmd = match find_program("stdbuf") {
+            Some(stdbuf) => {
+                let mut c = Command::new(stdbuf);
+                c.arg("-oL").arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
         cmd.args(["-h", "127.0.0.1", "-p", &broker.port.to_string()])
             .args(["-t", topic, "-q", "1", "-v", "-d"]);
         if let Some(id) = session {
@@ -254,7 +262,9 @@ impl Subscriber {
             .lock()
             .unwrap()
             .iter()
-            .filter(|l| !l.starts_with("Client ") && !l.is_empty())
+            .filter(|l| {
+                !l.starts_with("Client ") && !l.starts_with("Subscribed (mid") && !l.is_empty()
+            })
             .filter_map(|l| l.split_once(' '))
             .map(|(t, p)| (t.to_string(), p.to_string()))
             .collect()
