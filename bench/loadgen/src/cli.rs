@@ -67,8 +67,8 @@ pub struct PublishArgs {
     /// QoS of the publishes (0, 1 or 2).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
     pub qos: u8,
-    /// rumqttc's in-flight window for QoS 1/2.
-    #[arg(long, default_value_t = 100)]
+    /// rumqttc's in-flight window for QoS 1/2 (the repeater's default too).
+    #[arg(long, default_value_t = 1000)]
     pub inflight: u16,
     #[command(flatten)]
     pub gen: GenArgs,
