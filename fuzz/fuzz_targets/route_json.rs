@@ -25,7 +25,10 @@ fuzz_target!(|input: &[u8]| {
     let json = serde_json::to_vec(&listed).expect("routes serialise");
     let back: Vec<RouteSpec> = serde_json::from_slice(&json).expect("listed routes parse back");
     assert_eq!(back, listed);
-    assert_eq!(Routes::from_specs(back).map(|r| r.list()).ok(), Some(listed.clone()));
+    assert_eq!(
+        Routes::from_specs(back).map(|r| r.list()).ok(),
+        Some(listed.clone())
+    );
 
     for allowall in [false, true] {
         let table = Table::build(&routes, allowall, None);

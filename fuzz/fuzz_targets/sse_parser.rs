@@ -25,7 +25,10 @@ fuzz_target!(|input: &[u8]| {
     for chunk in stream.chunks(step) {
         split.feed(chunk, &mut in_chunks);
     }
-    assert_eq!(at_once, in_chunks, "items depend on how the stream was split");
+    assert_eq!(
+        at_once, in_chunks,
+        "items depend on how the stream was split"
+    );
     assert_eq!(whole.last_id(), split.last_id());
 
     for item in &at_once {

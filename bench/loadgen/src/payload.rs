@@ -33,7 +33,7 @@ pub fn event_json(topic: &str, seq: u64, t_ns: u64, size: usize) -> String {
     let unpadded = json.len() + 2;
     if size >= unpadded + PAD_OVERHEAD {
         json.push_str(",\"pad\":\"");
-        json.extend(std::iter::repeat_n('x', size - unpadded - PAD_OVERHEAD));
+        json.push_str(&"x".repeat(size - unpadded - PAD_OVERHEAD));
         json.push('"');
     }
     json.push_str("}}");

@@ -145,8 +145,8 @@ where
 {
     let start = Instant::now();
     for i in 0..count {
-        if rate > 0 {
-            let due = start + Duration::from_nanos(i.saturating_mul(1_000_000_000) / rate);
+        if let Some(ns) = i.saturating_mul(1_000_000_000).checked_div(rate) {
+            let due = start + Duration::from_nanos(ns);
             if due > Instant::now() {
                 tokio::time::sleep_until(due).await;
             }

@@ -277,11 +277,11 @@ async fn stream_events<S: AsyncWrite + Unpin>(
         Some(id) if id >= 1 => {
             // Resume: if nothing started yet (a restarted source), event `id+1`
             // is due now.
-            let behind = Duration::from_nanos(if rate > 0 {
-                id.saturating_mul(1_000_000_000) / rate
-            } else {
-                0
-            });
+            let behind = Duration::from_nanos(
+                id.saturating_mul(1_000_000_000)
+                    .checked_div(rate)
+                    .unwrap_or(0),
+            );
             source.start.get_or_init(|| {
                 Instant::now()
                     .checked_sub(behind)
