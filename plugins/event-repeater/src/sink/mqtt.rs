@@ -212,6 +212,39 @@ impl Book {
     }
 }
 
+/// Sends the event loop's pending requests (the publishes [`Book::hand_over`]
+/// queued, or rumqttc's resends after a resumed session) the way `poll()`
+/// does (state bookkeeping, encoding, one flush bounded by the connection
+/// timeout), but all at once and without `poll()`'s per-request
+/// `sleep(pending_throttle)`: even a zero sleep waits for tokio's next 1 ms
+/// timer tick, which capped the sink near 1,000 publishes/s. The
+/// `Outgoing::Publish` events this records come out of the next `poll()`
+/// calls, as before. On an error the caller cleans the event loop up, as
+/// `poll()` would.
+async fn write_pending(el: &mut EventLoop) -> Result<(), ConnectionError> {
+    if el.state.collision.is_some() {
+        // Let rumqttc sort the collision out in poll().
+        return Ok(());
+    }
+    let timeout = Duration::from_secs(el.network_options.connection_timeout());
+    let Some(network) = el.network.as_mut() else {
+        return Ok(());
+    };
+    let mut wrote = false;
+    while let Some(request) = el.pending.pop_front() {
+        if let Some(packet) = el.state.handle_outgoing_packet(request)? {
+            network.write(packet).await?;
+            wrote = true;
+        }
+    }
+    if wrote {
+        tokio::time::timeout(timeout, network.flush())
+            .await
+            .map_err(|_| ConnectionError::FlushTimeout)??;
+    }
+    Ok(())
+}
+
 pub struct MqttSink {
     pub cfg: MqttConfig,
     pub buffer: Arc<Buffer>,
@@ -239,6 +272,10 @@ impl MqttSink {
         // The client is never used to publish (see the module docs), but it
         // must live: the event loop ends when every client is gone.
         let (client, mut el) = AsyncClient::new(options, 16);
+        // Small publishes go out at once: with Nagle's algorithm, a QoS 0
+        // stream (no acknowledgements to carry the TCP ACKs back) waits for
+        // the broker's delayed ACK, up to 40 ms on Linux.
+        el.network_options.set_tcp_nodelay(true);
         let mut book = Book::new(qos(self.cfg.qos), self.cfg.retain, self.cfg.inflight);
         let mut link = Link {
             connected: false,
@@ -260,15 +297,29 @@ impl MqttSink {
             if link.connected {
                 self.fill(&mut book, &mut el, &refused);
             }
+            // Write what `fill` queued ourselves: `poll()` would send the
+            // pending queue one request per call, each after a zero-length
+            // `sleep`, which tokio rounds up to its next 1 ms timer tick.
+            let written = if link.connected {
+                write_pending(&mut el).await
+            } else {
+                Ok(())
+            };
             // Dropping the poll future is safe only with nothing pending.
             let can_interrupt = !link.connected || el.pending.is_empty();
             let want_work = link.connected && book.has_room();
-            let polled = tokio::select! {
-                biased;
-                r = el.poll() => Some(r),
-                _ = self.buffer.ready(), if can_interrupt && want_work => None,
-                _ = drain.stop.cancelled(), if can_interrupt && dl.is_none() => None,
-                _ = until(dl) => None,
+            let polled = match written {
+                Err(e) => {
+                    el.clean();
+                    Some(Err(e))
+                }
+                Ok(()) => tokio::select! {
+                    biased;
+                    r = el.poll() => Some(r),
+                    _ = self.buffer.ready(), if can_interrupt && want_work => None,
+                    _ = drain.stop.cancelled(), if can_interrupt && dl.is_none() => None,
+                    _ = until(dl) => None,
+                },
             };
             match polled {
                 None => {}

@@ -1,0 +1,57 @@
+//! Load generator and counting subscriber for the relay benchmark
+//! (`bench/relay.sh`) and the reliability tests (`tests/reliability.rs`).
+//!
+//! - [`payload`]: the benchmark event and reading its number and send time back;
+//! - [`tally`]: missing, duplicated, out-of-order counts and latency percentiles;
+//! - [`publish`], [`sse`], [`subscribe`]: the three traffic modes;
+//! - [`report`]: the Markdown table from the benchmark's JSON lines.
+
+pub mod cli;
+pub mod payload;
+pub mod publish;
+pub mod report;
+pub mod sse;
+pub mod subscribe;
+pub mod tally;
+
+use clap::Parser;
+
+/// Runs the command line `args`; returns the exit code.
+pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
+    let cli = match cli::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("loadgen: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.mode {
+            cli::Mode::Publish(a) => publish::run(a).await,
+            cli::Mode::Sse(a) => sse::run(a).await,
+            cli::Mode::Subscribe(a) => subscribe::run(a).await,
+            cli::Mode::Report(a) => report::run(&a.results),
+            cli::Mode::Port => std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| println!("{}", a.port()))
+                .map_err(|e| format!("no free port: {e}")),
+        }
+    });
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            1
+        }
+    }
+}

@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(app_bench_loadgen::run(std::env::args_os()));
+}

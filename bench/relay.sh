@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# bench/relay.sh: issue 6's relay benchmark, in one run.
+#
+# Compares, on fresh mosquitto brokers (127.0.0.1, free ports,
+# `max_queued_messages 0`, persistence off) with the same payload and QoS on
+# every hop:
+#   direct    loadgen publish -> broker B -> loadgen subscribe
+#   bridge    loadgen publish -> broker A -> mosquitto bridge -> broker B -> subscribe
+#   repeater  loadgen sse -> app-event-repeater run -> broker B -> subscribe
+# For QoS 0 and 1: delivered events/s (median of RUNS saturation runs), latency
+# p50/p99/p99.9 at 1,000 events/s, lost and duplicated events, peak RSS
+# (VmHWM) and CPU time per event of the relay process (broker A for the
+# bridge, the repeater, broker B for direct).
+#
+# Every run starts its own processes. Measuring starts only once the
+# subscriber has received a warm-up event through every link (the generators
+# send events numbered 0 until it has), then WARMUP more warm-up events go
+# through before the numbered ones; only numbered events are counted.
+#
+# Usage: bench/relay.sh [--quick] [--no-build]
+# Environment: RUNS (3), SAT_QOS0 (200000), SAT_QOS1 (100000) events per
+# saturation run, LAT_COUNT (10000) events at LAT_RATE (1000)/s, WARMUP (2000),
+# SIZE (payload bytes, 0 = loadgen's default), PATHS ("direct bridge repeater"),
+# KINDS ("saturate latency"; latency figures are medians over RUNS runs),
+# QOS_LEVELS ("0 1"), OUT (the JSON-lines results file), REPEATER_ARGS
+# ("--overflow block": a saturating source must be slowed down, not dropped).
+# Prints the Markdown table (`loadgen report OUT`) at the end.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=1
+RUNS=${RUNS:-3}
+SAT_QOS0=${SAT_QOS0:-200000}
+SAT_QOS1=${SAT_QOS1:-100000}
+LAT_COUNT=${LAT_COUNT:-10000}
+LAT_RATE=${LAT_RATE:-1000}
+WARMUP=${WARMUP:-2000}
+SIZE=${SIZE:-0}
+PATHS=${PATHS:-direct bridge repeater}
+QOS_LEVELS=${QOS_LEVELS:-0 1}
+KINDS=${KINDS:-saturate latency}
+REPEATER_ARGS=${REPEATER_ARGS:---overflow block}
+for arg in "$@"; do
+    case $arg in
+        --quick) RUNS=1 SAT_QOS0=20000 SAT_QOS1=10000 LAT_COUNT=2000 ;;
+        --no-build) BUILD=0 ;;
+        *) echo "relay.sh: unknown argument '$arg'; usage: bench/relay.sh [--quick] [--no-build]" >&2; exit 2 ;;
+    esac
+done
+
+command -v mosquitto >/dev/null || {
+    echo "relay.sh: mosquitto not found; install it (apt-get install mosquitto)" >&2
+    exit 1
+}
+if [ "$BUILD" = 1 ]; then
+    cargo build --release -q -p app-bench-loadgen -p app-event-repeater
+fi
+BIN=$ROOT/target/release
+LOADGEN=$BIN/loadgen
+REPEATER=$BIN/app-event-repeater
+mkdir -p "$ROOT/target/bench"
+OUT=${OUT:-$ROOT/target/bench/relay-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
+: >"$OUT"
+WORK=$(mktemp -d /tmp/app-relay-bench.XXXXXX)
+CLK_TCK=$(getconf CLK_TCK)
+PIDS=()
+
+stop_all() {
+    local p
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    PIDS=()
+}
+trap 'stop_all; rm -rf "$WORK"' EXIT
+
+# Waits until 127.0.0.1:$1 accepts connections (5 s at most).
+wait_port() {
+    local i
+    for i in $(seq 1 250); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+        sleep 0.02
+    done
+    echo "relay.sh: nothing listens on 127.0.0.1:$1 after 5 s" >&2
+    return 1
+}
+
+# start_broker DIR NAME PORT [BRIDGE_PORT QOS]: a mosquitto for this run.
+start_broker() {
+    local dir=$1 name=$2 port=$3
+    {
+        echo "listener $port 127.0.0.1"
+        echo "allow_anonymous true"
+        echo "persistence false"
+        echo "max_queued_messages 0"
+        echo "log_dest file $dir/$name.log"
+        echo "log_type error"
+        echo "log_type warning"
+        if [ $# -ge 5 ]; then
+            echo "connection bench-bridge"
+            echo "address 127.0.0.1:$4"
+            echo "topic bench/# out $5"
+            echo "cleansession true"
+            echo "bridge_protocol_version mqttv311"
+            echo "notifications false"
+            echo "restart_timeout 1"
+        fi
+    } >"$dir/$name.conf"
+    mosquitto -c "$dir/$name.conf" >"$dir/$name.out" 2>&1 &
+    PIDS+=($!)
+    LAST_PID=$!
+    wait_port "$port"
+}
+
+# CPU seconds (user + system) used so far by process $1.
+cpu_s() {
+    awk -v tck="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / tck }' "/proc/$1/stat"
+}
+
+# Peak resident set size of process $1, in kB.
+rss_kb() {
+    awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"
+}
+
+# Waits for file $1 (60 s at most).
+wait_file() {
+    local i
+    for i in $(seq 1 3000); do
+        [ -e "$1" ] && return 0
+        sleep 0.02
+    done
+    echo "relay.sh: $1 did not appear within 60 s (a link is not up?)" >&2
+    return 1
+}
+
+# run_one PATH QOS KIND RUN: one measured run; appends a JSON line to $OUT.
+run_one() {
+    local path=$1 qos=$2 kind=$3 run=$4
+    local dir=$WORK/$path-$qos-$kind-$run
+    mkdir -p "$dir/data" "$dir/run"
+    local count rate
+    if [ "$kind" = latency ]; then
+        count=$LAT_COUNT rate=$LAT_RATE
+    else
+        rate=0
+        if [ "$qos" = 0 ]; then count=$SAT_QOS0; else count=$SAT_QOS1; fi
+    fi
+    local gen=(--count "$count" --rate "$rate" --warmup "$WARMUP" --size "$SIZE" --ready-file "$dir/ready")
+    local port_b relay_pid
+    port_b=$($LOADGEN port)
+    start_broker "$dir" broker-b "$port_b"
+    relay_pid=$LAST_PID
+
+    "$LOADGEN" subscribe --broker "127.0.0.1:$port_b" --qos "$qos" --expect "$count" \
+        --ready-file "$dir/ready" --idle 5 --timeout 300 >"$dir/sub.json" 2>"$dir/sub.err" &
+    local sub_pid=$!
+    PIDS+=($sub_pid)
+    sleep 0.2 # the subscription is in place before anything is published
+
+    case $path in
+        direct)
+            "$LOADGEN" publish --broker "127.0.0.1:$port_b" --qos "$qos" "${gen[@]}" \
+                >"$dir/pub.json" 2>"$dir/pub.err" &
+            PIDS+=($!)
+            ;;
+        bridge)
+            local port_a
+            port_a=$($LOADGEN port)
+            start_broker "$dir" broker-a "$port_a" "$port_b" "$qos"
+            relay_pid=$LAST_PID
+            "$LOADGEN" publish --broker "127.0.0.1:$port_a" --qos "$qos" "${gen[@]}" \
+                >"$dir/pub.json" 2>"$dir/pub.err" &
+            PIDS+=($!)
+            ;;
+        repeater)
+            local sse_port
+            sse_port=$($LOADGEN port)
+            "$LOADGEN" sse --listen "127.0.0.1:$sse_port" "${gen[@]}" \
+                >"$dir/sse.json" 2>"$dir/sse.err" &
+            PIDS+=($!)
+            wait_port "$sse_port"
+            APP_RUNTIME_DIR=$dir/run APP_DATA_DIR=$dir/data APP_CONFIG_DIR=$dir \
+                "$REPEATER" run --name bench --source "http://127.0.0.1:$sse_port" \
+                --sink "tcp://127.0.0.1:$port_b" --qos "$qos" --allowall --log 1 $REPEATER_ARGS \
+                2>"$dir/repeater.err" &
+            relay_pid=$!
+            PIDS+=($relay_pid)
+            ;;
+    esac
+
+    wait_file "$dir/ready"
+    local cpu0 cpu1 rss
+    cpu0=$(cpu_s "$relay_pid")
+    wait "$sub_pid" || true
+    cpu1=$(cpu_s "$relay_pid")
+    rss=$(rss_kb "$relay_pid")
+    stop_all
+
+    local sub
+    sub=$(tail -n 1 "$dir/sub.json")
+    [ -n "$sub" ] || sub=null
+    printf '{"path":"%s","qos":%s,"kind":"%s","run":%s,"count":%s,"sub":%s,"relay":{"rss_kb":%s,"cpu_s":%s,"events":%s}}\n' \
+        "$path" "$qos" "$kind" "$run" "$count" "$sub" "$rss" \
+        "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.3f", b - a }')" \
+        "$((count + WARMUP))" >>"$OUT"
+    echo "relay.sh: $path qos $qos $kind run $run: rss ${rss} kB, cpu $cpu0..$cpu1 s: $sub" >&2
+}
+
+{
+    echo "relay.sh: $(date -u +%FT%TZ), $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), $(uname -sr)"
+    echo "relay.sh: $(mosquitto -h 2>/dev/null | head -n 1), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "relay.sh: RUNS=$RUNS SAT_QOS0=$SAT_QOS0 SAT_QOS1=$SAT_QOS1 LAT_COUNT=$LAT_COUNT@$LAT_RATE/s WARMUP=$WARMUP; results in $OUT"
+} >&2
+
+# Runs of the three paths are interleaved, so that a disturbance from the rest
+# of the machine spreads over all of them rather than hitting one.
+for qos in $QOS_LEVELS; do
+    for kind in $KINDS; do
+        for run in $(seq 1 "$RUNS"); do
+            for path in $PATHS; do
+                run_one "$path" "$qos" "$kind" "$run"
+            done
+        done
+    done
+done
+
+"$LOADGEN" report "$OUT"

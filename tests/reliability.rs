@@ -1,0 +1,1026 @@
+//! Fault injection against `app-event-repeater` (issue 6): numbered events
+//! flow from a test source through the repeater into a real mosquitto, a
+//! counting subscriber (`loadgen subscribe`, persistent session, QoS 1)
+//! reports missing, duplicated and out-of-order numbers, and the test breaks
+//! something on the way: the broker (SIGSTOP, graceful restart, SIGKILL), the
+//! buffer (smaller than the outage), the source (restart, cut connection),
+//! the repeater itself (`kill -9`), or the API (hostile requests).
+//!
+//! Sources: `loadgen sse` (bench/loadgen), which can produce any event again
+//! from its number and so honours `Last-Event-ID` even after a restart, and
+//! `app-event-time --rate`, whose history replays a cut connection.
+//! Everything runs on 127.0.0.1, every wait is bounded, and every process is
+//! killed on drop.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::broker::Broker;
+use common::{free_port, plugin_bin, wait_for, Sandbox};
+use serde_json::{json, Value};
+
+// ---------------------------------------------------------------------------
+// Processes
+
+/// A child process killed (SIGKILL) and reaped on drop.
+struct Proc {
+    child: Option<Child>,
+    name: &'static str,
+}
+
+impl Proc {
+    fn spawn(name: &'static str, cmd: &mut Command) -> Proc {
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Proc {
+            child: Some(child),
+            name,
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().map(|c| c.id() as i32).expect("running")
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on a child we spawned and have not reaped.
+        unsafe { libc::kill(self.pid(), sig) };
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Waits up to `timeout` for the exit; `None` if it is still running.
+    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let child = self.child.as_mut()?;
+        let status = wait_for(timeout, || child.try_wait().ok().flatten());
+        if status.is_some() {
+            self.child = None;
+        }
+        status
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            eprintln!("(stopping {})", self.name);
+        }
+        self.kill();
+    }
+}
+
+fn loadgen() -> PathBuf {
+    plugin_bin("loadgen")
+}
+
+fn wait_port(port: u16) {
+    let up = wait_for(Duration::from_secs(10), || {
+        TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    assert!(up.is_some(), "nothing listens on 127.0.0.1:{port}");
+}
+
+/// `loadgen sse` on 127.0.0.1:`port`: events 1..=`count` on `bench/seq` at
+/// `rate`/s, counted from the first reader's connection.
+fn start_loadgen_source(port: u16, rate: u64, count: u64) -> Proc {
+    let p = Proc::spawn(
+        "loadgen sse",
+        Command::new(loadgen())
+            .args(["sse", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--rate", &rate.to_string(), "--count", &count.to_string()])
+            .args(["--warmup", "0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_port(port);
+    p
+}
+
+// ---------------------------------------------------------------------------
+// The counting subscriber
+
+/// `loadgen subscribe` at QoS 1 with a persistent session.
+struct Counter {
+    proc: Proc,
+    summary: Arc<Mutex<Option<Value>>>,
+    progress: Arc<Mutex<Value>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Counter {
+    /// Subscribes to `topic`; returns once the SUBACK arrived. `expect` > 0:
+    /// the subscriber ends by itself once 1..=expect (or, with `from_first`,
+    /// lowest..=expect) have all arrived.
+    fn start(
+        broker: &Broker,
+        topic: &str,
+        session: &str,
+        expect: u64,
+        from_first: bool,
+    ) -> Counter {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let subscribed = dir.path().join("subscribed");
+        let mut cmd = Command::new(loadgen());
+        cmd.args([
+            "subscribe",
+            "--broker",
+            &format!("127.0.0.1:{}", broker.port),
+        ])
+        .args(["--topic", topic, "--qos", "1", "--session", session])
+        .args([
+            "--expect",
+            &expect.to_string(),
+            "--idle",
+            "1000",
+            "--timeout",
+            "150",
+        ])
+        .args(["--progress-ms", "100", "--linger-ms", "300"])
+        .arg("--subscribed-file")
+        .arg(&subscribed)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        if from_first {
+            cmd.arg("--from-first");
+        }
+        let mut proc = Proc::spawn("loadgen subscribe", &mut cmd);
+        let child = proc.child.as_mut().expect("child");
+        let stdout = child.stdout.take().expect("stdout");
+        let stderr = child.stderr.take().expect("stderr");
+        let summary = Arc::new(Mutex::new(None));
+        let progress = Arc::new(Mutex::new(json!({"distinct": 0, "received": 0})));
+        let s2 = Arc::clone(&summary);
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    *s2.lock().unwrap() = Some(v);
+                }
+            }
+        });
+        let p2 = Arc::clone(&progress);
+        thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                match serde_json::from_str::<Value>(&line) {
+                    Ok(v) if v["progress"] == true => *p2.lock().unwrap() = v,
+                    _ => eprintln!("subscriber: {line}"),
+                }
+            }
+        });
+        let ok = wait_for(Duration::from_secs(10), || {
+            subscribed.exists().then_some(())
+        });
+        assert!(ok.is_some(), "the subscriber got no SUBACK within 10 s");
+        Counter {
+            proc,
+            summary,
+            progress,
+            _dir: dir,
+        }
+    }
+
+    fn distinct(&self) -> u64 {
+        self.progress.lock().unwrap()["distinct"]
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    /// Waits until `n` distinct numbers arrived.
+    fn wait_distinct(&self, n: u64, timeout: Duration) {
+        let ok = wait_for(timeout, || (self.distinct() >= n).then_some(()));
+        assert!(
+            ok.is_some(),
+            "the subscriber saw {} distinct events, not {n}, within {timeout:?}",
+            self.distinct()
+        );
+    }
+
+    /// Waits up to `timeout` for the subscriber to end by itself (every
+    /// expected number arrived), then stops it (SIGTERM); its summary.
+    fn finish(mut self, timeout: Duration) -> Value {
+        if self.proc.wait_exit(timeout).is_none() {
+            self.proc.signal(libc::SIGTERM);
+            self.proc.wait_exit(Duration::from_secs(10));
+        }
+        let summary = wait_for(Duration::from_secs(5), || {
+            self.summary.lock().unwrap().clone()
+        });
+        summary.expect("the subscriber printed no summary")
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The repeater
+
+struct Repeater<'a> {
+    sb: &'a Sandbox,
+    name: String,
+    args: Vec<String>,
+    proc: Proc,
+    starts: u32,
+}
+
+impl<'a> Repeater<'a> {
+    /// `app-event-repeater run --name NAME --source SOURCE --sink SINK --qos 1
+    /// EXTRA…`; returns once its API answers.
+    fn start(
+        sb: &'a Sandbox,
+        name: &str,
+        source: &str,
+        sink: &str,
+        extra: &[&str],
+    ) -> Repeater<'a> {
+        let mut args: Vec<String> = ["run", "--name", name, "--source", source, "--sink", sink]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(["--qos", "1", "--log", "3"].iter().map(|s| s.to_string()));
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let proc = Repeater::spawn(sb, name, &args, 1);
+        let r = Repeater {
+            sb,
+            name: name.to_string(),
+            args,
+            proc,
+            starts: 1,
+        };
+        r.wait_api();
+        r
+    }
+
+    fn spawn(sb: &Sandbox, name: &str, args: &[String], n: u32) -> Proc {
+        let log = File::create(sb.path().join(format!("{name}.{n}.log"))).expect("log file");
+        Proc::spawn(
+            "app-event-repeater",
+            sb.command(plugin_bin("app-event-repeater"))
+                .args(args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log),
+        )
+    }
+
+    fn socket(&self) -> PathBuf {
+        self.sb
+            .plugin_runtime_dir()
+            .join(format!("{}.sock", self.name))
+    }
+
+    fn wait_api(&self) {
+        let ok = wait_for(Duration::from_secs(15), || {
+            raw_request(
+                &self.socket(),
+                b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                Duration::from_secs(2),
+            )
+            .filter(|(status, _)| *status == 200)
+        });
+        assert!(
+            ok.is_some(),
+            "the repeater's API did not answer; log:\n{}",
+            self.log()
+        );
+    }
+
+    /// Everything the repeater logged, over all its starts.
+    fn log(&self) -> String {
+        (1..=self.starts)
+            .map(|n| {
+                std::fs::read_to_string(self.sb.path().join(format!("{}.{n}.log", self.name)))
+                    .unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
+            .join("--- restart ---\n")
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        raw_request(&self.socket(), req.as_bytes(), Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("GET {path} got no answer; log:\n{}", self.log()))
+    }
+
+    fn send_json(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        raw_request(&self.socket(), req.as_bytes(), Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("{method} {path} got no answer; log:\n{}", self.log()))
+    }
+
+    /// `/metrics`, as `name{labels}` → value.
+    fn metrics(&self) -> BTreeMap<String, f64> {
+        let (status, body) = self.get("/metrics");
+        assert_eq!(status, 200, "{body}");
+        body.lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .filter_map(|l| l.rsplit_once(' '))
+            .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+            .collect()
+    }
+
+    fn kill9(&mut self) {
+        self.proc.kill();
+    }
+
+    fn restart(&mut self) {
+        self.starts += 1;
+        self.proc = Repeater::spawn(self.sb, &self.name, &self.args, self.starts);
+        self.wait_api();
+    }
+
+    fn status_kb(&self, field: &str) -> u64 {
+        proc_status_kb(self.proc.pid(), field)
+    }
+}
+
+/// A `kB` field (`VmRSS`, `VmHWM`) of /proc/PID/status.
+fn proc_status_kb(pid: i32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+fn m(metrics: &BTreeMap<String, f64>, key: &str) -> u64 {
+    let full = format!("app_event_repeater_{key}");
+    *metrics
+        .get(&full)
+        .unwrap_or_else(|| panic!("no metric {full} in {metrics:?}")) as u64
+}
+
+/// Sends `bytes` on the unix socket `path` and reads until the server closes
+/// or `timeout` passes; the status code and the body. `None` when nothing
+/// that looks like an HTTP response came back.
+fn raw_request(path: &Path, bytes: &[u8], timeout: Duration) -> Option<(u16, String)> {
+    let mut s = UnixStream::connect(path).ok()?;
+    s.set_read_timeout(Some(timeout)).ok()?;
+    s.set_write_timeout(Some(timeout)).ok()?;
+    // A server may answer (413, 431) and close before taking everything: the
+    // write then fails, and the answer is still there to read.
+    let _ = s.write_all(bytes);
+    read_response(&mut s, timeout)
+}
+
+fn read_response(s: &mut impl Read, timeout: Duration) -> Option<(u16, String)> {
+    let deadline = Instant::now() + timeout;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(_) => break,
+        }
+        // A response with a Content-Length is complete before the close.
+        if let Some(done) = complete_length(&buf) {
+            if buf.len() >= done {
+                break;
+            }
+        }
+        if Instant::now() > deadline {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((status, body))
+}
+
+fn complete_length(buf: &[u8]) -> Option<usize> {
+    let text = std::str::from_utf8(buf).ok()?;
+    let (head, _) = text.split_once("\r\n\r\n")?;
+    let len: usize = head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case("content-length")
+            .then(|| v.trim().parse().ok())?
+    })?;
+    Some(head.len() + 4 + len)
+}
+
+/// Waits until the repeater's counters satisfy `done`; the last metrics.
+fn wait_metrics(
+    r: &Repeater,
+    timeout: Duration,
+    done: impl Fn(&BTreeMap<String, f64>) -> bool,
+) -> BTreeMap<String, f64> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let metrics = r.metrics();
+        if done(&metrics) || Instant::now() > deadline {
+            return metrics;
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Broker faults
+
+/// Broker frozen (SIGSTOP) for 3 s and resumed, at 2,000 events/s, QoS 1:
+/// nothing lost.
+#[test]
+fn broker_paused_3s_at_2000_events_per_s_loses_nothing() {
+    let Some(mut broker) = Broker::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let count = 16_000;
+    let counter = Counter::start(&broker, "bench/seq", "rel-pause", count, false);
+    let port = free_port();
+    let _source = start_loadgen_source(port, 2000, count);
+    let r = Repeater::start(
+        &sb,
+        "rel",
+        &format!("http://127.0.0.1:{port}"),
+        &broker.url(),
+        &["--allowall"],
+    );
+    counter.wait_distinct(2000, Duration::from_secs(20));
+
+    broker.pause();
+    thread::sleep(Duration::from_secs(3));
+    broker.resume();
+
+    let sum = counter.finish(Duration::from_secs(60));
+    let metrics = r.metrics();
+    eprintln!("subscriber: {sum}\nrepeater: {metrics:?}");
+    assert_eq!(
+        sum["missing"],
+        0,
+        "events lost: {sum}\nrepeater log:\n{}",
+        r.log()
+    );
+    assert_eq!(sum["distinct"], count);
+    assert_eq!(m(&metrics, "events_dropped_total{reason=\"overflow\"}"), 0);
+}
+
+/// Broker stopped gracefully and started again on the same port, with
+/// persistence and a persistent subscriber session: nothing lost.
+#[test]
+fn broker_restarted_gracefully_with_persistence_loses_nothing() {
+    let Some(mut broker) = Broker::start_with(true) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let count = 12_000;
+    let counter = Counter::start(&broker, "bench/seq", "rel-restart", count, false);
+    let port = free_port();
+    let _source = start_loadgen_source(port, 2000, count);
+    let r = Repeater::start(
+        &sb,
+        "rel",
+        &format!("http://127.0.0.1:{port}"),
+        &broker.url(),
+        &["--allowall"],
+    );
+    counter.wait_distinct(2000, Duration::from_secs(20));
+
+    broker.stop();
+    thread::sleep(Duration::from_secs(1));
+    broker.restart();
+
+    let sum = counter.finish(Duration::from_secs(60));
+    let metrics = r.metrics();
+    eprintln!("subscriber: {sum}\nrepeater: {metrics:?}");
+    assert_eq!(
+        sum["missing"],
+        0,
+        "events lost: {sum}\nrepeater log:\n{}\nbroker log:\n{}",
+        r.log(),
+        broker.log()
+    );
+    assert_eq!(sum["distinct"], count);
+    assert!(
+        m(&metrics, "sink_disconnects_total") >= 1,
+        "the broker restart went unnoticed"
+    );
+}
+
+/// Broker killed (SIGKILL) and restarted: every event the repeater accepted
+/// is acknowledged by the broker in the end, by the repeater's own counters.
+#[test]
+fn broker_killed_every_accepted_event_is_acknowledged() {
+    let Some(mut broker) = Broker::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let count = 12_000;
+    let counter = Counter::start(&broker, "bench/seq", "rel-kill", count, false);
+    let port = free_port();
+    let _source = start_loadgen_source(port, 2000, count);
+    let r = Repeater::start(
+        &sb,
+        "rel",
+        &format!("http://127.0.0.1:{port}"),
+        &broker.url(),
+        &["--allowall"],
+    );
+    counter.wait_distinct(2000, Duration::from_secs(20));
+
+    broker.kill();
+    thread::sleep(Duration::from_secs(1));
+    broker.restart();
+
+    let metrics = wait_metrics(&r, Duration::from_secs(60), |mt| {
+        m(mt, "events_received_total") == count
+            && m(mt, "events_acked_total") == m(mt, "events_accepted_total")
+    });
+    let sum = counter.finish(Duration::from_secs(5));
+    eprintln!("repeater: {metrics:?}\nsubscriber (its session died with the broker): {sum}");
+    let accepted = m(&metrics, "events_accepted_total");
+    assert_eq!(
+        m(&metrics, "events_received_total"),
+        count,
+        "log:\n{}",
+        r.log()
+    );
+    assert_eq!(accepted, count, "every event was routed (--allowall)");
+    assert_eq!(
+        m(&metrics, "events_acked_total"),
+        accepted,
+        "accepted events never acknowledged; log:\n{}",
+        r.log()
+    );
+    assert_eq!(m(&metrics, "events_buffered"), 0);
+    assert_eq!(m(&metrics, "events_inflight"), 0);
+    assert_eq!(m(&metrics, "events_dropped_total{reason=\"overflow\"}"), 0);
+    assert_eq!(m(&metrics, "events_failed_total{reason=\"sink_error\"}"), 0);
+    assert!(m(&metrics, "sink_disconnects_total") >= 1);
+}
+
+/// A buffer (1,000 events) much smaller than the outage (4 s at 2,000/s):
+/// the subscriber's missing count equals the repeater's dropped counter, and
+/// the repeater's memory does not grow with the outage.
+#[test]
+fn buffer_smaller_than_outage_missing_equals_dropped_and_memory_is_bounded() {
+    let Some(mut broker) = Broker::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let count = 16_000;
+    let counter = Counter::start(&broker, "bench/seq", "rel-overflow", count, false);
+    let port = free_port();
+    let _source = start_loadgen_source(port, 2000, count);
+    let r = Repeater::start(
+        &sb,
+        "rel",
+        &format!("http://127.0.0.1:{port}"),
+        &broker.url(),
+        &[
+            "--allowall",
+            "--buffer",
+            "1000",
+            "--overflow",
+            "drop-oldest",
+        ],
+    );
+    counter.wait_distinct(2000, Duration::from_secs(20));
+
+    broker.pause();
+    thread::sleep(Duration::from_secs(1));
+    let rss_early = r.status_kb("VmRSS");
+    thread::sleep(Duration::from_secs(3));
+    let rss_late = r.status_kb("VmRSS");
+    let during = r.metrics();
+    broker.resume();
+
+    // Every event was either delivered or dropped: wait for the repeater to
+    // settle, then for the subscriber to have everything not dropped.
+    let metrics = wait_metrics(&r, Duration::from_secs(60), |mt| {
+        m(mt, "events_received_total") == count
+            && m(mt, "events_buffered") == 0
+            && m(mt, "events_inflight") == 0
+    });
+    let dropped = m(&metrics, "events_dropped_total{reason=\"overflow\"}");
+    let _ = wait_for(Duration::from_secs(20), || {
+        (counter.distinct() + dropped >= count).then_some(())
+    });
+    thread::sleep(Duration::from_millis(500));
+    let sum = counter.finish(Duration::ZERO);
+    let hwm = r.status_kb("VmHWM");
+    eprintln!(
+        "subscriber: {sum}\nrepeater: {metrics:?}\nduring the outage: {during:?}\nRSS {rss_early} kB after 1 s, {rss_late} kB after 4 s, peak {hwm} kB"
+    );
+    assert!(
+        dropped > 0,
+        "a 4 s outage at 2,000/s should overflow a 1,000-event buffer"
+    );
+    assert_eq!(
+        sum["missing"].as_u64(),
+        Some(dropped),
+        "missing events ≠ dropped counter: {sum}\nlog:\n{}",
+        r.log()
+    );
+    assert_eq!(m(&metrics, "events_acked_total") + dropped, count);
+    // The buffer was full after half a second: 3 more seconds of outage must
+    // not cost memory (1,000 events of ~150 bytes are ~150 kB).
+    assert!(
+        rss_late <= rss_early + 2048,
+        "RSS grew from {rss_early} kB to {rss_late} kB while the buffer was full"
+    );
+    assert!(hwm < 64 * 1024, "peak RSS {hwm} kB is over the 64 MB bound");
+}
+
+// ---------------------------------------------------------------------------
+// Source faults
+
+/// The source process killed and started again: the repeater reconnects with
+/// `Last-Event-ID`, and the source (which can produce every event again)
+/// resumes after it: nothing lost.
+#[test]
+fn source_restarted_repeater_resumes_from_last_event_id_without_loss() {
+    let Some(broker) = Broker::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let count = 12_000;
+    let counter = Counter::start(&broker, "bench/seq", "rel-source", count, false);
+    let port = free_port();
+    let mut source = start_loadgen_source(port, 2000, count);
+    let r = Repeater::start(
+        &sb,
+        "rel",
+        &format!("http://127.0.0.1:{port}"),
+        &broker.url(),
+        &["--allowall"],
+    );
+    counter.wait_distinct(2000, Duration::from_secs(20));
+
+    source.kill();
+    thread::sleep(Duration::from_secs(1));
+    let _source = start_loadgen_source(port, 2000, count);
+
+    let sum = counter.finish(Duration::from_secs(60));
+    let metrics = r.metrics();
+    eprintln!("subscriber: {sum}\nrepeater: {metrics:?}");
+    assert_eq!(sum["missing"], 0, "events lost: {sum}\nlog:\n{}", r.log());
+    assert!(m(&metrics, "source_disconnects_total") >= 1);
+    assert_eq!(m(&metrics, "source_connected"), 1);
+}
+
+/// A TCP proxy whose connections can be cut, to break the stream while the
+/// source keeps running.
+struct Proxy {
+    port: u16,
+    down: Arc<AtomicBool>,
+    conns: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    fn start(target: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        let port = listener.local_addr().expect("addr").port();
+        let down = Arc::new(AtomicBool::new(false));
+        let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::new(Mutex::new(Vec::new()));
+        let (d2, c2) = (Arc::clone(&down), Arc::clone(&conns));
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if d2.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let pairs = [
+                    (
+                        client.try_clone().expect("clone"),
+                        server.try_clone().expect("clone"),
+                    ),
+                    (
+                        server.try_clone().expect("clone"),
+                        client.try_clone().expect("clone"),
+                    ),
+                ];
+                c2.lock().unwrap().extend([client, server]);
+                for (mut from, mut to) in pairs {
+                    thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { port, down, conns }
+    }
+
+    /// Cuts every connection and refuses new ones for `outage`.
+    fn cut_for(&self, outage: Duration) {
+        self.down.store(true, Ordering::SeqCst);
+        for c in self.conns.lock().unwrap().drain(..) {
+            let _ = c.shutdown(Shutdown::Both);
+        }
+        thread::sleep(outage);
+        self.down.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The stream from `app-event-time` cut for a second while the source keeps
+/// publishing: the repeater reconnects with `Last-Event-ID` and the source
+/// replays what it still holds (its history): nothing lost.
+#[test]
+fn source_connection_cut_event_time_replays_from_last_event_id() {
+    let Some(broker) = Broker::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let count = 12_000;
+    let source_port = free_port();
+    let mut source = Proc::spawn(
+        "app-event-time",
+        sb.command(plugin_bin("app-event-time"))
+            .args([
+                "--name",
+                "rel-time",
+                "--listen",
+                &format!("127.0.0.1:{source_port}"),
+            ])
+            .args(["--rate", "2000", "--count", &count.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_port(source_port);
+    let proxy = Proxy::start(source_port);
+    // The numbered stream starts with the source, before the repeater
+    // subscribes: count from the first number that arrives.
+    let counter = Counter::start(&broker, "test/seq", "rel-cut", count, true);
+    let r = Repeater::start(
+        &sb,
+        "rel",
+        &format!("http://127.0.0.1:{}", proxy.port),
+        &broker.url(),
+        &["--allowall"],
+    );
+    counter.wait_distinct(2000, Duration::from_secs(20));
+
+    proxy.cut_for(Duration::from_secs(1));
+
+    let sum = counter.finish(Duration::from_secs(60));
+    let metrics = r.metrics();
+    eprintln!("subscriber: {sum}\nrepeater: {metrics:?}");
+    assert!(source.alive(), "app-event-time died");
+    assert_eq!(sum["missing"], 0, "events lost: {sum}\nlog:\n{}", r.log());
+    assert_eq!(sum["max_seq"], count);
+    assert!(
+        m(&metrics, "source_disconnects_total") >= 1,
+        "the cut went unnoticed"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Repeater faults
+
+/// The repeater killed with SIGKILL while events flow, then started again:
+/// its routes are intact and events flow again under the mapped topic (and
+/// nowhere else).
+#[test]
+fn repeater_kill9_and_restart_keeps_routes_and_relays_under_them() {
+    let Some(broker) = Broker::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let _source = start_loadgen_source(port, 1000, 60_000);
+    let mapped = Counter::start(&broker, "site1/#", "rel-mapped", 0, true);
+    let unmapped = Counter::start(&broker, "bench/#", "rel-unmapped", 0, true);
+    let mut r = Repeater::start(
+        &sb,
+        "rel",
+        &format!("http://127.0.0.1:{port}"),
+        &broker.url(),
+        &[],
+    );
+    let routes = r#"[{"sourcetopic":"bench/","sinktopic":"site1/{suffix}"},{"sourcetopic":"other/x","sinktopic":"elsewhere"}]"#;
+    let (status, body) = r.send_json("POST", "/events", routes);
+    assert!(
+        status == 200 || status == 201,
+        "POST /events: {status} {body}"
+    );
+    let (_, listed_before) = r.get("/events");
+    mapped.wait_distinct(500, Duration::from_secs(20));
+
+    r.kill9();
+    let seen_at_kill = mapped.distinct();
+    r.restart();
+
+    let (status, listed_after) = r.get("/events");
+    assert_eq!(status, 200);
+    let before: Value = serde_json::from_str(&listed_before).expect("JSON routes");
+    let after: Value = serde_json::from_str(&listed_after).expect("JSON routes");
+    assert_eq!(after, before, "routes changed across kill -9");
+    assert_eq!(after.as_array().map(Vec::len), Some(2), "{after}");
+    mapped.wait_distinct(seen_at_kill + 1000, Duration::from_secs(20));
+
+    let mapped_sum = mapped.finish(Duration::ZERO);
+    let unmapped_sum = unmapped.finish(Duration::ZERO);
+    eprintln!("site1/#: {mapped_sum}\nbench/#: {unmapped_sum}");
+    assert_eq!(
+        unmapped_sum["received"], 0,
+        "events published under their own topic"
+    );
+    assert_eq!(unmapped_sum["warmup"], 0);
+}
+
+// ---------------------------------------------------------------------------
+// Hostile API input
+
+/// Malformed, oversized and slow-loris requests on the API socket while
+/// events flow: every event is still delivered, the API keeps answering
+/// (within 2 s), and nothing changed the routes.
+#[test]
+fn hostile_api_requests_while_events_flow() {
+    let Some(broker) = Broker::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let count = 8_000;
+    let counter = Counter::start(&broker, "bench/seq", "rel-hostile", count, false);
+    let port = free_port();
+    let _source = start_loadgen_source(port, 1000, count);
+    let r = Repeater::start(
+        &sb,
+        "rel",
+        &format!("http://127.0.0.1:{port}"),
+        &broker.url(),
+        &["--allowall"],
+    );
+    let socket = r.socket();
+    counter.wait_distinct(500, Duration::from_secs(20));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    // Slow loris: 64 connections sending a header byte every 200 ms.
+    let mut lorises = Vec::new();
+    for _ in 0..64 {
+        let (socket, stop) = (socket.clone(), Arc::clone(&stop));
+        lorises.push(thread::spawn(move || {
+            let Ok(mut s) = UnixStream::connect(&socket) else {
+                return;
+            };
+            let _ = s.write_all(b"POST /events HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+            while !stop.load(Ordering::SeqCst) {
+                if s.write_all(b"a").is_err() {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(200));
+            }
+        }));
+    }
+
+    let mut bad: Vec<(String, Vec<u8>)> = vec![
+        ("garbage".into(), b"\x00\xff\xfe garbage \r\n\r\n".to_vec()),
+        ("no HTTP version".into(), b"GET /events\r\n\r\n".to_vec()),
+        (
+            "header without colon".into(),
+            b"GET /events HTTP/1.1\r\nnonsense\r\n\r\n".to_vec(),
+        ),
+        (
+            "huge header".into(),
+            [
+                b"GET /events HTTP/1.1\r\nX-Big: ".to_vec(),
+                vec![b'a'; 1 << 20],
+                b"\r\n\r\n".to_vec(),
+            ]
+            .concat(),
+        ),
+        (
+            "huge request line".into(),
+            [
+                b"GET /".to_vec(),
+                vec![b'a'; 1 << 20],
+                b" HTTP/1.1\r\n\r\n".to_vec(),
+            ]
+            .concat(),
+        ),
+        (
+            "bad content-length".into(),
+            b"POST /events HTTP/1.1\r\nContent-Length: x\r\n\r\n{}".to_vec(),
+        ),
+        (
+            "truncated body".into(),
+            b"POST /events HTTP/1.1\r\nContent-Length: 100\r\n\r\n[{\"sourcet".to_vec(),
+        ),
+        (
+            "bad chunk size".into(),
+            b"POST /events HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n"
+                .to_vec(),
+        ),
+        ("oversized body".into(), {
+            let body = format!("[{{\"sourcetopic\":\"{}\"}}]", "a".repeat(2 << 20));
+            format!("POST /events HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).into_bytes()
+        }),
+    ];
+    for body in [
+        "{",
+        "[{\"sourcetopic\": 1}]",
+        "[{\"sourcetopic\":\"\"}]",
+        "[{\"sourcetopic\":\"a\",\"bogus\":true}]",
+        "\"\\ud800\"",
+        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+        "\u{0}",
+    ] {
+        bad.push((
+            format!("bad JSON {body:?}"),
+            format!(
+                "POST /events HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .into_bytes(),
+        ));
+    }
+    // A deterministic stream of random bytes after a valid request line.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for i in 0..100 {
+        let mut req = b"PUT /events HTTP/1.1\r\n".to_vec();
+        for _ in 0..(64 + i * 7) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            req.push((x >> 32) as u8);
+        }
+        req.extend_from_slice(b"\r\n\r\n");
+        bad.push((format!("random header bytes #{i}"), req));
+    }
+
+    let mut worst = Duration::ZERO;
+    for (i, (what, bytes)) in bad.iter().enumerate() {
+        let answer = raw_request(&socket, bytes, Duration::from_secs(3));
+        if let Some((status, body)) = &answer {
+            assert!(
+                (400..500).contains(status),
+                "{what}: status {status} {body}"
+            );
+        }
+        if what == "oversized body" {
+            assert_eq!(
+                answer.as_ref().map(|a| a.0),
+                Some(413),
+                "{what}: {answer:?}"
+            );
+        }
+        if what.starts_with("bad JSON") {
+            let (_, body) = answer.as_ref().expect("bad JSON gets an answer");
+            let v: Value = serde_json::from_str(body)
+                .unwrap_or_else(|e| panic!("{what}: error body is not JSON ({e}): {body}"));
+            assert!(v["error"].is_string(), "{what}: {body}");
+        }
+        if i % 10 == 0 {
+            let t = Instant::now();
+            let (status, _) = r.get("/healthz");
+            assert_eq!(status, 200);
+            worst = worst.max(t.elapsed());
+        }
+    }
+    // The slow connections are still open: the API must still answer.
+    for _ in 0..10 {
+        let t = Instant::now();
+        let (status, body) = r.get("/events");
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body.trim(), "[]", "hostile input changed the routes");
+        worst = worst.max(t.elapsed());
+        thread::sleep(Duration::from_millis(100));
+    }
+    stop.store(true, Ordering::SeqCst);
+    for l in lorises {
+        let _ = l.join();
+    }
+
+    let sum = counter.finish(Duration::from_secs(40));
+    eprintln!("subscriber: {sum}\nslowest API answer under attack: {worst:?}");
+    assert!(
+        worst < Duration::from_secs(2),
+        "the API took {worst:?} to answer"
+    );
+    assert_eq!(sum["missing"], 0, "events lost: {sum}\nlog:\n{}", r.log());
+    assert_eq!(sum["distinct"], count);
+}
