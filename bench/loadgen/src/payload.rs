@@ -91,31 +91,7 @@ fn number_after(hay: &[u8], key: &[u8]) -> Option<u64> {
 
 /// `t_ns` as RFC 3339 in UTC with milliseconds: `2026-11-29T21:56:27.123Z`.
 pub fn rfc3339_millis(t_ns: u64) -> String {
-    let secs = t_ns / 1_000_000_000;
-    let millis = t_ns / 1_000_000 % 1000;
-    let (year, month, day) = civil_from_days(secs / 86_400);
-    let rem = secs % 86_400;
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), after Howard Hinnant's
-/// `civil_from_days` (proleptic Gregorian calendar).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+    app::time::rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t_ns))
 }
 
 #[cfg(test)]
