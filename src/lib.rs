@@ -1,9 +1,11 @@
 //! `app`: a plugin dispatcher in the style of kubectl, git and cargo, and the
 //! small library that plugins written in Rust use to read their context.
 //!
-//! For plugin authors, two modules matter:
+//! For plugin authors, three modules matter:
 //! - [`context`]: [`context::Context::load`] reads what `app` tells a plugin.
 //! - [`paths`]: where config, data and sockets live.
+//! - [`instance`]: the socket, pid and listen files of a long-running plugin
+//!   instance ([`instance::InstanceFiles`]).
 //!
 //! The rest is the dispatcher, one job per module, in the order data flows:
 //! [`cli`] (parse) → [`session`] and [`config`] (flags, dirs, config file) →
@@ -26,6 +28,7 @@ pub mod discovery;
 pub mod error;
 pub mod exec;
 pub mod install;
+pub mod instance;
 pub mod inventory;
 pub mod lifecycle;
 pub mod listeners;

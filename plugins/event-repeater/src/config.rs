@@ -80,12 +80,6 @@ impl Config {
     pub fn socket_path(&self) -> PathBuf {
         self.runtime_dir.join(format!("{}.sock", self.name))
     }
-    pub fn pid_path(&self) -> PathBuf {
-        self.runtime_dir.join(format!("{}.pid", self.name))
-    }
-    pub fn listen_path(&self) -> PathBuf {
-        self.runtime_dir.join(format!("{}.listen", self.name))
-    }
 
     /// Builds the configuration; an `Err` is a usage error (exit 2).
     pub fn new(

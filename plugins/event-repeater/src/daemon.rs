@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use app::instance::InstanceFiles;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio_util::sync::CancellationToken;
 
@@ -19,7 +20,6 @@ use crate::config::{join_host_port, split_host_port, Config, SinkConfig};
 use crate::metrics::Metrics;
 use crate::relay::{Relay, SharedTable};
 use crate::routes::Table;
-use crate::runtime_files::{bind_socket, RuntimeFiles};
 use crate::sink::{mqtt::MqttSink, Drain};
 use crate::source::Source;
 
@@ -36,10 +36,18 @@ pub fn run(cfg: Config) -> Result<(), String> {
 
 async fn run_async(cfg: Config) -> Result<(), String> {
     let routes = crate::state::load(&cfg.state_file)?;
-    let mut files = RuntimeFiles::prepare(&cfg)?;
-    let socket = cfg.socket_path();
-    let unix = bind_socket(&socket)?;
-    files.track(socket.clone());
+    // Handlers first, so that a signal during start-up still cleans up.
+    let mut sigterm =
+        signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    let mut sigint =
+        signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+
+    // Refuse before touching anything if another instance runs under this name.
+    let mut files = InstanceFiles::claim(&cfg.runtime_dir, &cfg.name)
+        .map_err(|e| e.describe(&format!("event repeater named {:?}", cfg.name)))?;
+    if files.replaced_stale() {
+        info!("replaced the stale socket {}", files.socket().display());
+    }
 
     let tcp = match &cfg.listen {
         Some(listen) => {
@@ -53,21 +61,18 @@ async fn run_async(cfg: Config) -> Result<(), String> {
                 .map(|(h, _)| h)
                 .unwrap_or_else(|| addr.ip().to_string());
             let url = format!("http://{}", join_host_port(&host, addr.port()));
-            files
-                .write(&cfg.listen_path(), &format!("{url}\n"))
-                .map_err(|e| format!("cannot write {}: {e}", cfg.listen_path().display()))?;
+            files.write_listen(&url).map_err(|e| e.to_string())?;
             Some((l, url))
         }
         None => None,
     };
-    files
-        .write(&cfg.pid_path(), &format!("{}\n", std::process::id()))
-        .map_err(|e| format!("cannot write {}: {e}", cfg.pid_path().display()))?;
-
-    let mut sigterm =
-        signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
-    let mut sigint =
-        signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+    files.write_pid().map_err(|e| e.to_string())?;
+    // The socket comes last: whoever sees it finds the other files in place.
+    let unix = files.bind().map_err(|e| e.to_string())?;
+    let unix = unix
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::UnixListener::from_std(unix))
+        .map_err(|e| format!("cannot listen on {}: {e}", files.socket().display()))?;
 
     let metrics = Arc::new(Metrics::default());
     let buffer = Arc::new(Buffer::new(
@@ -162,7 +167,7 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         sink_url,
         state.routes.lock().await.len(),
         if cfg.allowall { ", --allowall" } else { "" },
-        socket.display()
+        files.socket().display()
     );
 
     let why = tokio::select! {
@@ -194,6 +199,6 @@ async fn run_async(cfg: Config) -> Result<(), String> {
     for server in servers {
         let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
     }
-    files.remove_all();
+    drop(files);
     Ok(())
 }

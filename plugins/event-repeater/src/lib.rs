@@ -6,7 +6,7 @@
 //! [`relay`] (routing by [`routes`]) → [`buffer`] (bounded, with an overflow
 //! policy) → [`sink`] ([`sink::mqtt`] or [`sink::stderr`]).
 //! Around it: [`api`] (REST, errors in [`api_error`]), [`state`] (the routes
-//! file), [`metrics`], [`runtime_files`] (socket, pid, listen files),
+//! file), [`metrics`], [`app::instance`] (socket, pid, listen files),
 //! [`daemon`] (lifecycle and shutdown), and the command line in [`cli`],
 //! [`config`] and [`complete`].
 
@@ -25,7 +25,6 @@ pub mod event;
 pub mod metrics;
 pub mod relay;
 pub mod routes;
-pub mod runtime_files;
 pub mod sink;
 pub mod source;
 pub mod sse;

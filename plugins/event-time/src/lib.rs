@@ -3,8 +3,8 @@
 //! socket and, optionally, TCP. `docs/event-time.md` is the user's guide.
 //!
 //! The modules, in the order data flows:
-//! [`cli`] (flags → [`cli::Config`]) → [`listen`] (socket, pid and listen
-//! files) → [`sources`] (timers and `--rate` publish) → [`hub`] (numbering,
+//! [`cli`] (flags → [`cli::Config`]) → [`app::instance`] (socket, pid and
+//! listen files) → [`sources`] (timers and `--rate` publish) → [`hub`] (numbering,
 //! history, fan-out) → [`sse`] (one subscriber's stream) → [`server`] (routes).
 //! [`topics`] holds the catalogue and the matching rules, [`event`] the event
 //! format, [`complete`] the plugin protocol answers, [`log`] the logger.
@@ -13,7 +13,6 @@ pub mod cli;
 pub mod complete;
 pub mod event;
 pub mod hub;
-pub mod listen;
 pub mod log;
 pub mod server;
 pub mod sources;
@@ -25,13 +24,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use app::instance::InstanceFiles;
 use axum::serve::ListenerExt;
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::cli::{Cli, Config};
 use crate::hub::Hub;
-use crate::listen::RuntimeFiles;
 use crate::log::{ERROR, INFO, WARN};
 use crate::server::AppState;
 use crate::topics::Catalogue;
@@ -129,7 +128,14 @@ pub async fn serve(config: Config) -> Result<(), String> {
 
     // Refuse before touching anything if another instance runs under this name.
     let mut files =
-        RuntimeFiles::claim(&config.runtime_dir, &config.name).map_err(|e| e.to_string())?;
+        InstanceFiles::claim(&config.runtime_dir, &config.name).map_err(|e| e.to_string())?;
+    if files.replaced_stale() {
+        crate::log!(
+            INFO,
+            "replaced the stale socket {} left by a process that is gone",
+            files.socket().display()
+        );
+    }
     let tcp = match config.listen {
         None => None,
         Some(addr) => {
@@ -139,7 +145,9 @@ pub async fn serve(config: Config) -> Result<(), String> {
             let local = listener
                 .local_addr()
                 .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-            files.write_listen(local).map_err(|e| e.to_string())?;
+            files
+                .write_listen(&format!("http://{local}"))
+                .map_err(|e| e.to_string())?;
             if !local.ip().is_loopback() {
                 crate::log!(WARN, "serving on {local}, which is not a loopback address: anyone who can reach it can read the events");
             }
