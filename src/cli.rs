@@ -4,6 +4,9 @@
 //! Global flags go before the command (`app --log 5 -H unix:///x foo run`);
 //! everything after the command's first word belongs to the command.
 
+// Doc comments here are clap's help text, where `<NAME>` is a placeholder, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 
