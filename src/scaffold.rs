@@ -190,14 +190,19 @@ fn app_dependency() -> (String, bool) {
                 .to_string()
                 .replace('\\', "\\\\")
                 .replace('"', "\\\"");
-            return (format!("app = {{ path = \"{path}\" }}"), true);
+            // Without default features: a plugin needs the context, not
+            // `app_fetch`'s HTTP, TLS and archive code.
+            return (
+                format!("app = {{ path = \"{path}\", default-features = false }}"),
+                true,
+            );
         }
     }
     (
         "# The app plugin library: point this at a checkout of app (the directory\n\
          # holding its Cargo.toml), or use its git repository instead:\n\
-         #   app = { git = \"<URL of the app repository>\" }\n\
-         app = { path = \"../app\" }"
+         #   app = { git = \"<URL of the app repository>\", default-features = false }\n\
+         app = { path = \"../app\", default-features = false }"
             .to_string(),
         false,
     )

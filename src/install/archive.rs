@@ -3,8 +3,10 @@
 //! Other files (a README, a licence) are ignored. Everything happens in
 //! memory; nothing is written to disk here.
 
+#[cfg(feature = "fetch")]
 use std::io::Read;
 
+#[cfg(feature = "fetch")]
 use flate2::read::GzDecoder;
 
 /// The executable found in an archive.
@@ -61,6 +63,7 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
     bytes.starts_with(&[0x1f, 0x8b])
 }
 
+#[cfg(feature = "fetch")]
 /// Finds and reads the single `app-*` member of a `.tar.gz`, reading at most
 /// `limit` bytes of it.
 pub fn extract_plugin(archive: &[u8], limit: u64) -> Result<Member, ArchiveError> {
@@ -106,7 +109,7 @@ pub fn extract_plugin(archive: &[u8], limit: u64) -> Result<Member, ArchiveError
     found.ok_or(ArchiveError::NoPlugin)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "fetch"))]
 mod tests {
     use super::*;
 

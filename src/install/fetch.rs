@@ -4,8 +4,11 @@
 //! Nothing here touches the plugin directory: the bytes are checked by the
 //! caller before anything is written (see [`super`]).
 
+#[cfg(feature = "fetch")]
 use std::io::{self, IsTerminal, Read, Write};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(feature = "fetch")]
+use std::time::Instant;
 
 /// Largest download accepted unless `APP_INSTALL_MAX_BYTES` says otherwise.
 pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
@@ -50,6 +53,7 @@ pub fn max_bytes() -> u64 {
         .unwrap_or(DEFAULT_MAX_BYTES)
 }
 
+#[cfg(feature = "fetch")]
 /// Downloads `url` into memory, refusing more than `limit` bytes.
 pub fn download(url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -98,6 +102,7 @@ pub fn download(url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
     Ok(bytes)
 }
 
+#[cfg(feature = "fetch")]
 /// A one-line progress display on stderr, shown only on a terminal and only
 /// once [`PROGRESS_AFTER`] has passed.
 struct Progress<'a> {
@@ -108,6 +113,7 @@ struct Progress<'a> {
     enabled: bool,
 }
 
+#[cfg(feature = "fetch")]
 impl<'a> Progress<'a> {
     fn new(url: &'a str, total: Option<u64>) -> Progress<'a> {
         Progress {
@@ -152,6 +158,7 @@ impl<'a> Progress<'a> {
     }
 }
 
+#[cfg(feature = "fetch")]
 /// Bytes for people: `512 B`, `3.4 MiB`.
 fn human(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -167,7 +174,7 @@ fn human(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "fetch"))]
 mod tests {
     use super::*;
 

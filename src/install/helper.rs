@@ -12,9 +12,14 @@
 //! bytes of the executable, or `{"error":{"code":C,"message":…}}`. Its
 //! stderr is the terminal's (download progress), and it writes no file.
 
+#[cfg(feature = "fetch")]
 use std::ffi::OsString;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Read;
+#[cfg(feature = "fetch")]
+use std::io::Write;
+#[cfg(feature = "fetch")]
+use std::path::Path;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
@@ -113,6 +118,7 @@ fn locate() -> Result<PathBuf> {
     })
 }
 
+#[cfg(feature = "fetch")]
 /// `app_fetch`'s whole job; returns its exit code.
 pub fn serve(args: Vec<OsString>) -> i32 {
     let (source, sha256) = match parse_args(&args) {
@@ -156,6 +162,7 @@ pub fn serve(args: Vec<OsString>) -> i32 {
     }
 }
 
+#[cfg(feature = "fetch")]
 fn parse_args(args: &[OsString]) -> Option<(Source, Option<String>)> {
     let args: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
     let (source, sha256) = match args.as_slice() {

@@ -32,6 +32,7 @@ pub mod name;
 
 use std::fs;
 use std::io;
+#[cfg(feature = "fetch")]
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -70,6 +71,7 @@ impl Source {
         }
     }
 
+    #[cfg(any(feature = "fetch", test))]
     /// The last path segment: the file name the plugin name may come from.
     fn file_name(&self) -> Option<String> {
         match self {
@@ -203,6 +205,7 @@ pub fn install(plugin_dir: &Path, request: &Request, acquire: &Acquire) -> Resul
     })
 }
 
+#[cfg(feature = "fetch")]
 /// Gets the executable `source` stands for into memory: reads or downloads
 /// it, checks `sha256` (of the file or archive as fetched), unpacks a
 /// `.tar.gz`, and checks the result is something the system can run.
@@ -392,6 +395,7 @@ fn not_installed(name: &str, found: Option<PathBuf>) -> Error {
     }
 }
 
+#[cfg(feature = "fetch")]
 /// Reads a local file to install: a regular file, executable unless it is
 /// an archive, at most `limit` bytes.
 fn read_local(path: &Path, limit: u64) -> Result<Vec<u8>> {
