@@ -15,6 +15,7 @@ Routes are managed over the REST API on the unix socket (see `app event-repeater
 #[derive(Debug, Parser)]
 #[command(
     name = "app-event-repeater",
+    bin_name = "app event-repeater",
     version = app::context::APP_VERSION,
     about = "Relay events from an event source to MQTT or stderr, managed over a REST API",
     after_help = AFTER_HELP,

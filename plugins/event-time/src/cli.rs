@@ -13,6 +13,7 @@ use crate::hub::DEFAULT_HISTORY;
 #[derive(Debug, Parser)]
 #[command(
     name = "app-event-time",
+    bin_name = "app event-time",
     version = app::context::APP_VERSION,
     about = "Example event source: timer events over Server-Sent Events",
     long_about = "Example event source: timer events over Server-Sent Events.\n\n\
