@@ -160,12 +160,13 @@ async fn run_async(cfg: Config) -> Result<(), String> {
             drain,
         )),
     };
+    let routes = state.routes.lock().await.len();
     info!(
-        "event repeater {:?} running: {} → {} ({} routes{}); API on {}",
+        "event repeater {:?} running: {} → {} ({routes} route{}{}); API on {}",
         cfg.name,
         cfg.source,
         sink_url,
-        state.routes.lock().await.len(),
+        if routes == 1 { "" } else { "s" },
         if cfg.allowall { ", --allowall" } else { "" },
         files.socket().display()
     );
