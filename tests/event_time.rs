@@ -6,12 +6,13 @@
 mod common;
 
 use std::fs;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::http::{self, Addr, Conn, SseItem, SseStream};
+use common::event_time::EventTime;
+use common::http::{self, Conn, SseItem, SseStream};
 use common::{plugin_bin, wait_for, Sandbox};
 use serde_json::Value;
 
@@ -26,88 +27,6 @@ const TIMERS: [&str; 9] = [
     "timer/min/30",
     "timer/hr/1",
 ];
-
-/// A running `app-event-time`, killed on drop.
-struct Source {
-    child: Child,
-    name: String,
-    dir: PathBuf,
-    stderr: PathBuf,
-}
-
-impl Source {
-    fn start(sb: &Sandbox, args: &[&str]) -> Source {
-        let name = args
-            .windows(2)
-            .find(|w| w[0] == "--name")
-            .map_or("event-time", |w| w[1])
-            .to_string();
-        let stderr = sb.path().join(format!("{name}.stderr"));
-        let child = sb
-            .command(plugin_bin("app-event-time"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&stderr).unwrap())
-            .spawn()
-            .expect("start app-event-time");
-        let mut source = Source {
-            child,
-            name,
-            dir: sb.plugin_runtime_dir(),
-            stderr,
-        };
-        let sock = source.socket();
-        let ready = wait_for(Duration::from_secs(10), || {
-            if let Ok(Some(status)) = source.child.try_wait() {
-                panic!("app-event-time exited with {status}: {}", source.log());
-            }
-            UnixStream::connect(&sock).ok()
-        });
-        assert!(ready.is_some(), "no socket after 10 s: {}", source.log());
-        source
-    }
-
-    fn socket(&self) -> PathBuf {
-        self.file("sock")
-    }
-
-    fn file(&self, ext: &str) -> PathBuf {
-        self.dir.join(format!("{}.{ext}", self.name))
-    }
-
-    fn unix(&self) -> Addr {
-        Addr::Unix(self.socket())
-    }
-
-    /// The TCP address from the `.listen` file.
-    fn tcp(&self) -> Addr {
-        let listen = self.file("listen");
-        let url = wait_for(Duration::from_secs(5), || fs::read_to_string(&listen).ok())
-            .expect("a .listen file");
-        Addr::from_url(&url)
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    fn signal(&mut self, signal: libc::c_int) -> ExitStatus {
-        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
-        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-        wait_for(Duration::from_secs(10), || {
-            self.child.try_wait().ok().flatten()
-        })
-        .expect("app-event-time exits within 10 s of a signal")
-    }
-}
-
-impl Drop for Source {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Runs the binary to completion with a deadline.
 fn run_to_end(cmd: &mut Command) -> (i32, String, String) {
@@ -271,7 +190,7 @@ fn help_lists_flags_and_exit_codes_and_bad_flags_exit_2() {
 #[test]
 fn streams_timer_events_over_the_unix_socket() {
     let sb = Sandbox::new();
-    let source = Source::start(&sb, &[]);
+    let source = EventTime::start(&sb, &[]);
     let mode = |p: PathBuf| {
         use std::os::unix::fs::PermissionsExt;
         fs::metadata(p).unwrap().permissions().mode() & 0o777
@@ -280,7 +199,7 @@ fn streams_timer_events_over_the_unix_socket() {
     assert_eq!(mode(source.socket()), 0o600);
     assert_eq!(
         fs::read_to_string(source.file("pid")).unwrap().trim(),
-        source.child.id().to_string()
+        source.pid().to_string()
     );
     assert!(
         !source.file("listen").exists(),
@@ -320,7 +239,7 @@ fn streams_timer_events_over_the_unix_socket() {
 #[test]
 fn streams_over_tcp_and_writes_the_listen_file() {
     let sb = Sandbox::new();
-    let source = Source::start(&sb, &["--listen", "127.0.0.1:0"]);
+    let source = EventTime::start(&sb, &["--listen", "127.0.0.1:0"]);
     let url = fs::read_to_string(source.file("listen")).unwrap();
     let port: u16 = url
         .trim()
@@ -341,7 +260,7 @@ fn streams_over_tcp_and_writes_the_listen_file() {
 #[test]
 fn exact_topics_get_only_themselves_and_trailing_slash_gets_the_subtree() {
     let sb = Sandbox::new();
-    let source = Source::start(&sb, &["--rate", "50"]);
+    let source = EventTime::start(&sb, &["--rate", "50"]);
     let addr = source.unix();
     let mut exact = SseStream::open(&addr, "/events?topic=timer/msec/100", &[]);
     let mut subtree = SseStream::open(&addr, "/events?topic=timer/msec/", &[]);
@@ -377,7 +296,7 @@ fn exact_topics_get_only_themselves_and_trailing_slash_gets_the_subtree() {
 #[test]
 fn unknown_topics_paths_and_methods_get_json_errors() {
     let sb = Sandbox::new();
-    let source = Source::start(&sb, &[]);
+    let source = EventTime::start(&sb, &[]);
     let addr = source.unix();
 
     let r = http::request(
@@ -440,7 +359,7 @@ fn unknown_topics_paths_and_methods_get_json_errors() {
 #[test]
 fn topics_include_the_test_stream_with_rate() {
     let sb = Sandbox::new();
-    let source = Source::start(&sb, &["--rate", "10", "--count", "3"]);
+    let source = EventTime::start(&sb, &["--rate", "10", "--count", "3"]);
     let topics = http::get(&source.unix(), "/topics").json();
     let topics: Vec<&str> = topics
         .as_array()
@@ -468,7 +387,7 @@ fn topics_include_the_test_stream_with_rate() {
 #[test]
 fn last_event_id_replays_missed_events_without_gap_or_duplicate() {
     let sb = Sandbox::new();
-    let source = Source::start(&sb, &["--rate", "2000", "--count", "6000"]);
+    let source = EventTime::start(&sb, &["--rate", "2000", "--count", "6000"]);
     let addr = source.unix();
     let mut last_id = 0;
     let mut numbers = Vec::new();
@@ -502,7 +421,7 @@ fn last_event_id_replays_missed_events_without_gap_or_duplicate() {
 #[test]
 fn a_position_older_than_the_history_is_reported_then_replayed_from_the_oldest() {
     let sb = Sandbox::new();
-    let source = Source::start(&sb, &["--rate", "1000", "--history", "50"]);
+    let source = EventTime::start(&sb, &["--rate", "1000", "--history", "50"]);
     let addr = source.unix();
     wait_for(Duration::from_secs(5), || {
         let mut s = SseStream::open(&addr, "/events?topic=test/seq", &[]);
@@ -532,7 +451,7 @@ fn a_position_older_than_the_history_is_reported_then_replayed_from_the_oldest()
 #[test]
 fn a_stalled_subscriber_does_not_stop_another() {
     let sb = Sandbox::new();
-    let source = Source::start(&sb, &["--rate", "5000"]);
+    let source = EventTime::start(&sb, &["--rate", "5000"]);
     let addr = source.unix();
     // Subscribes, then never reads: its socket buffers fill up within a second.
     let mut stalled = Conn::connect(&addr).unwrap();
@@ -561,7 +480,7 @@ fn a_stalled_subscriber_does_not_stop_another() {
 #[test]
 fn a_subscriber_that_falls_behind_catches_up_from_history_or_is_told_what_it_lost() {
     let sb = Sandbox::new();
-    let source = Source::start(&sb, &["--rate", "5000", "--history", "8000"]);
+    let source = EventTime::start(&sb, &["--rate", "5000", "--history", "8000"]);
     let addr = source.unix();
     let mut slow = SseStream::open(&addr, "/events?topic=test/seq", &[]);
     let (_, first) = slow.next_event(Duration::from_secs(5)).unwrap();
@@ -597,7 +516,7 @@ fn a_subscriber_that_falls_behind_catches_up_from_history_or_is_told_what_it_los
 #[test]
 fn keep_alive_comments_flow_on_an_idle_stream() {
     let sb = Sandbox::new();
-    let source = Source::start(&sb, &["--keep-alive", "1"]);
+    let source = EventTime::start(&sb, &["--keep-alive", "1"]);
     let mut stream = SseStream::open(&source.unix(), "/events?topic=timer/hr/1", &[]);
     assert_eq!(
         stream.next_item(Duration::from_secs(2)),
@@ -617,28 +536,28 @@ fn a_stale_socket_is_replaced() {
     // A socket nothing listens on, as a killed process leaves it.
     drop(UnixListener::bind(dir.join("event-time.sock")).unwrap());
     fs::write(dir.join("event-time.pid"), "999999\n").unwrap();
-    let source = Source::start(&sb, &[]);
+    let source = EventTime::start(&sb, &[]);
     assert_eq!(http::get(&source.unix(), "/topics").status, 200);
     assert_eq!(
         fs::read_to_string(source.file("pid")).unwrap().trim(),
-        source.child.id().to_string()
+        source.pid().to_string()
     );
 }
 
 #[test]
 fn a_live_instance_is_refused_and_left_running() {
     let sb = Sandbox::new();
-    let source = Source::start(&sb, &[]);
+    let source = EventTime::start(&sb, &[]);
     let (code, _, err) = run_to_end(&mut sb.command(plugin_bin("app-event-time")));
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("already running"), "{err}");
-    assert!(err.contains(&format!("pid {}", source.child.id())), "{err}");
+    assert!(err.contains(&format!("pid {}", source.pid())), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(source.socket().exists());
     assert!(source.file("pid").exists());
     assert_eq!(http::get(&source.unix(), "/topics").status, 200);
     // Another name is another instance.
-    let other = Source::start(&sb, &["--name", "event-time-2"]);
+    let other = EventTime::start(&sb, &["--name", "event-time-2"]);
     assert_eq!(http::get(&other.unix(), "/topics").status, 200);
 }
 
@@ -646,7 +565,7 @@ fn a_live_instance_is_refused_and_left_running() {
 fn sigterm_and_sigint_remove_the_files_and_exit_0() {
     let sb = Sandbox::new();
     for (signal, name) in [(libc::SIGTERM, "term"), (libc::SIGINT, "int")] {
-        let mut source = Source::start(&sb, &["--name", name, "--listen", "127.0.0.1:0"]);
+        let mut source = EventTime::start(&sb, &["--name", name, "--listen", "127.0.0.1:0"]);
         let _ = source.tcp();
         // A connected subscriber must not hold up the exit.
         let _stream = SseStream::open(&source.unix(), "/events", &[]);

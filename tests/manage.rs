@@ -10,10 +10,12 @@ mod common;
 use std::io::Write;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::broker::{Broker, Subscriber};
+use common::event_time::EventTime;
+use common::repeater::{Repeater, RepeaterBuilder};
 use common::{plugin_bin, wait_for, Sandbox};
 use serde_json::{json, Value};
 
@@ -96,109 +98,12 @@ fn manage_in(sb: &Sandbox, args: &[&str], stdin: &str) -> Run {
     run_bounded(cmd, stdin)
 }
 
-/// A running `app-event-repeater run --sinkprotocol stderr`, stopped on drop.
-struct Repeater {
-    child: Child,
-    name: String,
-    dir: PathBuf,
-    log: PathBuf,
-}
-
-impl Repeater {
-    fn start(sb: &Sandbox, name: &str, extra: &[&str]) -> Repeater {
-        Repeater::start_with(sb, name, extra, &[])
-    }
-
-    fn start_with(sb: &Sandbox, name: &str, extra: &[&str], env: &[(&str, &str)]) -> Repeater {
-        let log = sb.path().join(format!("{name}.repeater.stderr"));
-        let mut cmd = sb.command(plugin_bin("app-event-repeater"));
-        cmd.args(["run", "--name", name]);
-        if !extra.contains(&"--sinkprotocol") {
-            cmd.args(["--sinkprotocol", "stderr"]);
-        }
-        if !extra.contains(&"--source") {
-            let none = sb.runtime_dir().join("no-source.sock");
-            cmd.arg("--source").arg(none);
-        }
-        cmd.args(extra)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("create log"));
-        let child = cmd.spawn().expect("start app-event-repeater");
-        let mut repeater = Repeater {
-            child,
-            name: name.to_string(),
-            dir: sb.plugin_runtime_dir(),
-            log,
-        };
-        let socket = repeater.socket();
-        let up = wait_for(Duration::from_secs(15), || {
-            if let Ok(Some(status)) = repeater.child.try_wait() {
-                panic!("app-event-repeater exited early: {status}");
-            }
-            std::os::unix::net::UnixStream::connect(&socket).ok()
-        });
-        assert!(
-            up.is_some(),
-            "the repeater's socket {} never came up: {}",
-            socket.display(),
-            repeater.log()
-        );
-        if extra.contains(&"--listen") {
-            let listen = repeater.dir.join(format!("{name}.listen"));
-            let ready = wait_for(Duration::from_secs(10), || {
-                std::fs::read_to_string(&listen)
-                    .ok()
-                    .filter(|t| t.trim().starts_with("http://"))
-            });
-            assert!(ready.is_some(), "no {}", listen.display());
-        }
-        repeater
-    }
-
-    /// What it wrote to stderr (with the stderr sink: one JSON line per event).
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// The sink topics of the events it relayed to stderr so far.
-    fn sink_topics(&self) -> Vec<String> {
-        self.log()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter_map(|v| v["sink_topic"].as_str().map(String::from))
-            .collect()
-    }
-
-    fn socket(&self) -> PathBuf {
-        self.dir.join(format!("{}.sock", self.name))
-    }
-
-    /// The TCP URL from `<name>.listen`.
-    fn url(&self) -> String {
-        std::fs::read_to_string(self.dir.join(format!("{}.listen", self.name)))
-            .expect("listen file")
-            .trim()
-            .to_string()
-    }
-}
-
-impl Drop for Repeater {
-    fn drop(&mut self) {
-        // SIGTERM first so it removes its files; kill if it does not stop.
-        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let stopped = wait_for(Duration::from_secs(5), || {
-            self.child.try_wait().ok().flatten()
-        });
-        if stopped.is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// `app-event-repeater run --name NAME --sinkprotocol stderr` with a source
+/// that does not exist (the builder's other settings override these).
+fn repeater<'a>(sb: &'a Sandbox, name: &str) -> RepeaterBuilder<'a> {
+    Repeater::builder(sb, name)
+        .sinkprotocol("stderr")
+        .no_source()
 }
 
 /// The repeater's routes as a sorted list of (source, sink) pairs.
@@ -257,7 +162,7 @@ fn metadata_is_one_json_line() {
 #[test]
 fn every_command_over_the_unix_socket() {
     let sb = Sandbox::new();
-    let _r = Repeater::start(&sb, "r1", &[]);
+    let _r = repeater(&sb, "r1").start();
     assert_eq!(manage(&sb, &["get", "--name", "r1"]).ok().json(), json!([]));
 
     // post: one object, then an array.
@@ -376,7 +281,7 @@ fn every_command_over_the_unix_socket() {
 #[test]
 fn output_is_compact_json_or_a_table() {
     let sb = Sandbox::new();
-    let _r = Repeater::start(&sb, "out", &[]);
+    let _r = repeater(&sb, "out").start();
     manage(
         &sb,
         &[
@@ -410,7 +315,9 @@ fn output_is_compact_json_or_a_table() {
 #[test]
 fn tcp_through_the_listen_file_the_host_flag_and_the_global_host() {
     let sb = Sandbox::new();
-    let r = Repeater::start(&sb, "tcp", &["--listen", "127.0.0.1:0"]);
+    let r = repeater(&sb, "tcp")
+        .args(["--listen", "127.0.0.1:0"])
+        .start();
     let url = r.url();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
 
@@ -458,12 +365,10 @@ fn tcp_through_the_listen_file_the_host_flag_and_the_global_host() {
 #[test]
 fn token_is_sent_as_a_bearer_token() {
     let sb = Sandbox::new();
-    let r = Repeater::start_with(
-        &sb,
-        "tok",
-        &["--listen", "127.0.0.1:0"],
-        &[("APP_TOKEN", "s3cret")],
-    );
+    let r = repeater(&sb, "tok")
+        .args(["--listen", "127.0.0.1:0"])
+        .env("APP_TOKEN", "s3cret")
+        .start();
     let url = r.url();
     manage(&sb, &["get", "--host", &url]).fails(1, "(401 Unauthorized)");
     let wrong =
@@ -481,7 +386,7 @@ fn token_is_sent_as_a_bearer_token() {
 #[test]
 fn old_numeric_op_forms() {
     let sb = Sandbox::new();
-    let _r = Repeater::start(&sb, "event-repeater", &[]);
+    let _r = repeater(&sb, "event-repeater").start();
     let v1 = r#"[{"sourcetopic":"timer/sec/1","sinktopic":"/a"}]"#;
     manage(&sb, &["--op", "1", "--resource", "event", "--value", v1]).ok();
     let got = manage(&sb, &["--op", "4", "--resource", "event"])
@@ -522,7 +427,7 @@ fn old_numeric_op_forms() {
 #[test]
 fn values_from_stdin_and_from_a_file() {
     let sb = Sandbox::new();
-    let _r = Repeater::start(&sb, "val", &[]);
+    let _r = repeater(&sb, "val").start();
     manage_in(
         &sb,
         &["post", "--name", "val", "--value", "-"],
@@ -545,7 +450,7 @@ fn values_from_stdin_and_from_a_file() {
 #[test]
 fn apply_adds_changes_and_removes_and_dry_run_changes_nothing() {
     let sb = Sandbox::new();
-    let _r = Repeater::start(&sb, "ap", &[]);
+    let _r = repeater(&sb, "ap").start();
     manage(
         &sb,
         &[
@@ -609,7 +514,7 @@ fn apply_adds_changes_and_removes_and_dry_run_changes_nothing() {
 #[test]
 fn apply_rejects_a_bad_file_before_touching_the_repeater() {
     let sb = Sandbox::new();
-    let _r = Repeater::start(&sb, "apbad", &[]);
+    let _r = repeater(&sb, "apbad").start();
     manage(
         &sb,
         &[
@@ -696,7 +601,7 @@ fn stale_listen_file_and_unreachable_host() {
 #[test]
 fn server_refusals_print_the_servers_message() {
     let sb = Sandbox::new();
-    let _r = Repeater::start(&sb, "ref", &[]);
+    let _r = repeater(&sb, "ref").start();
     let route = r#"{"sourcetopic":"timer/sec/1","sinktopic":"/a"}"#;
     manage(&sb, &["post", "--name", "ref", "--value", route]).ok();
     let run = manage(&sb, &["post", "--name", "ref", "--value", route])
@@ -734,7 +639,7 @@ fn server_refusals_print_the_servers_message() {
 #[test]
 fn bad_values_and_paths_are_usage_errors_and_send_nothing() {
     let sb = Sandbox::new();
-    let _r = Repeater::start(&sb, "bad", &[]);
+    let _r = repeater(&sb, "bad").start();
     manage(
         &sb,
         &[
@@ -839,7 +744,7 @@ fn completion_offers_commands_flags_and_the_running_routes() {
     assert_eq!(complete(&["delete", "--path", "/events/"]), ":4\n");
     assert!(started.elapsed() < Duration::from_secs(2));
 
-    let _r = Repeater::start(&sb, "event-repeater", &[]);
+    let _r = repeater(&sb, "event-repeater").start();
     manage(
         &sb,
         &[
@@ -863,44 +768,11 @@ fn completion_offers_commands_flags_and_the_running_routes() {
     assert!(complete(&["get", "--name", ""]).contains("event-repeater\n"));
 }
 
-/// A running `app-event-time` (the example event source), killed on drop.
-struct EventTime(Child);
-
-impl EventTime {
-    fn start(sb: &Sandbox) -> EventTime {
-        let child = sb
-            .command(plugin_bin("app-event-time"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start app-event-time");
-        let source = EventTime(child);
-        let socket = sb.plugin_runtime_dir().join("event-time.sock");
-        let up = wait_for(Duration::from_secs(15), || {
-            std::os::unix::net::UnixStream::connect(&socket).ok()
-        });
-        assert!(
-            up.is_some(),
-            "app-event-time never listened on {}",
-            socket.display()
-        );
-        source
-    }
-}
-
-impl Drop for EventTime {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn routes_set_by_the_manager_steer_the_events() {
     let sb = Sandbox::new();
-    let _source = EventTime::start(&sb);
-    let rep = Repeater::start(&sb, "flow", &["--source", "event-time"]);
+    let _source = EventTime::start(&sb, &[]);
+    let rep = repeater(&sb, "flow").source("event-time").start();
     let seen = |topic: &str| {
         let topic = topic.to_string();
         wait_for(Duration::from_secs(15), || {
@@ -970,20 +842,13 @@ fn routes_set_by_the_manager_reach_mosquitto() {
         return;
     };
     let sb = Sandbox::new();
-    let _source = EventTime::start(&sb);
+    let _source = EventTime::start(&sb, &[]);
     let url = broker.url();
-    let _rep = Repeater::start(
-        &sb,
-        "mq",
-        &[
-            "--source",
-            "event-time",
-            "--sinkprotocol",
-            "mqtt",
-            "--sink",
-            &url,
-        ],
-    );
+    let _rep = repeater(&sb, "mq")
+        .source("event-time")
+        .sinkprotocol("mqtt")
+        .sink(&url)
+        .start();
     manage(
         &sb,
         &[

@@ -15,82 +15,25 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::broker::Broker;
+use common::event_time::EventTime;
+use common::process::Proc;
+use common::repeater::{raw_request, Repeater};
 use common::{free_port, plugin_bin, wait_for, Sandbox};
 use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------
 // Processes
-
-/// A child process killed (SIGKILL) and reaped on drop.
-struct Proc {
-    child: Option<Child>,
-    name: &'static str,
-}
-
-impl Proc {
-    fn spawn(name: &'static str, cmd: &mut Command) -> Proc {
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        Proc {
-            child: Some(child),
-            name,
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.as_ref().map(|c| c.id() as i32).expect("running")
-    }
-
-    fn signal(&self, sig: i32) {
-        // SAFETY: kill(2) on a child we spawned and have not reaped.
-        unsafe { libc::kill(self.pid(), sig) };
-    }
-
-    fn alive(&mut self) -> bool {
-        self.child
-            .as_mut()
-            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
-    }
-
-    /// Waits up to `timeout` for the exit; `None` if it is still running.
-    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let child = self.child.as_mut()?;
-        let status = wait_for(timeout, || child.try_wait().ok().flatten());
-        if status.is_some() {
-            self.child = None;
-        }
-        status
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if self.child.is_some() {
-            eprintln!("(stopping {})", self.name);
-        }
-        self.kill();
-    }
-}
 
 fn loadgen() -> PathBuf {
     plugin_bin("loadgen")
@@ -167,7 +110,7 @@ impl Counter {
             cmd.arg("--from-first");
         }
         let mut proc = Proc::spawn("loadgen subscribe", &mut cmd);
-        let child = proc.child.as_mut().expect("child");
+        let child = proc.child();
         let stdout = child.stdout.take().expect("stdout");
         let stderr = child.stderr.take().expect("stderr");
         let summary = Arc::new(Mutex::new(None));
@@ -234,126 +177,21 @@ impl Counter {
 // ---------------------------------------------------------------------------
 // The repeater
 
-struct Repeater<'a> {
+/// `app-event-repeater run --name NAME --source SOURCE --sink SINK --qos 1
+/// --log 3 EXTRA…`; returns once its API answers.
+fn start_repeater<'a>(
     sb: &'a Sandbox,
-    name: String,
-    args: Vec<String>,
-    proc: Proc,
-    starts: u32,
-}
-
-impl<'a> Repeater<'a> {
-    /// `app-event-repeater run --name NAME --source SOURCE --sink SINK --qos 1
-    /// EXTRA…`; returns once its API answers.
-    fn start(
-        sb: &'a Sandbox,
-        name: &str,
-        source: &str,
-        sink: &str,
-        extra: &[&str],
-    ) -> Repeater<'a> {
-        let mut args: Vec<String> = ["run", "--name", name, "--source", source, "--sink", sink]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        args.extend(["--qos", "1", "--log", "3"].iter().map(|s| s.to_string()));
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let proc = Repeater::spawn(sb, name, &args, 1);
-        let r = Repeater {
-            sb,
-            name: name.to_string(),
-            args,
-            proc,
-            starts: 1,
-        };
-        r.wait_api();
-        r
-    }
-
-    fn spawn(sb: &Sandbox, name: &str, args: &[String], n: u32) -> Proc {
-        let log = File::create(sb.path().join(format!("{name}.{n}.log"))).expect("log file");
-        Proc::spawn(
-            "app-event-repeater",
-            sb.command(plugin_bin("app-event-repeater"))
-                .args(args)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log),
-        )
-    }
-
-    fn socket(&self) -> PathBuf {
-        self.sb
-            .plugin_runtime_dir()
-            .join(format!("{}.sock", self.name))
-    }
-
-    fn wait_api(&self) {
-        let ok = wait_for(Duration::from_secs(15), || {
-            raw_request(
-                &self.socket(),
-                b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                Duration::from_secs(2),
-            )
-            .filter(|(status, _)| *status == 200)
-        });
-        assert!(
-            ok.is_some(),
-            "the repeater's API did not answer; log:\n{}",
-            self.log()
-        );
-    }
-
-    /// Everything the repeater logged, over all its starts.
-    fn log(&self) -> String {
-        (1..=self.starts)
-            .map(|n| {
-                std::fs::read_to_string(self.sb.path().join(format!("{}.{n}.log", self.name)))
-                    .unwrap_or_default()
-            })
-            .collect::<Vec<_>>()
-            .join("--- restart ---\n")
-    }
-
-    fn get(&self, path: &str) -> (u16, String) {
-        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        raw_request(&self.socket(), req.as_bytes(), Duration::from_secs(5))
-            .unwrap_or_else(|| panic!("GET {path} got no answer; log:\n{}", self.log()))
-    }
-
-    fn send_json(&self, method: &str, path: &str, body: &str) -> (u16, String) {
-        let req = format!(
-            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        raw_request(&self.socket(), req.as_bytes(), Duration::from_secs(5))
-            .unwrap_or_else(|| panic!("{method} {path} got no answer; log:\n{}", self.log()))
-    }
-
-    /// `/metrics`, as `name{labels}` → value.
-    fn metrics(&self) -> BTreeMap<String, f64> {
-        let (status, body) = self.get("/metrics");
-        assert_eq!(status, 200, "{body}");
-        body.lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-            .filter_map(|l| l.rsplit_once(' '))
-            .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
-            .collect()
-    }
-
-    fn kill9(&mut self) {
-        self.proc.kill();
-    }
-
-    fn restart(&mut self) {
-        self.starts += 1;
-        self.proc = Repeater::spawn(self.sb, &self.name, &self.args, self.starts);
-        self.wait_api();
-    }
-
-    fn status_kb(&self, field: &str) -> u64 {
-        proc_status_kb(self.proc.pid(), field)
-    }
+    name: &str,
+    source: &str,
+    sink: &str,
+    extra: &[&str],
+) -> Repeater<'a> {
+    Repeater::builder(sb, name)
+        .source(source)
+        .sink(sink)
+        .args(["--qos", "1", "--log", "3"])
+        .args(extra)
+        .start()
 }
 
 /// A `kB` field (`VmRSS`, `VmHWM`) of /proc/PID/status.
@@ -371,60 +209,6 @@ fn m(metrics: &BTreeMap<String, f64>, key: &str) -> u64 {
     *metrics
         .get(&full)
         .unwrap_or_else(|| panic!("no metric {full} in {metrics:?}")) as u64
-}
-
-/// Sends `bytes` on the unix socket `path` and reads until the server closes
-/// or `timeout` passes; the status code and the body. `None` when nothing
-/// that looks like an HTTP response came back.
-fn raw_request(path: &Path, bytes: &[u8], timeout: Duration) -> Option<(u16, String)> {
-    let mut s = UnixStream::connect(path).ok()?;
-    s.set_read_timeout(Some(timeout)).ok()?;
-    s.set_write_timeout(Some(timeout)).ok()?;
-    // A server may answer (413, 431) and close before taking everything: the
-    // write then fails, and the answer is still there to read.
-    let _ = s.write_all(bytes);
-    read_response(&mut s, timeout)
-}
-
-fn read_response(s: &mut impl Read, timeout: Duration) -> Option<(u16, String)> {
-    let deadline = Instant::now() + timeout;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    loop {
-        match s.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(_) => break,
-        }
-        // A response with a Content-Length is complete before the close.
-        if let Some(done) = complete_length(&buf) {
-            if buf.len() >= done {
-                break;
-            }
-        }
-        if Instant::now() > deadline {
-            break;
-        }
-    }
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let status = text.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()?;
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Some((status, body))
-}
-
-fn complete_length(buf: &[u8]) -> Option<usize> {
-    let text = std::str::from_utf8(buf).ok()?;
-    let (head, _) = text.split_once("\r\n\r\n")?;
-    let len: usize = head.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        k.trim()
-            .eq_ignore_ascii_case("content-length")
-            .then(|| v.trim().parse().ok())?
-    })?;
-    Some(head.len() + 4 + len)
 }
 
 /// Waits until the repeater's counters satisfy `done`; the last metrics.
@@ -458,7 +242,7 @@ fn broker_paused_3s_at_2000_events_per_s_loses_nothing() {
     let counter = Counter::start(&broker, "bench/seq", "rel-pause", count, false);
     let port = free_port();
     let _source = start_loadgen_source(port, 2000, count);
-    let r = Repeater::start(
+    let r = start_repeater(
         &sb,
         "rel",
         &format!("http://127.0.0.1:{port}"),
@@ -496,7 +280,7 @@ fn broker_restarted_gracefully_with_persistence_loses_nothing() {
     let counter = Counter::start(&broker, "bench/seq", "rel-restart", count, false);
     let port = free_port();
     let _source = start_loadgen_source(port, 2000, count);
-    let r = Repeater::start(
+    let r = start_repeater(
         &sb,
         "rel",
         &format!("http://127.0.0.1:{port}"),
@@ -538,7 +322,7 @@ fn broker_killed_every_accepted_event_is_acknowledged() {
     let counter = Counter::start(&broker, "bench/seq", "rel-kill", count, false);
     let port = free_port();
     let _source = start_loadgen_source(port, 2000, count);
-    let r = Repeater::start(
+    let r = start_repeater(
         &sb,
         "rel",
         &format!("http://127.0.0.1:{port}"),
@@ -591,7 +375,7 @@ fn buffer_smaller_than_outage_missing_equals_dropped_and_memory_is_bounded() {
     let counter = Counter::start(&broker, "bench/seq", "rel-overflow", count, false);
     let port = free_port();
     let _source = start_loadgen_source(port, 2000, count);
-    let r = Repeater::start(
+    let r = start_repeater(
         &sb,
         "rel",
         &format!("http://127.0.0.1:{port}"),
@@ -608,9 +392,9 @@ fn buffer_smaller_than_outage_missing_equals_dropped_and_memory_is_bounded() {
 
     broker.pause();
     thread::sleep(Duration::from_secs(1));
-    let rss_early = r.status_kb("VmRSS");
+    let rss_early = proc_status_kb(r.pid(), "VmRSS");
     thread::sleep(Duration::from_secs(3));
-    let rss_late = r.status_kb("VmRSS");
+    let rss_late = proc_status_kb(r.pid(), "VmRSS");
     let during = r.metrics();
     broker.resume();
 
@@ -627,7 +411,7 @@ fn buffer_smaller_than_outage_missing_equals_dropped_and_memory_is_bounded() {
     });
     thread::sleep(Duration::from_millis(500));
     let sum = counter.finish(Duration::ZERO);
-    let hwm = r.status_kb("VmHWM");
+    let hwm = proc_status_kb(r.pid(), "VmHWM");
     eprintln!(
         "subscriber: {sum}\nrepeater: {metrics:?}\nduring the outage: {during:?}\nRSS {rss_early} kB after 1 s, {rss_late} kB after 4 s, peak {hwm} kB"
     );
@@ -667,7 +451,7 @@ fn source_restarted_repeater_resumes_from_last_event_id_without_loss() {
     let counter = Counter::start(&broker, "bench/seq", "rel-source", count, false);
     let port = free_port();
     let mut source = start_loadgen_source(port, 2000, count);
-    let r = Repeater::start(
+    let r = start_repeater(
         &sb,
         "rel",
         &format!("http://127.0.0.1:{port}"),
@@ -676,7 +460,7 @@ fn source_restarted_repeater_resumes_from_last_event_id_without_loss() {
     );
     counter.wait_distinct(2000, Duration::from_secs(20));
 
-    source.kill();
+    source.kill9();
     thread::sleep(Duration::from_secs(1));
     let _source = start_loadgen_source(port, 2000, count);
 
@@ -757,25 +541,25 @@ fn source_connection_cut_event_time_replays_from_last_event_id() {
     let sb = Sandbox::new();
     let count = 12_000;
     let source_port = free_port();
-    let mut source = Proc::spawn(
-        "app-event-time",
-        sb.command(plugin_bin("app-event-time"))
-            .args([
-                "--name",
-                "rel-time",
-                "--listen",
-                &format!("127.0.0.1:{source_port}"),
-            ])
-            .args(["--rate", "2000", "--count", &count.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
+    let mut source = EventTime::start(
+        &sb,
+        &[
+            "--name",
+            "rel-time",
+            "--listen",
+            &format!("127.0.0.1:{source_port}"),
+            "--rate",
+            "2000",
+            "--count",
+            &count.to_string(),
+        ],
     );
     wait_port(source_port);
     let proxy = Proxy::start(source_port);
     // The numbered stream starts with the source, before the repeater
     // subscribes: count from the first number that arrives.
     let counter = Counter::start(&broker, "test/seq", "rel-cut", count, true);
-    let r = Repeater::start(
+    let r = start_repeater(
         &sb,
         "rel",
         &format!("http://127.0.0.1:{}", proxy.port),
@@ -814,7 +598,7 @@ fn repeater_kill9_and_restart_keeps_routes_and_relays_under_them() {
     let _source = start_loadgen_source(port, 1000, 60_000);
     let mapped = Counter::start(&broker, "site1/#", "rel-mapped", 0, true);
     let unmapped = Counter::start(&broker, "bench/#", "rel-unmapped", 0, true);
-    let mut r = Repeater::start(
+    let mut r = start_repeater(
         &sb,
         "rel",
         &format!("http://127.0.0.1:{port}"),
@@ -868,7 +652,7 @@ fn hostile_api_requests_while_events_flow() {
     let counter = Counter::start(&broker, "bench/seq", "rel-hostile", count, false);
     let port = free_port();
     let _source = start_loadgen_source(port, 1000, count);
-    let r = Repeater::start(
+    let r = start_repeater(
         &sb,
         "rel",
         &format!("http://127.0.0.1:{port}"),

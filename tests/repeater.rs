@@ -9,115 +9,34 @@
 
 mod common;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
-use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use common::broker::{Broker, Subscriber};
+use common::event_time::EventTime;
 use common::http::{Addr, Conn};
+use common::repeater::Repeater;
 use common::{plugin_bin, wait_for, Sandbox};
 use serde_json::{json, Value};
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
 
-/// A running process with its stderr in a file, killed on drop.
-struct Proc {
-    child: Child,
-    stderr: PathBuf,
-    socket: PathBuf,
-}
-
-impl Proc {
-    fn spawn(sb: &Sandbox, bin: &str, args: &[&str], name: &str) -> Proc {
-        let stderr = sb
-            .path()
-            .join(format!("{name}.{}.stderr", fastrand_suffix()));
-        let child = sb
-            .command(plugin_bin(bin))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&stderr).unwrap())
-            .spawn()
-            .expect("spawn");
-        let p = Proc {
-            child,
-            stderr,
-            socket: sb.plugin_runtime_dir().join(format!("{name}.sock")),
-        };
-        p
-    }
-
-    fn wait_ready(mut self) -> Proc {
-        let sock = self.socket.clone();
-        let ok = wait_for(SECS(15), || {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("exited early with {status}: {}", self.log());
-            }
-            UnixStream::connect(&sock).ok()
-        });
-        assert!(
-            ok.is_some(),
-            "no socket {} after 15 s: {}",
-            sock.display(),
-            self.log()
-        );
-        self
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-
-    fn signal(&mut self, sig: i32) -> ExitStatus {
-        unsafe { libc::kill(self.child.id() as i32, sig) };
-        wait_for(SECS(20), || self.child.try_wait().ok().flatten())
-            .unwrap_or_else(|| panic!("no exit within 20 s of signal {sig}: {}", self.log()))
-    }
-
-    fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn fastrand_suffix() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos()
-}
-
-fn event_time(sb: &Sandbox, args: &[&str]) -> Proc {
+fn event_time(sb: &Sandbox, args: &[&str]) -> EventTime {
     let mut all = vec!["--log", "3"];
     all.extend_from_slice(args);
-    let name = args
-        .windows(2)
-        .find(|w| w[0] == "--name")
-        .map_or("event-time", |w| w[1]);
-    Proc::spawn(sb, "app-event-time", &all, name).wait_ready()
+    EventTime::start(sb, &all)
 }
 
-fn repeater(sb: &Sandbox, args: &[&str]) -> Proc {
-    let mut all = vec!["run", "--log", "3"];
-    all.extend_from_slice(args);
-    let name = args
-        .windows(2)
-        .find(|w| w[0] == "--name")
-        .map_or("event-repeater", |w| w[1]);
-    Proc::spawn(sb, "app-event-repeater", &all, name).wait_ready()
+/// `app-event-repeater run --name event-repeater --log 3 ARGS…`.
+fn repeater<'a>(sb: &'a Sandbox, args: &[&str]) -> Repeater<'a> {
+    Repeater::builder(sb, "event-repeater")
+        .args(["--log", "3"])
+        .args(args)
+        .start()
 }
 
 /// One HTTP exchange over a raw connection: (status, headers, body).
@@ -166,33 +85,23 @@ fn call_with(
     (status, value)
 }
 
-fn api(p: &Proc) -> Addr {
-    Addr::Unix(p.socket.clone())
+fn api(p: &Repeater) -> Addr {
+    Addr::Unix(p.socket())
 }
 
-fn call(p: &Proc, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+fn call(p: &Repeater, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
     call_with(&api(p), method, path, body.map(str::as_bytes), "")
 }
 
-fn metrics(p: &Proc) -> HashMap<String, f64> {
-    let (status, _, body) = raw(
-        &api(p),
-        b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-    );
-    assert_eq!(status, 200);
-    body.lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .filter_map(|l| l.rsplit_once(' '))
-        .map(|(k, v)| {
-            (
-                k.trim_start_matches("app_event_repeater_").to_string(),
-                v.parse().unwrap_or(f64::NAN),
-            )
-        })
+/// `/metrics` without the `app_event_repeater_` prefix.
+fn metrics(p: &Repeater) -> BTreeMap<String, f64> {
+    p.metrics()
+        .into_iter()
+        .map(|(k, v)| (k.trim_start_matches("app_event_repeater_").to_string(), v))
         .collect()
 }
 
-fn metric(p: &Proc, name: &str) -> u64 {
+fn metric(p: &Repeater, name: &str) -> u64 {
     metrics(p)
         .get(name)
         .copied()
@@ -346,7 +255,7 @@ fn stderr_sink_prints_one_json_line_per_event() {
     );
     let status = rep.signal(libc::SIGTERM);
     assert_eq!(status.code(), Some(0), "{}", rep.log());
-    assert!(!rep.socket.exists());
+    assert!(!rep.socket().exists());
     assert!(!sb.plugin_runtime_dir().join("event-repeater.pid").exists());
 }
 
@@ -616,7 +525,7 @@ fn routes_survive_restart_and_kill_9() {
     assert_eq!(call(&rep, "PUT", "/events/c", Some("{}")).0, 201);
     rep.kill9();
     // The socket is stale now; the next start replaces it.
-    assert!(rep.socket.exists());
+    assert!(rep.socket().exists());
     let rep = repeater(&sb, &args);
     let now = call(&rep, "GET", "/events", None).1;
     assert_eq!(
@@ -635,27 +544,17 @@ fn runtime_files_modes_live_instance_and_tcp_token() {
     let dir = sb.plugin_runtime_dir();
     let port = common::free_port().to_string();
     let listen = format!("127.0.0.1:{port}");
-    let mut rep = repeater(
-        &sb,
-        &[
-            "--sinkprotocol",
-            "stderr",
-            "--source",
-            "/nonexistent.sock",
-            "--name",
-            "r1",
-            "--listen",
-            &listen,
-            "--token",
-            "s3cret",
-        ],
-    );
+    let mut rep = Repeater::builder(&sb, "r1")
+        .args(["--log", "3", "--sinkprotocol", "stderr"])
+        .args(["--source", "/nonexistent.sock"])
+        .args(["--listen", &listen, "--token", "s3cret"])
+        .start();
     assert_eq!(
         fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
         0o700
     );
     assert_eq!(
-        fs::metadata(&rep.socket).unwrap().permissions().mode() & 0o777,
+        fs::metadata(rep.socket()).unwrap().permissions().mode() & 0o777,
         0o600
     );
     let pid: u32 = fs::read_to_string(dir.join("r1.pid"))
@@ -663,7 +562,7 @@ fn runtime_files_modes_live_instance_and_tcp_token() {
         .trim()
         .parse()
         .unwrap();
-    assert_eq!(pid, rep.child.id());
+    assert_eq!(pid, rep.pid() as u32);
     let url = fs::read_to_string(dir.join("r1.listen")).unwrap();
     assert_eq!(url.trim(), format!("http://{listen}"));
     let tcp = Addr::from_url(url.trim());
@@ -703,7 +602,7 @@ fn runtime_files_modes_live_instance_and_tcp_token() {
         "{err}"
     );
     assert!(
-        rep.socket.exists(),
+        rep.socket().exists(),
         "the refused start must not touch the live socket"
     );
     assert_eq!(rep.signal(libc::SIGINT).code(), Some(0));
@@ -1045,7 +944,7 @@ fn buffer_smaller_than_the_outage_drops_are_counted_exactly() {
     sub.wait(SECS(15), |m| m.len() >= 500);
     broker.pause();
     std::thread::sleep(SECS(3));
-    let rss = rss_kib(rep.child.id());
+    let rss = rss_kib(rep.pid() as u32);
     broker.resume();
     let m = sub.wait(SECS(40), |m| {
         seqs(m, "out/seq").iter().max() == Some(&total)
@@ -1141,7 +1040,7 @@ fn sigterm_drains_and_reports_undelivered_events() {
     assert!(t.elapsed() < SECS(5), "drain took {:?}", t.elapsed());
     let log = rep.log();
     assert!(log.contains("were not delivered"), "{log}");
-    assert!(!rep.socket.exists());
+    assert!(!rep.socket().exists());
 }
 
 #[test]
@@ -1159,7 +1058,7 @@ fn api_survives_hostile_clients_while_events_flow() {
     // Slow-loris: connections that send half a request and stall.
     let mut stalled = Vec::new();
     for _ in 0..30 {
-        let mut c = UnixStream::connect(&rep.socket).unwrap();
+        let mut c = UnixStream::connect(rep.socket()).unwrap();
         c.write_all(b"POST /events HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n[{\"sourc")
             .unwrap();
         stalled.push(c);
@@ -1179,7 +1078,7 @@ fn api_survives_hostile_clients_while_events_flow() {
         )
         .into_bytes(),
     ] {
-        if let Ok(mut c) = UnixStream::connect(&rep.socket) {
+        if let Ok(mut c) = UnixStream::connect(rep.socket()) {
             let _ = c.set_write_timeout(Some(SECS(5)));
             let _ = c.write_all(&junk);
         }

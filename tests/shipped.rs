@@ -4,53 +4,19 @@
 
 mod common;
 
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Command, Output, Stdio};
 
 use common::completion::{assert_offers, Completer, Interactive, Shell};
-use common::{wait_for, Sandbox};
+use common::repeater::Repeater;
+use common::Sandbox;
 
 /// `app event-repeater run --sinkprotocol stderr`, started through `app`.
-struct Repeater(Child);
-
-impl Repeater {
-    fn start(sb: &Sandbox, name: &str) -> Repeater {
-        let none = sb.runtime_dir().join("no-source.sock");
-        let child = sb
-            .app()
-            .args([
-                "event-repeater",
-                "run",
-                "--name",
-                name,
-                "--sinkprotocol",
-                "stderr",
-                "--source",
-            ])
-            .arg(none)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the repeater through app");
-        let socket = sb.plugin_runtime_dir().join(format!("{name}.sock"));
-        let up = wait_for(Duration::from_secs(15), || {
-            std::os::unix::net::UnixStream::connect(&socket).ok()
-        });
-        assert!(up.is_some(), "no socket at {}", socket.display());
-        Repeater(child)
-    }
-}
-
-impl Drop for Repeater {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child has no memory-safety preconditions.
-        unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGTERM) };
-        if wait_for(Duration::from_secs(5), || self.0.try_wait().ok().flatten()).is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
+fn start_repeater<'a>(sb: &'a Sandbox, name: &str) -> Repeater<'a> {
+    Repeater::builder(sb, name)
+        .through_app()
+        .sinkprotocol("stderr")
+        .no_source()
+        .start()
 }
 
 fn run(cmd: &mut Command) -> Output {
@@ -74,7 +40,7 @@ fn the_manager_is_reached_by_longest_match_and_the_repeater_by_its_own_name() {
     let path = run(sb.app().args(["plugin", "path", "event-repeater", "run"]));
     assert!(text(&path.stdout).trim().ends_with("/app-event-repeater"));
 
-    let _r = Repeater::start(&sb, "r1");
+    let _r = start_repeater(&sb, "r1");
     let post = run(sb.app().args([
         "event-repeater",
         "manage",
@@ -127,7 +93,7 @@ fn a_manager_without_a_repeater_says_how_to_start_one() {
 #[test]
 fn an_alias_reaches_the_manager() {
     let sb = Sandbox::new();
-    let _r = Repeater::start(&sb, "event-repeater");
+    let _r = start_repeater(&sb, "event-repeater");
     sb.write_config(r#"{"aliases": {"routes": "event-repeater manage get -o table"}}"#);
     let out = run(sb.app().arg("routes"));
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -167,7 +133,7 @@ fn tab_completes_the_shipped_plugins_in_bash_and_fish() {
 #[test]
 fn tab_offers_the_routes_of_the_running_repeater() {
     let sb = Sandbox::new();
-    let _r = Repeater::start(&sb, "event-repeater");
+    let _r = start_repeater(&sb, "event-repeater");
     let post = run(sb.app().args([
         "event-repeater",
         "manage",

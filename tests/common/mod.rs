@@ -144,5 +144,8 @@ pub fn wait_for<T>(
 }
 pub mod broker;
 pub mod completion;
+pub mod event_time;
 pub mod http;
 pub mod http_server;
+pub mod process;
+pub mod repeater;

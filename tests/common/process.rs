@@ -1,0 +1,97 @@
+//! A child process guard for the tests: spawned with a name (for messages),
+//! signalled, waited for with a bound, and stopped on drop (SIGTERM, up to
+//! 5 s for the exit, then SIGKILL).
+
+use std::process::{Child, Command, ExitStatus};
+use std::time::Duration;
+
+use super::wait_for;
+
+/// A spawned child process, stopped and reaped on drop.
+pub struct Proc {
+    child: Option<Child>,
+    name: String,
+}
+
+impl Proc {
+    /// Spawns `cmd`; panics naming `name` if it cannot start.
+    pub fn spawn(name: &str, cmd: &mut Command) -> Proc {
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Proc {
+            child: Some(child),
+            name: name.to_string(),
+        }
+    }
+
+    /// The pid; panics once the process has been reaped.
+    pub fn pid(&self) -> i32 {
+        self.child
+            .as_ref()
+            .map(|c| c.id() as i32)
+            .unwrap_or_else(|| panic!("{} is not running", self.name))
+    }
+
+    /// The child itself (to take its pipes); panics once reaped.
+    pub fn child(&mut self) -> &mut Child {
+        let name = &self.name;
+        self.child
+            .as_mut()
+            .unwrap_or_else(|| panic!("{name} is not running"))
+    }
+
+    /// Sends `sig` (no wait).
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on a child we spawned and have not reaped.
+        unsafe { libc::kill(self.pid(), sig) };
+    }
+
+    /// True while the process runs (not exited, not reaped).
+    pub fn alive(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// The exit status if it has exited (reaping it), without waiting.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        let status = self.child.as_mut()?.try_wait().ok().flatten();
+        if status.is_some() {
+            self.child = None;
+        }
+        status
+    }
+
+    /// Waits up to `timeout` for the exit; `None` if it is still running
+    /// (or was reaped before).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let child = self.child.as_mut()?;
+        let status = wait_for(timeout, || child.try_wait().ok().flatten());
+        if status.is_some() {
+            self.child = None;
+        }
+        status
+    }
+
+    /// SIGKILL, then reap.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.child.is_none() || self.exited().is_some() {
+            return;
+        }
+        eprintln!("(stopping {})", self.name);
+        self.signal(libc::SIGTERM);
+        if self.wait_exit(Duration::from_secs(5)).is_none() {
+            self.kill9();
+        }
+    }
+}

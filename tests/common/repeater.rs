@@ -1,0 +1,350 @@
+//! `app-event-repeater run` as a real process: built with [`Repeater::builder`]
+//! (name, source, sink, sink protocol, extra args, env, directly or through
+//! `app`), its stderr in a log file, started once its API answers
+//! `GET /healthz` on its socket, and stopped on drop (see [`Proc`]).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use super::process::Proc;
+use super::{plugin_bin, wait_for, Sandbox};
+
+/// How to start a repeater; [`RepeaterBuilder::start`] starts it.
+pub struct RepeaterBuilder<'a> {
+    sb: &'a Sandbox,
+    name: String,
+    source: Option<String>,
+    sinkprotocol: Option<String>,
+    sink: Option<String>,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    through_app: bool,
+}
+
+impl<'a> RepeaterBuilder<'a> {
+    /// `--source SOURCE`.
+    pub fn source(mut self, source: &str) -> Self {
+        self.source = Some(source.to_string());
+        self
+    }
+
+    /// `--source` a socket path in the sandbox that nothing listens on: the
+    /// repeater keeps retrying it, and its API works meanwhile.
+    pub fn no_source(self) -> Self {
+        let none = self.sb.runtime_dir().join("no-source.sock");
+        self.source(&none.to_string_lossy())
+    }
+
+    /// `--sinkprotocol PROTOCOL`.
+    pub fn sinkprotocol(mut self, protocol: &str) -> Self {
+        self.sinkprotocol = Some(protocol.to_string());
+        self
+    }
+
+    /// `--sink SINK`.
+    pub fn sink(mut self, sink: &str) -> Self {
+        self.sink = Some(sink.to_string());
+        self
+    }
+
+    /// More arguments, after the others.
+    pub fn args<S: AsRef<str>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
+        self.args
+            .extend(args.into_iter().map(|s| s.as_ref().to_string()));
+        self
+    }
+
+    /// An environment variable for the process.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// Starts it as `app event-repeater run …` instead of the plugin binary.
+    pub fn through_app(mut self) -> Self {
+        self.through_app = true;
+        self
+    }
+
+    /// Starts the repeater; returns once its API answers (see
+    /// [`Repeater::wait_api`]).
+    pub fn start(self) -> Repeater<'a> {
+        let mut args = vec!["--name".to_string(), self.name.clone()];
+        for (flag, value) in [
+            ("--source", &self.source),
+            ("--sinkprotocol", &self.sinkprotocol),
+            ("--sink", &self.sink),
+        ] {
+            if let Some(v) = value {
+                args.extend([flag.to_string(), v.clone()]);
+            }
+        }
+        args.extend(self.args);
+        let mut r = Repeater {
+            sb: self.sb,
+            name: self.name,
+            args,
+            env: self.env,
+            through_app: self.through_app,
+            logs: Vec::new(),
+            proc: None,
+        };
+        r.spawn();
+        r
+    }
+}
+
+/// A running `app-event-repeater run`, stopped on drop.
+pub struct Repeater<'a> {
+    sb: &'a Sandbox,
+    name: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    through_app: bool,
+    logs: Vec<PathBuf>,
+    proc: Option<Proc>,
+}
+
+/// Makes every log file name unique within the test binary.
+static STARTS: AtomicUsize = AtomicUsize::new(0);
+
+impl<'a> Repeater<'a> {
+    /// A repeater named `name` in `sb`, with no arguments yet.
+    pub fn builder(sb: &'a Sandbox, name: &str) -> RepeaterBuilder<'a> {
+        RepeaterBuilder {
+            sb,
+            name: name.to_string(),
+            source: None,
+            sinkprotocol: None,
+            sink: None,
+            args: Vec::new(),
+            env: Vec::new(),
+            through_app: false,
+        }
+    }
+
+    fn spawn(&mut self) {
+        let n = STARTS.fetch_add(1, Ordering::SeqCst);
+        let log = self
+            .sb
+            .path()
+            .join(format!("{}.repeater.{n}.stderr", self.name));
+        let mut cmd = if self.through_app {
+            let mut cmd = self.sb.app();
+            cmd.arg("event-repeater");
+            cmd
+        } else {
+            self.sb.command(plugin_bin("app-event-repeater"))
+        };
+        cmd.arg("run")
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(&log).expect("create the repeater's log"));
+        self.logs.push(log);
+        self.proc = Some(Proc::spawn("app-event-repeater", &mut cmd));
+        self.wait_api();
+        if self.args.iter().any(|a| a == "--listen") {
+            let listen = self.file("listen");
+            let ready = wait_for(Duration::from_secs(10), || {
+                std::fs::read_to_string(&listen)
+                    .ok()
+                    .filter(|t| t.trim().starts_with("http://"))
+            });
+            assert!(ready.is_some(), "no {}: {}", listen.display(), self.log());
+        }
+    }
+
+    /// Waits (up to 15 s) until `GET /healthz` on the socket answers 200;
+    /// panics, with the log, if it does not or the process exits first.
+    pub fn wait_api(&mut self) {
+        let socket = self.socket();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(status) = self.proc_mut().exited() {
+                panic!(
+                    "app-event-repeater exited early with {status}; log:\n{}",
+                    self.log()
+                );
+            }
+            let answer = raw_request(
+                &socket,
+                b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                Duration::from_secs(2),
+            );
+            if answer.is_some_and(|(status, _)| status == 200) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the repeater's API on {} did not answer within 15 s; log:\n{}",
+                socket.display(),
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn proc_mut(&mut self) -> &mut Proc {
+        self.proc.as_mut().expect("started")
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `<runtime>/plugins/NAME.EXT`.
+    pub fn file(&self, ext: &str) -> PathBuf {
+        self.sb
+            .plugin_runtime_dir()
+            .join(format!("{}.{ext}", self.name))
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.file("sock")
+    }
+
+    /// The TCP URL from `NAME.listen`.
+    pub fn url(&self) -> String {
+        std::fs::read_to_string(self.file("listen"))
+            .expect("listen file")
+            .trim()
+            .to_string()
+    }
+
+    /// Everything it wrote to stderr, over all its starts.
+    pub fn log(&self) -> String {
+        self.logs
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("--- restart ---\n")
+    }
+
+    /// The sink topics of the events it relayed to stderr so far (with the
+    /// stderr sink: one JSON line per event).
+    pub fn sink_topics(&self) -> Vec<String> {
+        self.log()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["sink_topic"].as_str().map(String::from))
+            .collect()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.proc.as_ref().expect("started").pid()
+    }
+
+    /// Sends `sig` and waits up to 20 s for the exit.
+    pub fn signal(&mut self, sig: i32) -> ExitStatus {
+        let p = self.proc_mut();
+        p.signal(sig);
+        let status = p.wait_exit(Duration::from_secs(20));
+        status.unwrap_or_else(|| panic!("no exit within 20 s of signal {sig}: {}", self.log()))
+    }
+
+    /// SIGKILL (its socket and files stay behind).
+    pub fn kill9(&mut self) {
+        self.proc_mut().kill9();
+    }
+
+    /// Starts it again with the same arguments (after it stopped), its log
+    /// appended to the earlier ones; returns once the API answers.
+    pub fn restart(&mut self) {
+        assert!(
+            !self.proc_mut().alive(),
+            "restart() needs the repeater stopped first"
+        );
+        self.spawn();
+    }
+
+    /// `GET path` on the socket: (status, body); panics with the log when
+    /// nothing answers within 5 s.
+    pub fn get(&self, path: &str) -> (u16, String) {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        raw_request(&self.socket(), req.as_bytes(), Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("GET {path} got no answer; log:\n{}", self.log()))
+    }
+
+    /// `METHOD path` with a JSON body: (status, body).
+    pub fn send_json(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        raw_request(&self.socket(), req.as_bytes(), Duration::from_secs(5))
+            .unwrap_or_else(|| panic!("{method} {path} got no answer; log:\n{}", self.log()))
+    }
+
+    /// `/metrics`, as `name{labels}` → value (full names).
+    pub fn metrics(&self) -> BTreeMap<String, f64> {
+        let (status, body) = self.get("/metrics");
+        assert_eq!(status, 200, "{body}");
+        body.lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .filter_map(|l| l.rsplit_once(' '))
+            .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+            .collect()
+    }
+}
+
+/// Sends `bytes` on the unix socket `path` and reads until the server closes
+/// or `timeout` passes; the status code and the body. `None` when nothing
+/// that looks like an HTTP response came back.
+pub fn raw_request(path: &Path, bytes: &[u8], timeout: Duration) -> Option<(u16, String)> {
+    let mut s = UnixStream::connect(path).ok()?;
+    s.set_read_timeout(Some(timeout)).ok()?;
+    s.set_write_timeout(Some(timeout)).ok()?;
+    // A server may answer (413, 431) and close before taking everything: the
+    // write then fails, and the answer is still there to read.
+    let _ = s.write_all(bytes);
+    read_response(&mut s, timeout)
+}
+
+fn read_response(s: &mut impl Read, timeout: Duration) -> Option<(u16, String)> {
+    let deadline = Instant::now() + timeout;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(_) => break,
+        }
+        // A response with a Content-Length is complete before the close.
+        if let Some(done) = complete_length(&buf) {
+            if buf.len() >= done {
+                break;
+            }
+        }
+        if Instant::now() > deadline {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((status, body))
+}
+
+fn complete_length(buf: &[u8]) -> Option<usize> {
+    let text = std::str::from_utf8(buf).ok()?;
+    let (head, _) = text.split_once("\r\n\r\n")?;
+    let len: usize = head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case("content-length")
+            .then(|| v.trim().parse().ok())?
+    })?;
+    Some(head.len() + 4 + len)
+}
