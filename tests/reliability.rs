@@ -266,6 +266,14 @@ fn broker_paused_3s_at_2000_events_per_s_loses_nothing() {
     );
     assert_eq!(sum["distinct"], count);
     assert_eq!(m(&metrics, "events_dropped_total{reason=\"overflow\"}"), 0);
+    let settled = wait_metrics(&r, Duration::from_secs(10), |mt| {
+        m(mt, "events_acked_total") == m(mt, "events_accepted_total")
+    });
+    assert_eq!(
+        m(&settled, "events_acked_total"),
+        m(&settled, "events_accepted_total"),
+        "acked != accepted"
+    );
 }
 
 /// Broker stopped gracefully and started again on the same port, with
@@ -307,6 +315,18 @@ fn broker_restarted_gracefully_with_persistence_loses_nothing() {
     assert!(
         m(&metrics, "sink_disconnects_total") >= 1,
         "the broker restart went unnoticed"
+    );
+    // Said once each, however many retries there were in between.
+    let log = r.log();
+    assert_eq!(
+        log.matches("lost the connection to the broker").count(),
+        1,
+        "{log}"
+    );
+    assert_eq!(
+        log.matches("connected to the broker").count() - 1,
+        1,
+        "one 'again' line: {log}"
     );
 }
 

@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use common::broker::{Broker, Subscriber};
@@ -755,166 +754,6 @@ fn routes_changed_and_removed_while_events_flow() {
 }
 
 #[test]
-fn broker_paused_for_3s_at_2000_events_per_second_loses_nothing() {
-    let Some(mut broker) = Broker::start() else {
-        return;
-    };
-    let Some(sub) = Subscriber::start(&broker, "out/#", None) else {
-        return;
-    };
-    let sb = Sandbox::new();
-    seed_routes(
-        &sb,
-        "event-repeater",
-        json!([{"sourcetopic":"test/seq","sinktopic":"out/seq"}]),
-    );
-    let total = 14_000u64;
-    let rep = repeater(&sb, &["--sink", &broker.url(), "--buffer", "100000"]);
-    let _src = event_time(
-        &sb,
-        &[
-            "--rate",
-            "2000",
-            "--count",
-            &total.to_string(),
-            "--history",
-            "20000",
-        ],
-    );
-    sub.wait(SECS(15), |m| m.len() >= 2000);
-    broker.pause();
-    std::thread::sleep(SECS(3));
-    broker.resume();
-    let m = sub.wait(SECS(40), |m| {
-        seqs(m, "out/seq").iter().max() == Some(&total)
-    });
-    let s = seqs(&m, "out/seq");
-    let (missing, dups, disorder) = audit(&s, total);
-    eprintln!(
-        "paused broker: {} received, {} missing, {dups} duplicated, {disorder} out of order",
-        s.len(),
-        missing.len()
-    );
-    assert!(
-        missing.is_empty(),
-        "{} lost: {:?}…\n{}",
-        missing.len(),
-        &missing[..missing.len().min(20)],
-        rep.log()
-    );
-    let accepted = metric(&rep, "events_accepted_total");
-    let acked = wait_for(SECS(10), || {
-        let a = metric(&rep, "events_acked_total");
-        (a == accepted).then_some(a)
-    });
-    assert_eq!(acked, Some(accepted), "acked != accepted");
-    assert_eq!(metric(&rep, "events_dropped_total{reason=\"overflow\"}"), 0);
-}
-
-#[test]
-fn broker_stopped_and_started_with_persistence_loses_nothing() {
-    let Some(mut broker) = Broker::start_with(true) else {
-        return;
-    };
-    let Some(sub) = Subscriber::start(&broker, "out/#", Some("counting-subscriber")) else {
-        return;
-    };
-    let sb = Sandbox::new();
-    seed_routes(
-        &sb,
-        "event-repeater",
-        json!([{"sourcetopic":"test/seq","sinktopic":"out/seq"}]),
-    );
-    let total = 6_000u64;
-    let rep = repeater(&sb, &["--sink", &broker.url()]);
-    let _src = event_time(
-        &sb,
-        &[
-            "--rate",
-            "1000",
-            "--count",
-            &total.to_string(),
-            "--history",
-            "20000",
-        ],
-    );
-    sub.wait(SECS(15), |m| m.len() >= 1000);
-    broker.stop();
-    std::thread::sleep(SECS(2));
-    broker.restart();
-    let m = sub.wait(SECS(40), |m| {
-        seqs(m, "out/seq").iter().max() == Some(&total)
-    });
-    let s = seqs(&m, "out/seq");
-    let (missing, dups, _) = audit(&s, total);
-    eprintln!(
-        "stopped broker: {} received, {} missing, {dups} duplicated",
-        s.len(),
-        missing.len()
-    );
-    assert!(
-        missing.is_empty(),
-        "{} lost: {:?}\n{}\n{}",
-        missing.len(),
-        &missing[..missing.len().min(20)],
-        rep.log(),
-        broker.log()
-    );
-    assert!(metric(&rep, "sink_disconnects_total") >= 1);
-    let log = rep.log();
-    assert_eq!(
-        log.matches("lost the connection to the broker").count(),
-        1,
-        "{log}"
-    );
-    assert_eq!(
-        log.matches("connected to the broker").count() - 1,
-        1,
-        "one 'again' line: {log}"
-    );
-}
-
-#[test]
-fn broker_killed_and_restarted_every_accepted_event_is_acknowledged() {
-    let Some(mut broker) = Broker::start() else {
-        return;
-    };
-    let sb = Sandbox::new();
-    seed_routes(
-        &sb,
-        "event-repeater",
-        json!([{"sourcetopic":"test/seq","sinktopic":"out/seq"}]),
-    );
-    let rep = repeater(&sb, &["--sink", &broker.url()]);
-    let _src = event_time(&sb, &["--rate", "1000", "--count", "5000"]);
-    wait_for(SECS(15), || {
-        (metric(&rep, "events_acked_total") >= 1000).then_some(())
-    });
-    broker.kill();
-    std::thread::sleep(Duration::from_millis(1500));
-    assert_eq!(metric(&rep, "sink_connected"), 0);
-    broker.restart();
-    let done = wait_for(SECS(40), || {
-        let m = metrics(&rep);
-        let accepted = m["events_accepted_total"];
-        (m["events_received_total"] >= 4000.0
-            && m["events_acked_total"] == accepted
-            && m["events_buffered"] == 0.0
-            && m["events_inflight"] == 0.0)
-            .then_some(m)
-    });
-    let m = done.unwrap_or_else(|| {
-        panic!(
-            "not all accepted events acknowledged: {:?}\n{}",
-            metrics(&rep),
-            rep.log()
-        )
-    });
-    assert!(m["events_republished_total"] >= 0.0);
-    assert_eq!(m["events_dropped_total{reason=\"overflow\"}"], 0.0);
-}
-
-#[test]
 fn buffer_smaller_than_the_outage_drops_are_counted_exactly() {
     let Some(mut broker) = Broker::start() else {
         return;
@@ -1014,7 +853,6 @@ fn source_stopped_and_started_the_repeater_resumes() {
         !log.contains("cannot subscribe"),
         "retries must not be logged one by one: {log}"
     );
-    let _ = Instant::now();
 }
 
 #[test]
@@ -1041,63 +879,4 @@ fn sigterm_drains_and_reports_undelivered_events() {
     let log = rep.log();
     assert!(log.contains("were not delivered"), "{log}");
     assert!(!rep.socket().exists());
-}
-
-#[test]
-fn api_survives_hostile_clients_while_events_flow() {
-    let sb = Sandbox::new();
-    seed_routes(
-        &sb,
-        "event-repeater",
-        json!([{"sourcetopic":"test/seq","sinktopic":"out"}]),
-    );
-    let _src = event_time(&sb, &["--rate", "100"]);
-    let rep = repeater(&sb, &["--sinkprotocol", "stderr"]);
-    let lines = || rep.log().lines().filter(|l| l.starts_with('{')).count();
-    wait_for(SECS(15), || (lines() >= 10).then_some(()));
-    // Slow-loris: connections that send half a request and stall.
-    let mut stalled = Vec::new();
-    for _ in 0..30 {
-        let mut c = UnixStream::connect(rep.socket()).unwrap();
-        c.write_all(b"POST /events HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n[{\"sourc")
-            .unwrap();
-        stalled.push(c);
-    }
-    // Garbage, a huge header, and a body far over the limit.
-    for junk in [
-        b"\x00\x01\x02 not http at all\r\n\r\n".to_vec(),
-        format!(
-            "GET /events HTTP/1.1\r\nX-Big: {}\r\n\r\n",
-            "a".repeat(200_000)
-        )
-        .into_bytes(),
-        format!(
-            "POST /events HTTP/1.1\r\nContent-Length: {}\r\n\r\n{}",
-            4 << 20,
-            "[".repeat(4 << 20)
-        )
-        .into_bytes(),
-    ] {
-        if let Ok(mut c) = UnixStream::connect(rep.socket()) {
-            let _ = c.set_write_timeout(Some(SECS(5)));
-            let _ = c.write_all(&junk);
-        }
-    }
-    let t = Instant::now();
-    assert_eq!(call(&rep, "GET", "/events", None).0, 200);
-    assert!(
-        t.elapsed() < SECS(2),
-        "API slow under hostile clients: {:?}",
-        t.elapsed()
-    );
-    let before = lines();
-    assert!(
-        wait_for(SECS(10), || (lines() >= before + 50).then_some(())).is_some(),
-        "events stopped flowing"
-    );
-    assert_eq!(
-        call(&rep, "GET", "/events", None).1,
-        json!([{"sourcetopic":"test/seq","sinktopic":"out"}])
-    );
-    drop(stalled);
 }
