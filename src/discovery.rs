@@ -104,15 +104,12 @@ impl SearchPath {
         search
     }
 
-    /// The search path of this process: `APP_PLUGIN_PATH`, `app`'s own
-    /// directory, `user_dir`, `PATH`.
-    pub fn from_env(user_dir: &Path) -> SearchPath {
-        let app_dir = std::env::current_exe()
-            .ok()
-            .and_then(|exe| exe.parent().map(Path::to_path_buf));
+    /// The search path of this process: `APP_PLUGIN_PATH`, the directory of
+    /// `app_exe` (the running `app`), `user_dir`, `PATH`.
+    pub fn from_env(app_exe: Option<&Path>, user_dir: &Path) -> SearchPath {
         SearchPath::new(
             std::env::var_os("APP_PLUGIN_PATH").as_deref(),
-            app_dir.as_deref(),
+            app_exe.and_then(Path::parent),
             user_dir,
             std::env::var_os("PATH").as_deref(),
         )

@@ -22,6 +22,8 @@ pub struct Session {
     pub global: GlobalFlags,
     /// The global flags as typed, before the command.
     pub global_args: Vec<String>,
+    /// The running `app` binary (`APP_BIN`), when the OS tells.
+    pub app_exe: Option<PathBuf>,
     pub dirs: Dirs,
     pub config: Config,
     pub search: SearchPath,
@@ -54,9 +56,12 @@ impl Session {
             },
             Err(e) => return Err(e),
         };
-        let search = SearchPath::from_env(&dirs.user_plugin_dir());
+        // Read once: it places the shipped plugins and is APP_BIN.
+        let app_exe = std::env::current_exe().ok();
+        let search = SearchPath::from_env(app_exe.as_deref(), &dirs.user_plugin_dir());
         Ok(Session {
             argv,
+            app_exe,
             global,
             global_args,
             dirs,
@@ -119,7 +124,7 @@ impl Session {
             .unwrap_or_else(|| "text".to_string());
         Context {
             context_version: CONTEXT_VERSION,
-            app_bin: std::env::current_exe().ok(),
+            app_bin: self.app_exe.clone(),
             app_version: context::APP_VERSION.to_string(),
             plugin_name: name.to_string(),
             plugin_exe: exe,
