@@ -75,29 +75,7 @@ pub fn spawn(inv: &Invocation, stdin_prelude: Option<String>) -> Result<Supervis
     if stdin_prelude.is_some() {
         cmd.stdin(Stdio::piped());
     }
-    let parent = std::process::id();
-    // SAFETY: the closure runs in the forked child before exec and only calls
-    // async-signal-safe functions (sigprocmask, prctl, getppid, _exit).
-    unsafe {
-        cmd.pre_exec(move || {
-            // The child inherits the mask that routes signals to our
-            // forwarding thread; it must start with none blocked.
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-            #[cfg(target_os = "linux")]
-            {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-            }
-            // `app` died between fork and prctl: nobody would reap us.
-            if libc::getppid() as u32 != parent {
-                libc::_exit(code::SIGNAL_BASE + libc::SIGTERM);
-            }
-            Ok(())
-        });
-    }
+    die_with_app(&mut cmd, libc::SIGTERM);
     let mut child = cmd.spawn().map_err(|e| cannot_run(&inv.program, e))?;
     if let (Some(prelude), Some(mut pipe)) = (stdin_prelude, child.stdin.take()) {
         std::thread::spawn(move || {
@@ -131,11 +109,40 @@ impl Supervised {
     }
 }
 
+/// Sets up a child of `app` so that it never outlives it: its signal mask
+/// starts empty (ours routes signals to the forwarding thread), and it gets
+/// `signal` when `app` dies (`PR_SET_PDEATHSIG` on Linux), or exits at once
+/// if `app` died before that could be set.
+pub(crate) fn die_with_app(cmd: &mut Command, signal: libc::c_int) {
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child before exec and only calls
+    // async-signal-safe functions (sigemptyset, pthread_sigmask, prctl,
+    // getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            #[cfg(target_os = "linux")]
+            {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, signal) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            // `app` died between fork and prctl: nobody would reap us.
+            if libc::getppid() as u32 != parent {
+                libc::_exit(code::SIGNAL_BASE + signal);
+            }
+            Ok(())
+        });
+    }
+}
+
 const FORWARDED: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT];
 
 /// Blocks the forwarded signals in this thread (and the threads it starts),
 /// so that one thread can take them with `sigwait`. The child's mask is
-/// cleared in `spawn`'s `pre_exec`. Call it before starting any thread that
+/// cleared in [`die_with_app`]. Call it before starting any thread that
 /// lives while a supervised plugin runs: a thread without the mask would
 /// take SIGTERM itself, killing `app` instead of forwarding it.
 pub fn block_forwarded_signals() -> libc::sigset_t {

@@ -55,17 +55,7 @@ impl Listener {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        // SAFETY: runs in the forked child before exec; only async-signal-safe calls.
-        unsafe {
-            cmd.pre_exec(|| {
-                let mut empty: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut empty);
-                libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-                #[cfg(target_os = "linux")]
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
+        crate::exec::die_with_app(&mut cmd, libc::SIGKILL);
         let mut child = cmd.spawn()?;
         let (tx, rx) = mpsc::channel::<String>();
         if let Some(mut stdin) = child.stdin.take() {

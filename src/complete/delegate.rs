@@ -90,6 +90,8 @@ pub fn run(
     for (k, v) in env {
         cmd.env(k, v);
     }
+    // A shell that kills `app` mid-TAB must not leave the delegate behind.
+    crate::exec::die_with_app(&mut cmd, libc::SIGKILL);
     let mut child = cmd.spawn().ok()?;
     let mut stdout = child.stdout.take()?;
     let (tx, rx) = mpsc::channel();
