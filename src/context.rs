@@ -349,12 +349,11 @@ impl Context {
     /// assert_eq!(ctx.dirs().runtime_dir, ctx.runtime_dir);
     /// ```
     pub fn dirs(&self) -> Dirs {
-        let defaults = Dirs::from_env();
         Dirs {
             config_dir: self.config_dir.clone(),
             data_dir: self.data_dir.clone(),
             runtime_dir: self.runtime_dir.clone(),
-            cache_dir: defaults.cache_dir,
+            cache_dir: crate::paths::cache_dir(&self.data_dir),
         }
     }
 

@@ -46,9 +46,7 @@ impl Dirs {
         let runtime_dir = env_dir("APP_RUNTIME_DIR")
             .or_else(|| dirs::runtime_dir().map(|d| d.join("app")))
             .unwrap_or_else(fallback_runtime_dir);
-        let cache_dir = env_dir("APP_CACHE_DIR")
-            .or_else(|| dirs::cache_dir().map(|d| d.join("app")))
-            .unwrap_or_else(|| data_dir.join("cache"));
+        let cache_dir = cache_dir(&data_dir);
         Dirs {
             config_dir,
             data_dir,
@@ -96,6 +94,13 @@ impl Dirs {
     pub fn plugin_socket(&self, name: &str) -> PathBuf {
         self.plugin_runtime_dir().join(format!("{name}.sock"))
     }
+}
+
+/// `APP_CACHE_DIR`, else the platform cache dir, else under `data_dir`.
+pub(crate) fn cache_dir(data_dir: &Path) -> PathBuf {
+    env_dir("APP_CACHE_DIR")
+        .or_else(|| dirs::cache_dir().map(|d| d.join("app")))
+        .unwrap_or_else(|| data_dir.join("cache"))
 }
 
 fn env_dir(var: &str) -> Option<PathBuf> {
