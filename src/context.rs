@@ -373,7 +373,8 @@ fn env_string(var: &str) -> Option<String> {
     env::var(var).ok().filter(|v| !v.is_empty())
 }
 
-fn split_hosts(hosts: &str) -> Vec<String> {
+/// `APP_HOSTS` as a list: comma-separated, blanks dropped.
+pub(crate) fn split_hosts(hosts: &str) -> Vec<String> {
     hosts
         .split(',')
         .map(str::trim)

@@ -105,13 +105,9 @@ impl Session {
     /// The context for command `name` (a plugin, or a built-in for listeners).
     pub fn context(&self, name: &str, exe: Option<PathBuf>, args: &[OsString]) -> Context {
         let hosts = if self.global.hosts.is_empty() {
+            // Inherited from an outer `app -H …`: a plugin calling `app` again.
             std::env::var(context::vars::HOSTS)
-                .map(|h| {
-                    h.split(',')
-                        .filter(|s| !s.is_empty())
-                        .map(String::from)
-                        .collect()
-                })
+                .map(|h| context::split_hosts(&h))
                 .unwrap_or_default()
         } else {
             self.global.hosts.clone()
