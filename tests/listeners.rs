@@ -378,7 +378,12 @@ fn a_signal_while_app_waits_for_a_veto_listener_ends_the_wait_and_the_plugin_nev
         wait_for_file(&pids);
         // Both pids are written once the line count is two.
         common::wait_for(Duration::from_secs(5), || {
-            (fs::read_to_string(&pids).unwrap_or_default().lines().count() >= 2).then_some(())
+            (fs::read_to_string(&pids)
+                .unwrap_or_default()
+                .lines()
+                .count()
+                >= 2)
+                .then_some(())
         })
         .expect("listener started its child");
         let t = Instant::now();
@@ -391,7 +396,10 @@ fn a_signal_while_app_waits_for_a_veto_listener_ends_the_wait_and_the_plugin_nev
             t.elapsed()
         );
         assert_eq!(status.code(), Some(128 + sig), "SIG{name}");
-        assert!(!marker.exists(), "SIG{name}: the plugin ran after the signal");
+        assert!(
+            !marker.exists(),
+            "SIG{name}: the plugin ran after the signal"
+        );
         assert_all_gone(&pids);
     }
 }
@@ -430,7 +438,11 @@ fn a_signal_while_app_waits_for_a_listener_to_finish_ends_the_wait() {
     send(&app, libc::SIGTERM);
     let status = common::wait_for(Duration::from_secs(5), || app.try_wait().ok().flatten())
         .expect("app exits after the signal");
-    assert!(t.elapsed() < Duration::from_millis(2000), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(2000),
+        "{:?}",
+        t.elapsed()
+    );
     assert_eq!(status.code(), Some(128 + libc::SIGTERM));
     assert_all_gone(&pids);
 }
@@ -468,5 +480,8 @@ fn an_abort_reason_is_printed_with_its_control_characters_escaped() {
         err.contains(r"aborted by listener 'evil': no\x1b]0;owned\x07\nforged line\r\x1b[2K"),
         "{err}"
     );
-    assert!(!err.contains('\x1b') && err.trim_end().lines().count() == 1, "{err:?}");
+    assert!(
+        !err.contains('\x1b') && err.trim_end().lines().count() == 1,
+        "{err:?}"
+    );
 }
