@@ -692,7 +692,7 @@ fn plugin_new_rust_makes_a_working_plugin() {
     let dir = new_skeleton(&t, "rsdemo", "rust");
     let cargo_toml = fs::read_to_string(dir.join("Cargo.toml")).unwrap();
     assert!(
-        cargo_toml.contains(&format!("path = \"{}\"", env!("CARGO_MANIFEST_DIR"))),
+        cargo_toml.contains(&format!("path = \"{}/sdk\"", env!("CARGO_MANIFEST_DIR"))),
         "{cargo_toml}"
     );
     // A target dir of its own that outlives the sandbox, so later runs are quick.
