@@ -93,7 +93,7 @@ impl Session {
     pub fn log_level(&self) -> u8 {
         self.global
             .log
-            .or_else(|| std::env::var(context::vars::LOG).ok()?.parse().ok())
+            .or_else(|| app_plugin::log::parse_level(&std::env::var(context::vars::LOG).ok()?).ok())
             .unwrap_or(DEFAULT_LOG)
     }
 
