@@ -54,7 +54,7 @@ impl ConfigUse {
 fn log_level(global: &GlobalFlags) -> u8 {
     global
         .log
-        .or_else(|| std::env::var(context::vars::LOG).ok()?.parse().ok())
+        .or_else(|| app_plugin::log::parse_level(&std::env::var(context::vars::LOG).ok()?).ok())
         .unwrap_or(DEFAULT_LOG)
 }
 
