@@ -53,13 +53,14 @@ pub enum Source {
 
 impl Source {
     /// Reads what the user typed: a URL if it starts with `http://` or
-    /// `https://`, otherwise a path (made absolute against `cwd`).
+    /// `https://`, otherwise a path (made absolute against `cwd`, without
+    /// `.` or `..`, so `./app-foo` is recorded as `/dir/app-foo`).
     pub fn parse(text: &str, cwd: &Path) -> Source {
         let lower = text.to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
             Source::Url(text.to_string())
         } else {
-            Source::Path(cwd.join(text))
+            Source::Path(absolute(&cwd.join(text)))
         }
     }
 
@@ -88,6 +89,18 @@ impl Source {
             }
         }
     }
+}
+
+/// `path` with its directory resolved (`..`, `.` and links to directories),
+/// the file name kept as typed: a link named `app-foo` stays the source, so
+/// an upgrade follows it. Where the directory cannot be resolved, only the
+/// `.` components are dropped.
+fn absolute(path: &Path) -> PathBuf {
+    let resolved = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => fs::canonicalize(dir).ok().map(|d| d.join(name)),
+        _ => None,
+    };
+    resolved.unwrap_or_else(|| path.components().collect())
 }
 
 /// What the user asked `plugin install` to do.
