@@ -121,7 +121,12 @@ fn new(name: &str, lang: Lang, dir: Option<PathBuf>) -> Result<i32> {
         ScaffoldError::BadName(_) => Error::Usage(e.to_string()),
     })?;
     let shown = dir.display();
-    println!("created a {lang:?} plugin skeleton for 'app {name}' in {shown}");
+    let language = match lang {
+        Lang::Sh => "shell (sh)",
+        Lang::Python => "Python",
+        Lang::Rust => "Rust",
+    };
+    println!("created a {language} plugin skeleton for 'app {name}' in {shown}");
     match lang {
         Lang::Sh | Lang::Python => println!(
             "next: {shown}/app-{name} __app_metadata\n      app plugin install {shown}/app-{name}\n      app {name} hello"

@@ -54,13 +54,14 @@ pub enum Source {
 
 impl Source {
     /// Reads what the user typed: an `http://` or `https://` URL, a
-    /// `file:///path` (that path), or a path (made absolute against `cwd`).
+    /// `file:///path` (that path), or a path (made absolute against `cwd`,
+    /// without `.` or `..`, so `./app-foo` is recorded as `/dir/app-foo`).
     /// Any other `scheme://` is refused (see [`url`]).
     pub fn parse(text: &str, cwd: &Path) -> Result<Source> {
         match url::kind(text) {
-            url::Kind::Path => Ok(Source::Path(cwd.join(text))),
+            url::Kind::Path => Ok(Source::Path(absolute(&cwd.join(text)))),
             url::Kind::Http => Ok(Source::Url(text.to_string())),
-            url::Kind::File(path) => Ok(Source::Path(PathBuf::from(path))),
+            url::Kind::File(path) => Ok(Source::Path(absolute(Path::new(&path)))),
             url::Kind::BadFile => Err(Error::Usage(format!(
                 "'{}' does not name a file on this machine; write a file URL as file:///absolute/path, or give the path itself",
                 url::redact(text)
@@ -104,6 +105,18 @@ impl Source {
             }
         }
     }
+}
+
+/// `path` with its directory resolved (`..`, `.` and links to directories),
+/// the file name kept as typed: a link named `app-foo` stays the source, so
+/// an upgrade follows it. Where the directory cannot be resolved, only the
+/// `.` components are dropped.
+fn absolute(path: &Path) -> PathBuf {
+    let resolved = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => fs::canonicalize(dir).ok().map(|d| d.join(name)),
+        _ => None,
+    };
+    resolved.unwrap_or_else(|| path.components().collect())
 }
 
 /// What the user asked `plugin install` to do.
