@@ -74,6 +74,8 @@ pub struct Config {
     pub overflow: Overflow,
     pub drain_timeout: Duration,
     pub max_event_size: usize,
+    /// Keep and resume from the checkpoint (`--checkpoint on`).
+    pub checkpoint: bool,
 }
 
 impl Config {
@@ -162,6 +164,7 @@ impl Config {
             overflow: args.overflow,
             drain_timeout: args.drain_timeout,
             max_event_size: args.max_packet_size,
+            checkpoint: args.checkpoint == crate::cli::Switch::On,
             name,
         })
     }

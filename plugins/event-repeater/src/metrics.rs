@@ -26,6 +26,8 @@ pub struct Metrics {
     pub sink_connected: AtomicBool,
     pub source_disconnects: AtomicU64,
     pub sink_disconnects: AtomicU64,
+    /// Events the source said it skipped for us (never received).
+    pub missed: AtomicU64,
 }
 
 pub fn inc(c: &AtomicU64) {
@@ -65,6 +67,13 @@ impl Metrics {
             "counter",
             "Events read from the source.",
             get(&self.received),
+        );
+        simple(
+            &mut o,
+            "events_missed_total",
+            "counter",
+            "Events the source reported it skipped for this reader (it no longer held them).",
+            get(&self.missed),
         );
         simple(&mut o, "events_invalid_total", "counter", "Events from the source that were not usable JSON events (not JSON, no topic, oversized, not UTF-8).", get(&self.invalid));
         simple(
