@@ -234,7 +234,9 @@ impl CheckpointFile {
 
 /// The checkpoint file for `cfg` (none with `--checkpoint off`) and the id
 /// to resume after; an `Err` is a checkpoint file that cannot be used.
-pub fn open(cfg: &crate::config::Config) -> Result<(Option<CheckpointFile>, Option<String>), String> {
+pub fn open(
+    cfg: &crate::config::Config,
+) -> Result<(Option<CheckpointFile>, Option<String>), String> {
     if !cfg.checkpoint {
         return Ok((None, None));
     }

@@ -66,7 +66,12 @@ pub struct RunArgs {
     pub sink: String,
 
     /// Where events go.
-    #[arg(long, visible_alias = "sink-protocol", value_enum, default_value = "mqtt")]
+    #[arg(
+        long,
+        visible_alias = "sink-protocol",
+        value_enum,
+        default_value = "mqtt"
+    )]
     pub sinkprotocol: SinkProtocol,
 
     /// Repeat every event that no route matches under its own topic.
@@ -276,7 +281,8 @@ mod tests {
         let Command::Run(a) = cli.command;
         assert_eq!(a.sinkprotocol, SinkProtocol::Stderr);
         assert!(a.allowall);
-        let cli = Cli::try_parse_from(["x", "run", "--sinkprotocol", "stderr", "--allowall"]).unwrap();
+        let cli =
+            Cli::try_parse_from(["x", "run", "--sinkprotocol", "stderr", "--allowall"]).unwrap();
         let Command::Run(a) = cli.command;
         assert!(a.allowall && a.sinkprotocol == SinkProtocol::Stderr);
     }

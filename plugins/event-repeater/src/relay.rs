@@ -170,7 +170,9 @@ mod tests {
         ));
         let relay = Relay::new(table, buffer.clone(), metrics.clone(), Some(200));
         let c = CancellationToken::new();
-        relay.handle(r#"{"topic":"a","data":1}"#, Some("1"), &c).await;
+        relay
+            .handle(r#"{"topic":"a","data":1}"#, Some("1"), &c)
+            .await;
         relay.handle(r#"{"topic":"zzz"}"#, Some("2"), &c).await;
         relay.handle("not json", Some("3"), &c).await;
         let big = format!(r#"{{"topic":"bad","data":"{}"}}"#, "x".repeat(300));
