@@ -79,6 +79,7 @@ fn not_newer(asked: &str, got: &str) -> bool {
 struct Once {
     resume: bool,
     missed: bool,
+    gone: bool,
 }
 
 impl Source {
@@ -211,6 +212,10 @@ impl Source {
                                     self.addr
                                 );
                             }
+                        } else if text.contains("no longer held") && !once.gone {
+                            // Skipped, but the source cannot say how many.
+                            once.gone = true;
+                            warn!("the event source {} says: {text:?}", self.addr);
                         }
                     }
                 }
