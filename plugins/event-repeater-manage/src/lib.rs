@@ -33,9 +33,6 @@ pub const DEFAULT_NAME: &str = "event-repeater";
 /// This plugin's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The prefix of every error line.
-const PROGRAM: &str = "app-event-repeater-manage";
-
 /// The answer to `__app_metadata`.
 pub fn metadata() -> serde_json::Value {
     serde_json::json!({
@@ -50,6 +47,7 @@ pub fn metadata() -> serde_json::Value {
 /// Runs the plugin with `args` (without the program name) and returns the
 /// exit code.
 pub fn run(args: Vec<OsString>) -> u8 {
+    app_plugin::log::init_from_env();
     match args.first().and_then(|a| a.to_str()) {
         Some("__app_metadata") => {
             println!("{}", metadata());
@@ -78,7 +76,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
         }
         Err(ParseOutcome::Error(e)) => return report(&e),
     };
-    let ctx = match app::context::Context::load() {
+    let ctx = match app_plugin::context::Context::load() {
         Ok(ctx) => ctx,
         Err(e) => return report(&Error::Failed(format!("{e}"))),
     };
@@ -97,7 +95,9 @@ pub fn run(args: Vec<OsString>) -> u8 {
     }
 }
 
+/// Errors go through the SDK logger: `app-event-repeater-manage: error: …`,
+/// or a JSON line under `--log-format json`.
 fn report(e: &Error) -> u8 {
-    eprintln!("{PROGRAM}: {e}");
+    app_plugin::log::fatal(format_args!("{e}"));
     e.exit_code()
 }

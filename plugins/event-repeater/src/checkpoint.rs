@@ -244,14 +244,14 @@ pub fn open(
     let resume = match file.load()? {
         Loaded::None => None,
         Loaded::Resume(id) => {
-            crate::info!(
+            app_plugin::info!(
                 "resuming after event id {id} (checkpoint {})",
                 file.path().display()
             );
             Some(id)
         }
         Loaded::OtherSource(other) => {
-            crate::warn!(
+            app_plugin::warn!(
                 "the checkpoint {} is for the source {other}, not {}; starting from the source's live events",
                 file.path().display(),
                 cfg.source
@@ -302,7 +302,7 @@ where
             Ok(()) => saved = Some(id),
             Err(e) if !warned || last => {
                 warned = true;
-                crate::error!(
+                app_plugin::error!(
                     "cannot write the checkpoint {}: {e}; a restart may replay more events than necessary, or none if it is never written",
                     file.path().display()
                 );

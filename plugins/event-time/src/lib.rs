@@ -3,17 +3,17 @@
 //! socket and, optionally, TCP. `docs/event-time.md` is the user's guide.
 //!
 //! The modules, in the order data flows:
-//! [`cli`] (flags → [`cli::Config`]) → [`app::instance`] (socket, pid and
+//! [`cli`] (flags → [`cli::Config`]) → [`app_plugin::instance`] (socket, pid and
 //! listen files) → [`sources`] (timers and `--rate` publish) → [`hub`] (numbering,
 //! history, fan-out) → [`sse`] (one subscriber's stream) → [`server`] (routes).
 //! [`topics`] holds the catalogue and the matching rules, [`event`] the event
-//! format, [`complete`] the plugin protocol answers, [`log`] the logger.
+//! format, [`complete`] the plugin protocol answers; logging is the SDK's
+//! ([`app_plugin::log`]).
 
 pub mod cli;
 pub mod complete;
 pub mod event;
 pub mod hub;
-pub mod log;
 pub mod server;
 pub mod sources;
 pub mod sse;
@@ -24,15 +24,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::instance::InstanceFiles;
+use app_plugin::instance::InstanceFiles;
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::cli::{Cli, Config};
 use crate::hub::Hub;
-use crate::log::{ERROR, INFO, WARN};
 use crate::server::AppState;
 use crate::topics::Catalogue;
+use app_plugin::log::{self, INFO, WARN};
 
 /// Exit code: a runtime failure.
 pub const EXIT_FAILURE: u8 = 1;
@@ -57,15 +57,17 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
         _ => {}
     }
+    // Before anything can fail, so that every line follows --log-format.
+    log::init_from_env();
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("bad arguments");
-            eprintln!(
-                "app-event-time: {}; see app-event-time --help",
+            log::fatal(format_args!(
+                "{}; see app-event-time --help",
                 first.trim_start_matches("error: ")
-            );
+            ));
             return ExitCode::from(EXIT_USAGE);
         }
         Err(e) => {
@@ -74,17 +76,17 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let ctx = match app::context::Context::load() {
+    let ctx = match app_plugin::context::Context::load() {
         Ok(ctx) => ctx,
         Err(e) => {
-            eprintln!("app-event-time: {e}");
+            log::fatal(format_args!("{e}"));
             return ExitCode::from(EXIT_USAGE);
         }
     };
     let config = match Config::new(cli, ctx.dirs().plugin_runtime_dir(), ctx.log) {
         Ok(c) => c,
         Err(msg) => {
-            eprintln!("app-event-time: {msg}");
+            log::fatal(format_args!("{msg}"));
             return ExitCode::from(EXIT_USAGE);
         }
     };
@@ -96,7 +98,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("app-event-time: cannot start the async runtime: {e}");
+            log::fatal(format_args!("cannot start the async runtime: {e}"));
             return ExitCode::from(EXIT_FAILURE);
         }
     };
@@ -106,11 +108,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
-            // A fatal error is one plain line, whatever the log format; only
-            // --log 0 silences it (the exit code still tells).
-            if log::enabled(ERROR) {
-                eprintln!("app-event-time: {msg}");
-            }
+            // The error that ends the program, at any level.
+            log::fatal(format_args!("{msg}"));
             ExitCode::from(EXIT_FAILURE)
         }
     }
@@ -129,7 +128,7 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let mut files =
         InstanceFiles::claim(&config.runtime_dir, &config.name).map_err(|e| e.to_string())?;
     if files.replaced_stale() {
-        crate::log!(
+        app_plugin::log!(
             INFO,
             "replaced the stale socket {} left by a process that is gone",
             files.socket().display()
@@ -148,10 +147,9 @@ pub async fn serve(config: Config) -> Result<(), String> {
                 .write_listen(&format!("http://{local}"))
                 .map_err(|e| e.to_string())?;
             if !local.ip().is_loopback() {
-                crate::log!(WARN, "serving on {local}, which is not a loopback address: anyone who can reach it can read the events");
+                app_plugin::log!(WARN, "serving on {local}, which is not a loopback address: anyone who can reach it can read the events");
             }
-            crate::log!(INFO, "listening on http://{local}");
-            Some(listener)
+            Some((listener, local))
         }
     };
     files.write_pid().map_err(|e| e.to_string())?;
@@ -173,10 +171,19 @@ pub async fn serve(config: Config) -> Result<(), String> {
         catalogue,
         keep_alive: config.keep_alive,
     });
-    crate::log!(
-        INFO,
-        "listening on {} (pid {})",
+    // One line at the default level, so that a running source does not look dead.
+    app_plugin::notice!(
+        "event-time {:?} serving timer events{} on {}{} (pid {})",
+        config.name,
+        if config.rate.is_some() {
+            " and test/seq"
+        } else {
+            ""
+        },
         files.socket().display(),
+        tcp.as_ref()
+            .map(|(_, local)| format!(" and http://{local}"))
+            .unwrap_or_default(),
         std::process::id()
     );
 
@@ -186,7 +193,7 @@ pub async fn serve(config: Config) -> Result<(), String> {
     );
     let tcp_server = async move {
         match tcp {
-            Some(l) => {
+            Some((l, _)) => {
                 let accept = || async {
                     let (s, _) = l.accept().await?;
                     // Events are small writes; don't let Nagle hold them back.
@@ -199,8 +206,8 @@ pub async fn serve(config: Config) -> Result<(), String> {
         }
     };
     let outcome = tokio::select! {
-        _ = term.recv() => { crate::log!(INFO, "SIGTERM: stopping"); Ok(()) }
-        _ = int.recv() => { crate::log!(INFO, "SIGINT: stopping"); Ok(()) }
+        _ = term.recv() => { app_plugin::log!(INFO, "SIGTERM: stopping"); Ok(()) }
+        _ = int.recv() => { app_plugin::log!(INFO, "SIGINT: stopping"); Ok(()) }
         r = unix_server => Err(format!("the unix socket server stopped: {r:?}")),
         r = tcp_server => Err(format!("the TCP server stopped: {r:?}")),
     };

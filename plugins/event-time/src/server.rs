@@ -22,8 +22,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use crate::hub::Hub;
-use crate::log::{DEBUG, INFO};
 use crate::topics::Catalogue;
+use app_plugin::log::{DEBUG, INFO};
 
 /// Most bytes a connection queues for writing before it stops taking more
 /// from the event stream (hyper's minimum is 8 KiB).
@@ -41,8 +41,8 @@ where
         let io = match accept().await {
             Ok(io) => io,
             Err(e) if is_transient(&e) => {
-                crate::log!(
-                    crate::log::WARN,
+                app_plugin::log!(
+                    app_plugin::log::WARN,
                     "cannot accept a connection: {e}; retrying"
                 );
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -134,7 +134,7 @@ async fn events(
         Ok(id) => id,
         Err(msg) => return error(StatusCode::BAD_REQUEST, msg),
     };
-    crate::log!(
+    app_plugin::log!(
         INFO,
         "subscriber to '{topic}' (Last-Event-ID {last_event_id:?})"
     );
@@ -194,7 +194,7 @@ async fn topics(State(state): State<AppState>) -> Response {
 }
 
 async fn not_found(method: Method, uri: Uri) -> Response {
-    crate::log!(DEBUG, "no route for {method} {}", uri.path());
+    app_plugin::log!(DEBUG, "no route for {method} {}", uri.path());
     error(
         StatusCode::NOT_FOUND,
         format!(

@@ -143,8 +143,8 @@ impl Subscriber {
                         .as_bytes(),
                 );
             } else {
-                crate::log!(
-                    crate::log::WARN,
+                app_plugin::log!(
+                    app_plugin::log::WARN,
                     "a subscriber fell behind; events {from}..{to} were no longer held and are skipped for it"
                 );
                 out.extend_from_slice(
