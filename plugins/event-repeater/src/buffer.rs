@@ -26,8 +26,9 @@ use crate::checkpoint::Ledger;
 use crate::metrics::{inc, Metrics};
 use app_plugin::log::{RateLimited, WARN};
 
-/// What to do when the buffer is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// What to do when the buffer is full (the command line's
+/// `--overflow` maps onto it in [`crate::config`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overflow {
     /// Drop the oldest waiting events to make room.
     DropOldest,
@@ -65,16 +66,9 @@ impl Record {
     }
 }
 
-/// A snapshot of the buffer, for `/metrics` and `/healthz`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BufferStats {
-    pub queued: usize,
-    pub queued_bytes: usize,
-    pub inflight: usize,
-    pub inflight_bytes: usize,
-    pub max_events: usize,
-    pub max_bytes: usize,
-}
+// The gauges are plain numbers defined next to their rendering, so that
+// `metrics` does not depend on this module (which counts into `metrics`).
+pub use crate::metrics::BufferStats;
 
 #[derive(Debug, Default)]
 struct Inner {

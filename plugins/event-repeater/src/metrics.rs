@@ -4,8 +4,18 @@
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::buffer::BufferStats;
 use crate::routes::Table;
+
+/// A snapshot of the buffer, for `/metrics` and `/healthz`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferStats {
+    pub queued: usize,
+    pub queued_bytes: usize,
+    pub inflight: usize,
+    pub inflight_bytes: usize,
+    pub max_events: usize,
+    pub max_bytes: usize,
+}
 
 /// Every counter; all relaxed atomics, read without a lock.
 #[derive(Debug, Default)]
