@@ -369,7 +369,7 @@ async fn healthz(State(st): St) -> Response {
         &serde_json::json!({
             "status": if source && sink { "ok" } else { "degraded" },
             "name": st.name,
-            "version": app::context::APP_VERSION,
+            "version": app_plugin::context::APP_VERSION,
             "started_unix": st.started.unix_secs(),
             "uptime_secs": st.started.mono.elapsed().as_secs(),
             "source": { "url": st.source, "connected": source },
@@ -395,7 +395,7 @@ async fn metrics(State(st): St) -> Response {
          # HELP app_event_repeater_start_time_seconds When the repeater started, in seconds since the Unix epoch.\n\
          # TYPE app_event_repeater_start_time_seconds gauge\n\
          app_event_repeater_start_time_seconds {}\n",
-        app::context::APP_VERSION,
+        app_plugin::context::APP_VERSION,
         st.started.unix_secs()
     ));
     (
