@@ -113,9 +113,10 @@ impl Error {
             | Error::Unreachable { .. } => EXIT_UNREACHABLE,
             Error::Insecure { .. } => EXIT_USAGE,
             Error::Hosts(_) => EXIT_HOSTS,
-            Error::Timeout { .. } | Error::Refused { .. } | Error::Tls { .. } | Error::Failed(_) => {
-                EXIT_FAILURE
-            }
+            Error::Timeout { .. }
+            | Error::Refused { .. }
+            | Error::Tls { .. }
+            | Error::Failed(_) => EXIT_FAILURE,
         }
     }
 }

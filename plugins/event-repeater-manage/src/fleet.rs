@@ -51,7 +51,8 @@ pub fn send(
     io: &mut Io<'_>,
 ) -> Result<(), Error> {
     let results = each(targets, |r| {
-        r.request(call.method, &call.path, body).map(|reply| reply.body)
+        r.request(call.method, &call.path, body)
+            .map(|reply| reply.body)
     });
     let mut answers = Vec::new();
     let mut errors = Vec::new();
@@ -115,10 +116,7 @@ pub fn apply(
         let mut text = String::new();
         for ((i, summary), result) in pending.iter().zip(results) {
             match result {
-                Ok(()) => text.push_str(&format!(
-                    "{}: applied: {summary}\n",
-                    targets[*i].label()
-                )),
+                Ok(()) => text.push_str(&format!("{}: applied: {summary}\n", targets[*i].label())),
                 Err(e) => errors[*i] = Some(e),
             }
         }

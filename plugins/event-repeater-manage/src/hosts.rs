@@ -102,12 +102,8 @@ impl Inventory {
 
     /// Reads the `hosts` and `groups` of config text read from `path`.
     pub fn parse(text: &str, path: &Path) -> Result<Inventory, Error> {
-        let bad = |what: String| {
-            Error::Usage(format!(
-                "the config file {}: {what}",
-                path.display()
-            ))
-        };
+        let bad =
+            |what: String| Error::Usage(format!("the config file {}: {what}", path.display()));
         let value: Value = serde_json::from_str(text).map_err(|e| {
             bad(format!(
                 "not valid JSON ({e}); fix it, or use addresses with --host"
@@ -121,7 +117,11 @@ impl Inventory {
         let hosts = match value.get("hosts") {
             None | Some(Value::Null) => serde_json::Map::new(),
             Some(Value::Object(m)) => m.clone(),
-            Some(_) => return Err(bad("\"hosts\" must be an object of name: {\"url\": …}".into())),
+            Some(_) => {
+                return Err(bad(
+                    "\"hosts\" must be an object of name: {\"url\": …}".into()
+                ))
+            }
         };
         for (name, entry) in &hosts {
             check_host_name(name).map_err(|e| bad(format!("hosts: {e}")))?;
@@ -137,10 +137,10 @@ impl Inventory {
                     "hosts.{name} must be an object like {{\"url\": \"https://host:7070\"}}"
                 )));
             }
-            if let Some(key) = entry
-                .as_object()
-                .and_then(|o| o.keys().find(|k| !["url", "token_file", "ca_file"].contains(&k.as_str())))
-            {
+            if let Some(key) = entry.as_object().and_then(|o| {
+                o.keys()
+                    .find(|k| !["url", "token_file", "ca_file"].contains(&k.as_str()))
+            }) {
                 return Err(bad(format!(
                     "hosts.{name}.{key} is unknown; a host has url, token_file and ca_file"
                 )));
@@ -177,11 +177,7 @@ impl Inventory {
                     inv.groups.insert(group.clone(), list);
                 }
             }
-            Some(_) => {
-                return Err(bad(
-                    "\"groups\" must be an object of name: [host, …]".into(),
-                ))
-            }
+            Some(_) => return Err(bad("\"groups\" must be an object of name: [host, …]".into())),
         }
         Ok(inv)
     }
@@ -362,7 +358,11 @@ mod tests {
     fn unknown_names_list_the_known_ones() {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("config.json");
-        std::fs::write(&config, r#"{"hosts": {"e1": {"url": "http://127.0.0.1:1"}}}"#).unwrap();
+        std::fs::write(
+            &config,
+            r#"{"hosts": {"e1": {"url": "http://127.0.0.1:1"}}}"#,
+        )
+        .unwrap();
         let err = resolve(&[HostWord::Name("e9".into())], &defaults(&config)).unwrap_err();
         assert_eq!(err.exit_code(), 2);
         assert!(err.to_string().contains("no host 'e9'"), "{err}");
@@ -388,8 +388,14 @@ mod tests {
             (r#"{"hosts": []}"#, "must be an object"),
             (r#"{"hosts": {"e1": {}}}"#, "no \"url\""),
             (r#"{"hosts": {"e1": {"url": "ftp://x"}}}"#, "hosts.e1.url"),
-            (r#"{"hosts": {"e1": {"url": "http://h:1", "tok": 1}}}"#, "hosts.e1.tok is unknown"),
-            (r#"{"hosts": {"e1": {"url": "http://h:1", "token_file": "none"}}}"#, "token file of host 'e1'"),
+            (
+                r#"{"hosts": {"e1": {"url": "http://h:1", "tok": 1}}}"#,
+                "hosts.e1.tok is unknown",
+            ),
+            (
+                r#"{"hosts": {"e1": {"url": "http://h:1", "token_file": "none"}}}"#,
+                "token file of host 'e1'",
+            ),
         ] {
             std::fs::write(&config, text).unwrap();
             let err = resolve(&word, &defaults(&config)).unwrap_err();

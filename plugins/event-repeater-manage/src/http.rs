@@ -161,7 +161,14 @@ fn failure(e: ureq::Error) -> Failure {
 
 fn looks_like_tls(text: &str) -> bool {
     let t = text.to_ascii_lowercase();
-    ["certificate", "handshake", "tls", "alert", "corrupt message", "invalid message"]
-        .iter()
-        .any(|w| t.contains(w))
+    [
+        "certificate",
+        "handshake",
+        "tls",
+        "alert",
+        "corrupt message",
+        "invalid message",
+    ]
+    .iter()
+    .any(|w| t.contains(w))
 }

@@ -95,7 +95,11 @@ fn host_table(tables: &[(&str, Vec<Route>)]) -> String {
             out.push_str(&format!("{host:<hw$}  (no routes)\n"));
         }
         for r in routes {
-            out.push_str(&format!("{host:<hw$}  {:<sw$}  {}\n", r.sourcetopic, r.sink()));
+            out.push_str(&format!(
+                "{host:<hw$}  {:<sw$}  {}\n",
+                r.sourcetopic,
+                r.sink()
+            ));
         }
     }
     out
@@ -302,8 +306,14 @@ mod tests {
         let v: Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v["e1"][0]["sourcetopic"], "timer/sec/1");
         assert_eq!(v["http://127.0.0.1:2"], serde_json::json!([]));
-        let odd = vec![("a".to_string(), "".to_string()), ("b".to_string(), "x".to_string())];
-        assert_eq!(render_hosts(&odd, Format::Json, false), "{\"a\":null,\"b\":\"x\"}\n");
+        let odd = vec![
+            ("a".to_string(), "".to_string()),
+            ("b".to_string(), "x".to_string()),
+        ];
+        assert_eq!(
+            render_hosts(&odd, Format::Json, false),
+            "{\"a\":null,\"b\":\"x\"}\n"
+        );
     }
 
     #[test]

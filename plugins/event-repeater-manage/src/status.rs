@@ -85,13 +85,13 @@ pub struct Row {
 
 /// Reads `/healthz` and `/metrics` of one repeater.
 pub fn sample(remote: &Remote) -> Sample {
-    let health = remote
-        .request(Method::Get, "/healthz", None)
-        .and_then(|r| {
-            serde_json::from_str::<Value>(&r.body).map_err(|e| {
-                Error::Failed(format!("/healthz is not JSON ({e}); is it an event repeater?"))
-            })
-        });
+    let health = remote.request(Method::Get, "/healthz", None).and_then(|r| {
+        serde_json::from_str::<Value>(&r.body).map_err(|e| {
+            Error::Failed(format!(
+                "/healthz is not JSON ({e}); is it an event repeater?"
+            ))
+        })
+    });
     let health = match health {
         Ok(h) => h,
         Err(e) => {
@@ -231,7 +231,11 @@ pub fn table(rows: &[Row]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in &cells {
         // A down host's reason is free text at the end: it does not widen columns.
-        let n = if row.len() < header.len() { row.len() - 1 } else { row.len() };
+        let n = if row.len() < header.len() {
+            row.len() - 1
+        } else {
+            row.len()
+        };
         for (i, c) in row.iter().take(n).enumerate() {
             widths[i] = widths[i].max(c.chars().count());
         }
@@ -418,7 +422,10 @@ mod tests {
         assert_eq!(r.state, "up");
         let t = table(&[r]);
         let lines: Vec<&str> = t.lines().collect();
-        assert!(lines[0].starts_with("HOST  NAME  STATE  VERSION  ROUTES  SOURCE"), "{t}");
+        assert!(
+            lines[0].starts_with("HOST  NAME  STATE  VERSION  ROUTES  SOURCE"),
+            "{t}"
+        );
         assert!(lines[1].contains("ok tcp://127.0.0.1:1883"), "{t}");
         assert!(lines[1].ends_with("1h02m"), "{t}");
     }
@@ -431,7 +438,11 @@ mod tests {
         };
         let r = row("e2", None, &down, Duration::from_secs(1));
         assert_eq!(r.state, "down");
-        assert!(table(&[r]).lines().nth(1).unwrap().ends_with("down   connection refused"));
+        assert!(table(&[r])
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with("down   connection refused"));
     }
 
     #[test]
