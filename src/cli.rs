@@ -33,8 +33,8 @@ pub struct Cli {
 /// Flags `app` reads before the command and passes on in the context.
 #[derive(Debug, Clone, Default, Args)]
 pub struct GlobalFlags {
-    /// Log level for app and its plugins: 0 silent … 5 trace [default: 2]
-    #[arg(long, value_name = "0..5", value_parser = clap::value_parser!(u8).range(0..=5))]
+    /// Log level for app and its plugins: 0 silent … 5 trace, or off, error, warn, info, debug, trace [default: 2]
+    #[arg(long, value_name = "0..5", value_parser = app_plugin::log::parse_level)]
     pub log: Option<u8>,
     /// Log format for plugins
     #[arg(long, value_enum, value_name = "FORMAT")]

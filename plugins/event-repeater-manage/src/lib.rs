@@ -39,9 +39,6 @@ pub const DEFAULT_NAME: &str = "event-repeater";
 /// This plugin's version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The prefix of every error line.
-const PROGRAM: &str = "app-event-repeater-manage";
-
 /// The answer to `__app_metadata`.
 pub fn metadata() -> serde_json::Value {
     serde_json::json!({
@@ -56,6 +53,7 @@ pub fn metadata() -> serde_json::Value {
 /// Runs the plugin with `args` (without the program name) and returns the
 /// exit code.
 pub fn run(args: Vec<OsString>) -> u8 {
+    app_plugin::log::init_from_env();
     match args.first().and_then(|a| a.to_str()) {
         Some("__app_metadata") => {
             println!("{}", metadata());
@@ -104,10 +102,12 @@ pub fn run(args: Vec<OsString>) -> u8 {
     }
 }
 
+/// Errors go through the SDK logger: `app-event-repeater-manage: error: …`,
+/// or a JSON line under `--log-format json`.
 fn report(e: &Error) -> u8 {
     // One line per host for a fleet, each with the program's prefix.
     for line in e.to_string().lines() {
-        eprintln!("{PROGRAM}: {line}");
+        app_plugin::log::fatal(format_args!("{line}"));
     }
     e.exit_code()
 }

@@ -234,7 +234,7 @@ async fn change<T>(
         .await
         .map_err(|e| ApiError::internal(format!("the state writer failed: {e}")))?;
     if let Err(e) = saved {
-        crate::error!(
+        app_plugin::error!(
             "cannot write the state file {}: {e}",
             st.state_file.display()
         );
@@ -262,7 +262,7 @@ async fn add(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> 
     no_query(&uri)?;
     let items: Vec<RouteSpec> = parse_list(body)?;
     let added = change(&st, |r| Ok((r.with_added(&items)?, items.clone()))).await?;
-    crate::info!("added {} route(s)", added.len());
+    app_plugin::info!("added {} route(s)", added.len());
     Ok(json(StatusCode::CREATED, &added))
 }
 
@@ -279,7 +279,7 @@ async fn upsert(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiErro
         Ok((next, list))
     })
     .await?;
-    crate::info!(
+    app_plugin::info!(
         "routes {} ({} in the table)",
         if replace { "replaced" } else { "updated" },
         all.len()
@@ -292,7 +292,7 @@ async fn remove(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiErro
     let keys: Vec<RouteKey> = parse_list(body)?;
     let keys: Vec<String> = keys.into_iter().map(|k| k.sourcetopic).collect();
     let removed = change(&st, |r| r.with_removed(&keys)).await?;
-    crate::info!("removed {} route(s)", removed.len());
+    app_plugin::info!("removed {} route(s)", removed.len());
     Ok(json(StatusCode::OK, &removed))
 }
 

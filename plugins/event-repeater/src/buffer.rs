@@ -17,8 +17,8 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::log::{RateLimited, WARN};
 use crate::metrics::{inc, Metrics};
+use app_plugin::log::{RateLimited, WARN};
 
 /// What to do when the buffer is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

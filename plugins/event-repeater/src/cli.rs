@@ -77,8 +77,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub listen: Option<String>,
 
-    /// Log level: 0 silent, 1 errors, 2 warnings (default), 3 info, 4 debug, 5 trace.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=5))]
+    /// Log level: 0 silent, 1 errors, 2 warnings (default), 3 info, 4 debug, 5 trace, or a name (off, error, warn, info, debug, trace).
+    #[arg(long, value_name = "LEVEL", value_parser = app_plugin::log::parse_level)]
     pub log: Option<u8>,
 
     /// MQTT QoS of the publishes.

@@ -25,7 +25,7 @@ use crate::source::Source;
 
 /// Runs the repeater; `Err` is a start-up failure (exit 1).
 pub fn run(cfg: Config) -> Result<(), String> {
-    crate::log::set_level(cfg.log);
+    app_plugin::log::set_level(cfg.log);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -114,6 +114,7 @@ async fn run_async(cfg: Config) -> Result<(), String> {
                 .await
         }));
     }
+    let tcp_url = tcp.as_ref().map(|(_, url)| url.clone());
     if let Some((listener, url)) = tcp {
         let mut app = api::router(state.clone());
         if let Some(token) = &cfg.token {
@@ -162,15 +163,22 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         )),
     };
     let routes = state.routes.lock().await.len();
-    info!(
-        "event repeater {:?} running: {} → {} ({routes} route{}{}); API on {}",
+    // One line at the default level, so that a running repeater does not look dead.
+    notice!(
+        "event repeater {:?} running: reads {}, publishes to {} ({routes} route{}{}); API on {}{}",
         cfg.name,
         cfg.source,
         sink_url,
         if routes == 1 { "" } else { "s" },
         if cfg.allowall { ", --allowall" } else { "" },
-        files.socket().display()
+        files.socket().display(),
+        tcp_url.map(|u| format!(" and {u}")).unwrap_or_default()
     );
+    if routes == 0 && !cfg.allowall {
+        notice!(
+            "no routes and no --allowall: nothing is relayed until a route is added (see `app event-repeater manage --help`), or run with --allowall to relay every topic"
+        );
+    }
 
     let why = tokio::select! {
         _ = sigterm.recv() => "SIGTERM",

@@ -12,9 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::buffer::Buffer;
 use crate::event::Event;
-use crate::log::{RateLimited, DEBUG, WARN};
 use crate::metrics::{inc, Metrics};
 use crate::routes::{Table, MAX_TOPIC_LEN};
+use app_plugin::log::{RateLimited, DEBUG, WARN};
 
 /// The routing table shared by the API (writer) and the router (reader).
 pub type SharedTable = Arc<RwLock<Arc<Table>>>;

@@ -17,8 +17,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use crate::hub::Hub;
-use crate::log::{DEBUG, INFO};
 use crate::topics::Catalogue;
+use app_plugin::log::{DEBUG, INFO};
 
 /// What the handlers share.
 #[derive(Debug, Clone)]
@@ -78,7 +78,7 @@ async fn events(
         Ok(id) => id,
         Err(msg) => return error(StatusCode::BAD_REQUEST, msg),
     };
-    crate::log!(
+    app_plugin::log!(
         INFO,
         "subscriber to '{topic}' (Last-Event-ID {last_event_id:?})"
     );
@@ -138,7 +138,7 @@ async fn topics(State(state): State<AppState>) -> Response {
 }
 
 async fn not_found(method: Method, uri: Uri) -> Response {
-    crate::log!(DEBUG, "no route for {method} {}", uri.path());
+    app_plugin::log!(DEBUG, "no route for {method} {}", uri.path());
     error(
         StatusCode::NOT_FOUND,
         format!(

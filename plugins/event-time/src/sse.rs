@@ -171,8 +171,8 @@ impl Subscriber {
         self.live = sub.live;
         self.replay = sub.replay.into_iter();
         if let Some((from, to)) = sub.missed {
-            crate::log!(
-                crate::log::WARN,
+            app_plugin::log!(
+                app_plugin::log::WARN,
                 "a subscriber fell behind; events {from}..{to} were no longer held and are skipped for it"
             );
             self.notice = Some(Bytes::from(format!(

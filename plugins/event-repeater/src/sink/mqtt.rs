@@ -39,10 +39,10 @@ use crate::backoff::Backoff;
 use crate::buffer::{Buffer, Record};
 use crate::cli::Qos;
 use crate::config::MqttConfig;
-use crate::log::{RateLimited, WARN};
 use crate::metrics::{inc, Metrics};
 use crate::relay::mqtt_refusal;
 use crate::sink::{until, Drain};
+use app_plugin::log::{RateLimited, WARN};
 
 fn qos(q: Qos) -> QoS {
     match q {
@@ -264,7 +264,7 @@ impl MqttSink {
         let options = match options(&self.cfg) {
             Ok(o) => o,
             Err(e) => {
-                crate::error!("{e}");
+                app_plugin::error!("{e}");
                 drain.stop.cancelled().await;
                 return self.buffer.stats().queued;
             }
@@ -379,7 +379,7 @@ impl MqttSink {
             }
             if let Err(rec) = book.hand_over(rec, el) {
                 // Cannot happen (room was checked), but never lose it.
-                crate::error!(
+                app_plugin::error!(
                     "internal: no room for an event after checking; it is dropped (please report)"
                 );
                 inc(&self.metrics.dropped_overflow);
