@@ -48,7 +48,7 @@ enum Header {
 pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
     let helper = locate()?;
     let mut cmd = Command::new(&helper);
-    cmd.arg(source.to_record());
+    cmd.arg(source.to_arg());
     if let Some(sum) = sha256 {
         cmd.args(["--sha256", sum]);
     }
@@ -174,5 +174,5 @@ fn parse_args(args: &[OsString]) -> Option<(Source, Option<String>)> {
         _ => return None,
     };
     // `app` passes absolute paths; anything else is resolved against "/".
-    Some((Source::parse(source, Path::new("/")), sha256))
+    Some((Source::parse(source, Path::new("/")).ok()?, sha256))
 }
