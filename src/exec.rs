@@ -7,6 +7,7 @@
 //! - SIGTERM, SIGHUP and SIGQUIT sent to `app` are forwarded to the child;
 //!   SIGINT too, unless `app` is in the terminal's foreground process group
 //!   (then the terminal already sent it to the child, and once is enough);
+//!   one thread does that for every child, see [`crate::signals`];
 //! - the child gets SIGTERM if `app` dies (`PR_SET_PDEATHSIG` on Linux), so
 //!   no plugin outlives a killed `app`;
 //! - `app` exits with the child's code, or 128+N when it died of signal N.
@@ -212,8 +213,8 @@ fn wait_unreaped(pid: u32) {
 }
 
 /// Sets up a child of `app` so that it never outlives it: its signal mask
-/// starts empty (ours routes signals to the forwarding thread), and it gets
-/// `signal` when `app` dies (`PR_SET_PDEATHSIG` on Linux), or exits at once
+/// starts empty (ours routes signals to the signal thread, see
+/// [`signals`]), and it gets `signal` when `app` dies (`PR_SET_PDEATHSIG` on Linux), or exits at once
 /// if `app` died before that could be set.
 pub(crate) fn die_with_app(cmd: &mut Command, signal: libc::c_int) {
     let parent = std::process::id();
