@@ -1,13 +1,12 @@
-//! `app`: a plugin dispatcher in the style of kubectl, git and cargo, and the
-//! small library that plugins written in Rust use to read their context.
+//! `app`: a plugin dispatcher in the style of kubectl, git and cargo.
 //!
-//! For plugin authors, three modules matter:
-//! - [`context`]: [`context::Context::load`] reads what `app` tells a plugin.
-//! - [`paths`]: where config, data and sockets live.
-//! - [`instance`]: the socket, pid and listen files of a long-running plugin
-//!   instance ([`instance::InstanceFiles`]).
+//! This library is the dispatcher's own code, public only for its tests, its
+//! fuzz targets and the `app_fetch` helper (`fetch/`); it is not an API.
+//! Plugins use the SDK crate `app-plugin` (`sdk/`, library `app_plugin`),
+//! which also owns the plugin contract the dispatcher speaks: [`context`],
+//! [`paths`] and [`time`] here are that crate's modules.
 //!
-//! The rest is the dispatcher, one job per module, in the order data flows:
+//! One job per module, in the order data flows:
 //! [`cli`] (parse) → [`session`] and [`config`] (flags, dirs, config file) →
 //! [`alias`] (expand) → [`discovery`] (where plugins are) → [`resolve`] (which
 //! one a command means) → [`metadata`] (what a trusted plugin says about
@@ -18,25 +17,23 @@
 //! Plugin management (`plugin install`, `remove`, `upgrade`) is in
 //! [`install`], and `plugin new` in [`scaffold`].
 
+pub use app_plugin::{context, paths, time};
+
 pub mod alias;
 pub mod cli;
 pub mod commands;
 pub mod complete;
 pub mod config;
-pub mod context;
 pub mod discovery;
 pub mod error;
 pub mod exec;
 pub mod install;
-pub mod instance;
 pub mod inventory;
 pub mod lifecycle;
 pub mod listeners;
 pub mod metadata;
-pub mod paths;
 pub mod resolve;
 pub mod run;
 pub mod scaffold;
 pub mod session;
 pub mod suggest;
-pub mod time;

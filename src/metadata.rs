@@ -5,6 +5,7 @@
 //! with an argument it does not expect could do anything. Answers are cached
 //! per file, keyed by path, size and modification time, so dispatch does not
 //! start the plugin twice; a plugin without a valid answer is cached as plain.
+//! The document itself is the SDK's ([`app_plugin::metadata`]).
 
 use std::fs;
 use std::io::Read;
@@ -16,43 +17,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-/// The argument that asks a plugin for its metadata.
-pub const METADATA_ARG: &str = "__app_metadata";
+pub use app_plugin::metadata::{Metadata, METADATA_ARG};
+
 /// How long a plugin gets to answer.
 pub const METADATA_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// A plugin's answer to `__app_metadata`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Metadata {
-    #[serde(rename = "apiVersion")]
-    pub api_version: String,
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub version: Option<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-    /// `"stdin"` when the plugin wants the JSON context on stdin.
-    #[serde(default)]
-    pub context: Option<String>,
-    /// Whether the plugin answers `__complete`.
-    #[serde(default)]
-    pub completion: bool,
-}
-
-impl Metadata {
-    /// Whether the plugin asked for the JSON context on stdin.
-    pub fn wants_stdin_context(&self) -> bool {
-        self.context.as_deref() == Some("stdin")
-    }
-
-    /// Parses an answer; anything but one JSON object with an `app.plugin/…`
-    /// apiVersion is no answer.
-    pub fn parse(text: &str) -> Option<Metadata> {
-        let meta: Metadata = serde_json::from_str(text.trim()).ok()?;
-        meta.api_version.starts_with("app.plugin/").then_some(meta)
-    }
-}
 
 #[derive(Serialize, Deserialize)]
 struct CacheEntry {
@@ -164,21 +132,4 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parse_requires_the_api_version() {
-        assert!(Metadata::parse(r#"{"name":"x"}"#).is_none());
-        assert!(Metadata::parse("hello").is_none());
-        let m = Metadata::parse(
-            r#"{"apiVersion":"app.plugin/v1","description":"d","context":"stdin","completion":true}"#,
-        )
-        .unwrap();
-        assert!(m.wants_stdin_context());
-        assert!(m.completion);
-    }
 }

@@ -190,19 +190,12 @@ fn app_dependency() -> (String, bool) {
                 .to_string()
                 .replace('\\', "\\\\")
                 .replace('"', "\\\"");
-            // Without default features: a plugin needs the context, not
-            // `app_fetch`'s HTTP, TLS and archive code.
-            return (
-                format!("app = {{ path = \"{path}\", default-features = false }}"),
-                true,
-            );
+            return (format!("app-plugin = {{ path = \"{path}/sdk\" }}"), true);
         }
     }
     (
-        "# The app plugin library: point this at a checkout of app (the directory\n\
-         # holding its Cargo.toml), or use its git repository instead:\n\
-         #   app = { git = \"<URL of the app repository>\", default-features = false }\n\
-         app = { path = \"../app\", default-features = false }"
+        "# The app plugin SDK: point this at the sdk/ directory of a checkout of app.\n\
+         app-plugin = { path = \"../app/sdk\" }"
             .to_string(),
         false,
     )
@@ -211,7 +204,7 @@ fn app_dependency() -> (String, bool) {
 /// Whether `dir` holds the source of the `app` package (not just any crate).
 fn is_app_checkout(dir: &Path) -> bool {
     dir.is_absolute()
-        && dir.join("src/context.rs").is_file()
+        && dir.join("sdk/src/context.rs").is_file()
         && fs::read_to_string(dir.join("Cargo.toml"))
             .is_ok_and(|t| t.lines().any(|l| l.trim() == "name = \"app\""))
 }
@@ -245,7 +238,7 @@ mod tests {
         let cargo = &sk.files[0].contents;
         assert!(sk.library_found);
         assert!(
-            cargo.contains(&format!("path = \"{}\"", env!("CARGO_MANIFEST_DIR"))),
+            cargo.contains(&format!("path = \"{}/sdk\"", env!("CARGO_MANIFEST_DIR"))),
             "{cargo}"
         );
     }

@@ -72,6 +72,9 @@ fn runs_a_shell_plugin_with_args_untouched_and_context_in_env() {
 
 #[test]
 fn runs_a_python_plugin() {
+    if common::require_tool("python3", "python3").is_none() {
+        return;
+    }
     let sb = Sandbox::new();
     sb.script(
         "app-py",

@@ -7,7 +7,10 @@ use std::process::Command;
 
 #[test]
 fn the_app_binary_links_no_runtime_server_mqtt_or_http_crates() {
-    let out = Command::new("nm")
+    let Some(nm) = common::require_tool("nm", "binutils") else {
+        return;
+    };
+    let out = Command::new(nm)
         .args(["-C", "--defined-only"])
         .arg(common::app_bin())
         .output()

@@ -22,8 +22,7 @@ use crate::discovery::COMPLETE_PREFIX;
 use crate::resolve::Resolved;
 use crate::session::Session;
 
-/// The argument that asks a plugin for completions.
-pub const COMPLETE_ARG: &str = "__complete";
+pub use app_plugin::complete::COMPLETE_ARG;
 /// How long a delegate may take before TAB gives up on it.
 pub const TIMEOUT: Duration = Duration::from_secs(1);
 /// More output than any sensible completion list; the rest is ignored.

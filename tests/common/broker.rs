@@ -4,49 +4,26 @@
 //! (SIGSTOP), resume (SIGCONT) and restart on the same port. Killed on drop.
 //!
 //! When mosquitto is not installed, [`Broker::start`] prints one line
-//! (`skipping: mosquitto not installed`) and returns `None`, so the test can
-//! return; with `APP_TEST_REQUIRE_BROKER=1` (as in CI) it panics instead.
+//! (`skipping <test>: mosquitto is not installed (apt-get install mosquitto)`)
+//! and returns `None`, so the test can return; with `APP_TEST_REQUIRE_ALL=1`
+//! (as in CI) it panics instead.
 //! [`Subscriber`] wraps `mosquitto_sub`, under the same rule.
 
 use std::fs;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{free_port, wait_for};
 
-/// Finds a program on PATH or in the sbin directories Debian uses.
-pub fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var("PATH").unwrap_or_default();
-    let found = path
-        .split(':')
-        .chain([
-            "/usr/sbin",
-            "/usr/local/sbin",
-            "/sbin",
-            "/usr/bin",
-            "/usr/local/bin",
-        ])
-        .map(|d| Path::new(d).join(name))
-        .find(|p| p.is_file());
-    found
-}
+pub use super::tools::find_program;
 
 /// `Some(path)` of `program`, or `None` after printing the skip line; panics
-/// instead when `APP_TEST_REQUIRE_BROKER=1`.
+/// instead when `APP_TEST_REQUIRE_ALL=1` (see `tests/common/tools.rs`).
 pub fn require(program: &str, package: &str) -> Option<PathBuf> {
-    match find_program(program) {
-        Some(p) => Some(p),
-        None if std::env::var("APP_TEST_REQUIRE_BROKER").as_deref() == Ok("1") => {
-            panic!("{program} is not installed but APP_TEST_REQUIRE_BROKER=1; install {package}")
-        }
-        None => {
-            println!("skipping: {program} not installed");
-            None
-        }
-    }
+    super::require_tool(program, package)
 }
 
 pub struct Broker {
@@ -65,16 +42,7 @@ impl Broker {
 
     /// A broker, with persistence (in its temp dir) when asked.
     pub fn start_with(persistence: bool) -> Option<Broker> {
-        let exe = match find_program("mosquitto") {
-            Some(p) => p,
-            None if std::env::var("APP_TEST_REQUIRE_BROKER").as_deref() == Ok("1") => {
-                panic!("mosquitto is not installed but APP_TEST_REQUIRE_BROKER=1; apt-get install mosquitto")
-            }
-            None => {
-                println!("skipping: mosquitto not installed");
-                return None;
-            }
-        };
+        let exe = require("mosquitto", "mosquitto")?;
         let dir = tempfile::Builder::new()
             .prefix("app-broker-")
             .tempdir()

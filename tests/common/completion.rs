@@ -39,6 +39,20 @@ pub enum Shell {
     Fish,
 }
 
+impl Shell {
+    /// Whether this machine has what the shell needs; when not, prints the
+    /// skip line (see `tests/common/tools.rs`) and the test should return.
+    pub fn available(self) -> bool {
+        match self {
+            Shell::Bash => super::require_tools(&[("bash", "bash")]),
+            Shell::BashWithBashCompletion => {
+                super::require_tools(&[("bash", "bash"), (BASH_COMPLETION, "bash-completion")])
+            }
+            Shell::Fish => super::require_tools(&[("fish", "fish")]),
+        }
+    }
+}
+
 /// The shells' view of one sandbox: its environment plus extra variables.
 pub struct Completer<'a> {
     sb: &'a Sandbox,
@@ -119,7 +133,7 @@ impl<'a> Completer<'a> {
     }
 
     fn run(&self, shell: &str, args: &[&str]) -> Output {
-        require(shell);
+        assert_installed(shell);
         let out = self
             .command(shell, Duration::from_secs(20))
             .args(args)
@@ -163,12 +177,11 @@ pub fn assert_offers(sb: &Sandbox, shell: Shell, line: &str, expected: &[&str]) 
     }
 }
 
-/// Panics with how to get `program` when it is missing (.ci/run installs it).
-pub fn require(program: &str) {
-    let found = which::which(program).is_ok();
+/// Guards against a test that forgot to ask `available()` first.
+fn assert_installed(program: &str) {
     assert!(
-        found,
-        "{program} is needed by the completion tests: apt-get install {program} (.ci/run does)"
+        super::tools::find_program(program).is_some(),
+        "{program} is not installed: the test must check `available()` first and return"
     );
 }
 
@@ -183,6 +196,22 @@ pub enum Interactive {
     Zsh,
 }
 
+impl Interactive {
+    /// Whether this machine has tmux and the shell; when not, prints the
+    /// skip line and the test should return.
+    pub fn available(self) -> bool {
+        let mut tools = vec![("tmux", "tmux")];
+        match self {
+            Interactive::Bash => tools.push(("bash", "bash")),
+            Interactive::BashWithBashCompletion => {
+                tools.extend([("bash", "bash"), (BASH_COMPLETION, "bash-completion")])
+            }
+            Interactive::Zsh => tools.push(("zsh", "zsh")),
+        }
+        super::require_tools(&tools)
+    }
+}
+
 /// A shell in a private tmux server; killed on drop.
 pub struct Tmux {
     socket: PathBuf,
@@ -191,7 +220,7 @@ pub struct Tmux {
 
 impl Tmux {
     fn start(completer: &Completer, shell: Interactive) -> Tmux {
-        require("tmux");
+        assert_installed("tmux");
         let (program, setup): (&str, Vec<String>) = match shell {
             Interactive::Bash | Interactive::BashWithBashCompletion => {
                 let mut setup = Vec::new();
@@ -211,7 +240,7 @@ impl Tmux {
                 ("bash --norc --noprofile -i", setup)
             }
             Interactive::Zsh => {
-                require("zsh");
+                assert_installed("zsh");
                 (
                     "zsh -f -i",
                     vec![

@@ -149,3 +149,6 @@ pub mod http;
 pub mod http_server;
 pub mod process;
 pub mod repeater;
+pub mod tools;
+
+pub use tools::{require_tool, require_tools};

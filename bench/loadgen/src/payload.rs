@@ -91,7 +91,7 @@ fn number_after(hay: &[u8], key: &[u8]) -> Option<u64> {
 
 /// `t_ns` as RFC 3339 in UTC with milliseconds: `2026-11-29T21:56:27.123Z`.
 pub fn rfc3339_millis(t_ns: u64) -> String {
-    app::time::rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t_ns))
+    app_plugin::time::rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t_ns))
 }
 
 #[cfg(test)]

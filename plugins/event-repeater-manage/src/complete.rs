@@ -367,7 +367,7 @@ struct LiveEnv {
 impl LiveEnv {
     fn new() -> LiveEnv {
         // From the environment only: stdin is the terminal's while completing.
-        let ctx = app::context::Context::from_env();
+        let ctx = app_plugin::context::Context::from_env();
         LiveEnv {
             plugin_dir: ctx.dirs().plugin_runtime_dir(),
             hosts: ctx.hosts,

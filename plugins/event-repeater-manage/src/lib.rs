@@ -78,7 +78,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
         }
         Err(ParseOutcome::Error(e)) => return report(&e),
     };
-    let ctx = match app::context::Context::load() {
+    let ctx = match app_plugin::context::Context::load() {
         Ok(ctx) => ctx,
         Err(e) => return report(&Error::Failed(format!("{e}"))),
     };

@@ -130,9 +130,9 @@ pub fn find(
     })
 }
 
-/// Checks a `--name`: it becomes a file name, so no `/` and not empty.
+/// Checks a `--name` by the SDK's one rule for instance names.
 pub fn check_name(name: &str) -> Result<(), Error> {
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+    if app_plugin::instance::check_name(name).is_err() {
         return Err(Error::Usage(format!(
             "--name '{name}' is not a repeater name; use the name given to app event-repeater run --name (default event-repeater)"
         )));

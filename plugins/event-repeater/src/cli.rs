@@ -16,7 +16,7 @@ Routes are managed over the REST API on the unix socket (see `app event-repeater
 #[command(
     name = "app-event-repeater",
     bin_name = "app event-repeater",
-    version = app::context::APP_VERSION,
+    version = app_plugin::context::APP_VERSION,
     about = "Relay events from an event source to MQTT or stderr, managed over a REST API",
     after_help = AFTER_HELP,
     disable_help_subcommand = true

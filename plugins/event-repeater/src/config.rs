@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use app::context::Context;
+use app_plugin::context::Context;
 
 use crate::buffer::Overflow;
 use crate::cli::{Qos, RunArgs, SinkProtocol};
@@ -167,16 +167,9 @@ impl Config {
     }
 }
 
+/// The SDK's one rule for instance names: the name becomes file names.
 fn check_name(name: &str) -> Result<String, String> {
-    if name.is_empty()
-        || name.starts_with('.')
-        || name.contains(['/', '\0'])
-        || name.chars().any(char::is_control)
-    {
-        return Err(format!(
-            "--name {name:?} cannot name files; use letters, digits, '-', '_' or '.'"
-        ));
-    }
+    app_plugin::instance::check_name(name).map_err(|e| e.to_string())?;
     Ok(name.to_string())
 }
 

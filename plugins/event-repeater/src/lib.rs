@@ -6,7 +6,7 @@
 //! [`relay`] (routing by [`routes`]) → [`buffer`] (bounded, with an overflow
 //! policy) → [`sink`] ([`sink::mqtt`] or [`sink::stderr`]).
 //! Around it: [`api`] (REST, errors in [`api_error`]), [`state`] (the routes
-//! file), [`metrics`], [`app::instance`] (socket, pid, listen files),
+//! file), [`metrics`], [`app_plugin::instance`] (socket, pid, listen files),
 //! [`daemon`] (lifecycle and shutdown), and the command line in [`cli`],
 //! [`config`] and [`complete`].
 
@@ -43,7 +43,7 @@ pub fn metadata() -> String {
     serde_json::json!({
         "apiVersion": "app.plugin/v1",
         "name": "event-repeater",
-        "version": app::context::APP_VERSION,
+        "version": app_plugin::context::APP_VERSION,
         "description": "Relay events from an event source to MQTT or stderr",
         "completion": true,
     })
@@ -85,7 +85,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
             return code;
         }
     };
-    let ctx = match app::context::Context::load() {
+    let ctx = match app_plugin::context::Context::load() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{BIN_NAME}: {e}");

@@ -14,7 +14,7 @@ use crate::hub::DEFAULT_HISTORY;
 #[command(
     name = "app-event-time",
     bin_name = "app event-time",
-    version = app::context::APP_VERSION,
+    version = app_plugin::context::APP_VERSION,
     about = "Example event source: timer events over Server-Sent Events",
     long_about = "Example event source: timer events over Server-Sent Events.\n\n\
         Serves GET /events?topic=T (text/event-stream) and GET /topics on the unix socket \
@@ -90,21 +90,9 @@ impl Config {
     }
 }
 
-/// A name becomes a file name, so it is kept to a safe alphabet.
+/// The SDK's one rule for instance names: the name becomes file names.
 fn check_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && !name.starts_with(['.', '-'])
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "invalid --name '{name}'; use 1 to 64 letters, digits, '-', '_' or '.', not starting with '.' or '-'"
-        ))
-    }
+    app_plugin::instance::check_name(name).map_err(|e| e.to_string())
 }
 
 /// `HOST:PORT` with an IP address, `localhost:PORT`, or `:PORT` (loopback).

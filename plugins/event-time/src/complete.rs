@@ -36,7 +36,7 @@ pub fn metadata() -> String {
     json!({
         "apiVersion": "app.plugin/v1",
         "name": "event-time",
-        "version": app::context::APP_VERSION,
+        "version": app_plugin::context::APP_VERSION,
         "description": "Example event source: timer events over Server-Sent Events",
         "completion": true,
     })

@@ -56,7 +56,7 @@ impl Published {
     }
 }
 
-pub use app::time::rfc3339_millis;
+pub use app_plugin::time::rfc3339_millis;
 
 #[cfg(test)]
 mod tests {

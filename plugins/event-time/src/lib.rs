@@ -3,7 +3,7 @@
 //! socket and, optionally, TCP. `docs/event-time.md` is the user's guide.
 //!
 //! The modules, in the order data flows:
-//! [`cli`] (flags → [`cli::Config`]) → [`app::instance`] (socket, pid and
+//! [`cli`] (flags → [`cli::Config`]) → [`app_plugin::instance`] (socket, pid and
 //! listen files) → [`sources`] (timers and `--rate` publish) → [`hub`] (numbering,
 //! history, fan-out) → [`sse`] (one subscriber's stream) → [`server`] (routes).
 //! [`topics`] holds the catalogue and the matching rules, [`event`] the event
@@ -24,7 +24,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::instance::InstanceFiles;
+use app_plugin::instance::InstanceFiles;
 use axum::serve::ListenerExt;
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
@@ -75,7 +75,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let ctx = match app::context::Context::load() {
+    let ctx = match app_plugin::context::Context::load() {
         Ok(ctx) => ctx,
         Err(e) => {
             eprintln!("app-event-time: {e}");

@@ -21,7 +21,7 @@ fn main() -> ExitCode {
             serde_json::json!({
                 "apiVersion": "app.plugin/v1",
                 "name": "listener-tracer",
-                "version": app::context::APP_VERSION,
+                "version": app_plugin::context::APP_VERSION,
                 "description": "Log every app command to a file (a lifecycle listener)",
             })
         );
@@ -47,7 +47,11 @@ fn log_file(args: &[String]) -> Result<PathBuf, String> {
     match args {
         [] => Ok(std::env::var_os("APP_TRACER_LOG")
             .map(PathBuf::from)
-            .unwrap_or_else(|| app::paths::Dirs::from_env().data_dir.join("tracer.log"))),
+            .unwrap_or_else(|| {
+                app_plugin::paths::Dirs::from_env()
+                    .data_dir
+                    .join("tracer.log")
+            })),
         [flag, path] if flag == "--file" => Ok(PathBuf::from(path)),
         _ => Err(format!(
             "unexpected arguments {args:?}; usage: app-listener-tracer [--file PATH] < events"

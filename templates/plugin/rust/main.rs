@@ -10,7 +10,7 @@
 //!
 //! Exit codes: 0 ok, 1 failure, 2 usage error.
 
-use app::context::Context;
+use app_plugin::context::Context;
 
 const NAME: &str = "{{name}}";
 const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// The directories `app` and its plugins use.
 ///
 /// ```
-/// let dirs = app::paths::Dirs::from_env();
+/// let dirs = app_plugin::paths::Dirs::from_env();
 /// let socket = dirs.plugin_socket("event-time");
 /// assert!(socket.ends_with("plugins/event-time.sock"));
 /// ```
@@ -33,7 +33,7 @@ impl Dirs {
     /// platform's conventional places (XDG on Linux).
     ///
     /// ```
-    /// let dirs = app::paths::Dirs::from_env();
+    /// let dirs = app_plugin::paths::Dirs::from_env();
     /// assert!(dirs.config_dir.is_absolute() && dirs.runtime_dir.is_absolute());
     /// ```
     pub fn from_env() -> Dirs {
@@ -58,7 +58,7 @@ impl Dirs {
     /// The default config file: `APP_CONFIG_DIR/config.json`.
     ///
     /// ```
-    /// let dirs = app::paths::Dirs::from_env();
+    /// let dirs = app_plugin::paths::Dirs::from_env();
     /// assert_eq!(dirs.config_file(), dirs.config_dir.join("config.json"));
     /// ```
     pub fn config_file(&self) -> PathBuf {
@@ -68,7 +68,7 @@ impl Dirs {
     /// The user plugin directory, where `app plugin install` puts plugins.
     ///
     /// ```
-    /// let dirs = app::paths::Dirs::from_env();
+    /// let dirs = app_plugin::paths::Dirs::from_env();
     /// assert_eq!(dirs.user_plugin_dir(), dirs.data_dir.join("plugins"));
     /// ```
     pub fn user_plugin_dir(&self) -> PathBuf {
@@ -78,7 +78,7 @@ impl Dirs {
     /// Where running plugins put their sockets, pid and listen files.
     ///
     /// ```
-    /// let dirs = app::paths::Dirs::from_env();
+    /// let dirs = app_plugin::paths::Dirs::from_env();
     /// assert_eq!(dirs.plugin_runtime_dir(), dirs.runtime_dir.join("plugins"));
     /// ```
     pub fn plugin_runtime_dir(&self) -> PathBuf {
@@ -88,7 +88,7 @@ impl Dirs {
     /// The unix socket a long-running plugin named `name` listens on.
     ///
     /// ```
-    /// let dirs = app::paths::Dirs::from_env();
+    /// let dirs = app_plugin::paths::Dirs::from_env();
     /// assert!(dirs.plugin_socket("r1").ends_with("plugins/r1.sock"));
     /// ```
     pub fn plugin_socket(&self, name: &str) -> PathBuf {
@@ -97,7 +97,12 @@ impl Dirs {
 }
 
 /// `APP_CACHE_DIR`, else the platform cache dir, else under `data_dir`.
-pub(crate) fn cache_dir(data_dir: &Path) -> PathBuf {
+///
+/// ```
+/// let dirs = app_plugin::paths::Dirs::from_env();
+/// assert_eq!(app_plugin::paths::cache_dir(&dirs.data_dir), dirs.cache_dir);
+/// ```
+pub fn cache_dir(data_dir: &Path) -> PathBuf {
     env_dir("APP_CACHE_DIR")
         .or_else(|| dirs::cache_dir().map(|d| d.join("app")))
         .unwrap_or_else(|| data_dir.join("cache"))

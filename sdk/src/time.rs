@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
 /// let t = UNIX_EPOCH + Duration::from_millis(951_782_400_005);
-/// assert_eq!(app::time::rfc3339_millis(t), "2000-02-29T00:00:00.005Z");
+/// assert_eq!(app_plugin::time::rfc3339_millis(t), "2000-02-29T00:00:00.005Z");
 /// ```
 pub fn rfc3339_millis(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
@@ -24,7 +24,7 @@ pub fn rfc3339_millis(time: SystemTime) -> String {
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
 /// let t = UNIX_EPOCH + Duration::from_secs(1_767_225_600);
-/// assert_eq!(app::time::rfc3339(t), "2026-01-01T00:00:00Z");
+/// assert_eq!(app_plugin::time::rfc3339(t), "2026-01-01T00:00:00Z");
 /// ```
 pub fn rfc3339(time: SystemTime) -> String {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();

@@ -16,7 +16,7 @@
 //! e.g. `listener.set_nonblocking(true)?; tokio::net::UnixListener::from_std(listener)?`.
 //!
 //! ```
-//! use app::instance::InstanceFiles;
+//! use app_plugin::instance::InstanceFiles;
 //!
 //! let tmp = tempfile::tempdir().unwrap();
 //! let dir = tmp.path().join("plugins");
@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 ///
 /// ```
 /// use std::path::PathBuf;
-/// use app::instance::ClaimError;
+/// use app_plugin::instance::ClaimError;
 ///
 /// let err = ClaimError::Running { socket: PathBuf::from("/run/p/r1.sock"), pid: Some(42) };
 /// assert_eq!(
@@ -57,7 +57,7 @@ pub enum ClaimError {
     /// Another instance answers on the socket; `pid` is read from `NAME.pid`.
     ///
     /// ```
-    /// # use app::instance::ClaimError;
+    /// # use app_plugin::instance::ClaimError;
     /// let err = ClaimError::Running { socket: "/s".into(), pid: None };
     /// assert!(err.to_string().contains("(socket /s)"));
     /// ```
@@ -71,7 +71,7 @@ pub enum ClaimError {
     /// deleted.
     ///
     /// ```
-    /// # use app::instance::ClaimError;
+    /// # use app_plugin::instance::ClaimError;
     /// let err = ClaimError::NotASocket("/run/p/r1.sock".into());
     /// assert_eq!(
     ///     err.to_string(),
@@ -79,10 +79,19 @@ pub enum ClaimError {
     /// );
     /// ```
     NotASocket(PathBuf),
+    /// The name breaks the rule of [`check_name`]; nothing was touched.
+    ///
+    /// ```
+    /// # use app_plugin::instance::{ClaimError, InstanceFiles};
+    /// let tmp = tempfile::tempdir().unwrap();
+    /// let err = InstanceFiles::claim(tmp.path(), "../escape").unwrap_err();
+    /// assert!(matches!(err, ClaimError::BadName(_)), "{err}");
+    /// ```
+    BadName(NameError),
     /// A file operation failed: "cannot `what` `path`: `err`".
     ///
     /// ```
-    /// # use app::instance::ClaimError;
+    /// # use app_plugin::instance::ClaimError;
     /// let err = ClaimError::Io {
     ///     what: "write",
     ///     path: "/run/p/r1.pid".into(),
@@ -106,7 +115,7 @@ impl ClaimError {
     /// `instance`.
     ///
     /// ```
-    /// # use app::instance::ClaimError;
+    /// # use app_plugin::instance::ClaimError;
     /// let err = ClaimError::Running { socket: "/s".into(), pid: Some(7) };
     /// assert_eq!(
     ///     err.describe("event repeater named \"r1\""),
@@ -126,6 +135,7 @@ impl ClaimError {
                 "{} exists and is not a socket; remove it or choose another --name",
                 path.display()
             ),
+            ClaimError::BadName(e) => e.to_string(),
             ClaimError::Io { what, path, err } => {
                 format!("cannot {what} {}: {err}", path.display())
             }
@@ -143,8 +153,73 @@ impl std::error::Error for ClaimError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ClaimError::Io { err, .. } => Some(err),
+            ClaimError::BadName(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+/// Why a name cannot name an instance ([`check_name`]).
+///
+/// ```
+/// let err = app_plugin::instance::check_name("../x").unwrap_err();
+/// assert_eq!(err.name(), "../x");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameError(String);
+
+impl NameError {
+    /// The name that was refused.
+    ///
+    /// ```
+    /// assert_eq!(app_plugin::instance::check_name("").unwrap_err().name(), "");
+    /// ```
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for NameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid --name '{}'; use 1 to {MAX_NAME_LEN} letters, digits, '-', '_' or '.', not starting with '.' or '-'",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NameError {}
+
+/// The longest instance name: it becomes a socket path, and those are
+/// limited to about 100 bytes.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// The one rule for instance names (`--name` of every plugin that runs
+/// instances, and of the clients that find them): the name becomes file
+/// names (`NAME.sock`, `NAME.pid`, `NAME.listen`), so it is 1 to
+/// [`MAX_NAME_LEN`] ASCII letters, digits, `-`, `_` or `.`, not starting
+/// with `.` or `-` (no hidden files, nothing read as a flag).
+///
+/// ```
+/// use app_plugin::instance::check_name;
+/// assert!(check_name("event-repeater").is_ok());
+/// assert!(check_name("r1.staging").is_ok());
+/// for bad in ["", ".", "..", "a/b", "-x", ".hidden", "a b", "é"] {
+///     assert!(check_name(bad).is_err(), "{bad}");
+/// }
+/// ```
+pub fn check_name(name: &str) -> Result<(), NameError> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && !name.starts_with(['.', '-'])
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(NameError(name.to_string()))
     }
 }
 
@@ -158,13 +233,13 @@ fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ClaimErr
 /// one.
 ///
 /// ```
-/// # use app::instance::InstanceFiles;
+/// # use app_plugin::instance::InstanceFiles;
 /// let tmp = tempfile::tempdir().unwrap();
 /// let mut files = InstanceFiles::claim(tmp.path(), "demo")?;
 /// let _listener = files.bind()?;
 /// drop(files);
 /// assert!(!tmp.path().join("demo.sock").exists());
-/// # Ok::<(), app::instance::ClaimError>(())
+/// # Ok::<(), app_plugin::instance::ClaimError>(())
 /// ```
 #[derive(Debug)]
 pub struct InstanceFiles {
@@ -185,7 +260,7 @@ impl InstanceFiles {
     /// have left. Nothing of this instance exists yet.
     ///
     /// ```
-    /// # use app::instance::{ClaimError, InstanceFiles};
+    /// # use app_plugin::instance::{ClaimError, InstanceFiles};
     /// let tmp = tempfile::tempdir().unwrap();
     /// let mut first = InstanceFiles::claim(tmp.path(), "demo")?;
     /// first.write_pid()?;
@@ -195,6 +270,9 @@ impl InstanceFiles {
     /// # Ok::<(), ClaimError>(())
     /// ```
     pub fn claim(dir: &Path, name: &str) -> Result<InstanceFiles, ClaimError> {
+        if let Err(e) = check_name(name) {
+            return Err(ClaimError::BadName(e));
+        }
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -221,13 +299,13 @@ impl InstanceFiles {
     /// process that is gone; the plugin may log it.
     ///
     /// ```
-    /// # use app::instance::InstanceFiles;
+    /// # use app_plugin::instance::InstanceFiles;
     /// let tmp = tempfile::tempdir().unwrap();
     /// // A socket nothing listens on, as a killed process leaves it.
     /// drop(std::os::unix::net::UnixListener::bind(tmp.path().join("demo.sock")).unwrap());
     /// let files = InstanceFiles::claim(tmp.path(), "demo")?;
     /// assert!(files.replaced_stale());
-    /// # Ok::<(), app::instance::ClaimError>(())
+    /// # Ok::<(), app_plugin::instance::ClaimError>(())
     /// ```
     pub fn replaced_stale(&self) -> bool {
         self.replaced_stale
@@ -236,13 +314,13 @@ impl InstanceFiles {
     /// Writes this process's id to `name.pid` (mode 0600, atomically).
     ///
     /// ```
-    /// # use app::instance::InstanceFiles;
+    /// # use app_plugin::instance::InstanceFiles;
     /// let tmp = tempfile::tempdir().unwrap();
     /// let mut files = InstanceFiles::claim(tmp.path(), "demo")?;
     /// files.write_pid()?;
     /// let pid = std::fs::read_to_string(files.pid_path()).unwrap();
     /// assert_eq!(pid, format!("{}\n", std::process::id()));
-    /// # Ok::<(), app::instance::ClaimError>(())
+    /// # Ok::<(), app_plugin::instance::ClaimError>(())
     /// ```
     pub fn write_pid(&mut self) -> Result<(), ClaimError> {
         write_atomic(&self.pid, &format!("{}\n", std::process::id()))?;
@@ -254,13 +332,13 @@ impl InstanceFiles {
     /// line to `name.listen` (mode 0600, atomically).
     ///
     /// ```
-    /// # use app::instance::InstanceFiles;
+    /// # use app_plugin::instance::InstanceFiles;
     /// let tmp = tempfile::tempdir().unwrap();
     /// let mut files = InstanceFiles::claim(tmp.path(), "demo")?;
     /// files.write_listen("http://127.0.0.1:8080")?;
     /// let url = std::fs::read_to_string(files.listen_path()).unwrap();
     /// assert_eq!(url, "http://127.0.0.1:8080\n");
-    /// # Ok::<(), app::instance::ClaimError>(())
+    /// # Ok::<(), app_plugin::instance::ClaimError>(())
     /// ```
     pub fn write_listen(&mut self, url: &str) -> Result<(), ClaimError> {
         write_atomic(&self.listen, &format!("{url}\n"))?;
@@ -275,7 +353,7 @@ impl InstanceFiles {
     ///
     /// ```
     /// # use std::os::unix::fs::PermissionsExt;
-    /// # use app::instance::InstanceFiles;
+    /// # use app_plugin::instance::InstanceFiles;
     /// let tmp = tempfile::tempdir().unwrap();
     /// let mut files = InstanceFiles::claim(tmp.path(), "demo")?;
     /// let listener = files.bind()?;
@@ -283,7 +361,7 @@ impl InstanceFiles {
     /// assert_eq!(mode & 0o777, 0o600);
     /// std::os::unix::net::UnixStream::connect(files.socket()).unwrap();
     /// assert!(listener.accept().is_ok());
-    /// # Ok::<(), app::instance::ClaimError>(())
+    /// # Ok::<(), app_plugin::instance::ClaimError>(())
     /// ```
     pub fn bind(&mut self) -> Result<UnixListener, ClaimError> {
         // Hidden, and not ending in `.sock`, so that nobody takes it for an
@@ -309,11 +387,11 @@ impl InstanceFiles {
     /// The socket's path, `dir/name.sock`.
     ///
     /// ```
-    /// # use app::instance::InstanceFiles;
+    /// # use app_plugin::instance::InstanceFiles;
     /// let tmp = tempfile::tempdir().unwrap();
     /// let files = InstanceFiles::claim(tmp.path(), "demo")?;
     /// assert_eq!(files.socket(), tmp.path().join("demo.sock"));
-    /// # Ok::<(), app::instance::ClaimError>(())
+    /// # Ok::<(), app_plugin::instance::ClaimError>(())
     /// ```
     pub fn socket(&self) -> &Path {
         &self.socket
@@ -322,11 +400,11 @@ impl InstanceFiles {
     /// The pid file's path, `dir/name.pid`.
     ///
     /// ```
-    /// # use app::instance::InstanceFiles;
+    /// # use app_plugin::instance::InstanceFiles;
     /// let tmp = tempfile::tempdir().unwrap();
     /// let files = InstanceFiles::claim(tmp.path(), "demo")?;
     /// assert_eq!(files.pid_path(), tmp.path().join("demo.pid"));
-    /// # Ok::<(), app::instance::ClaimError>(())
+    /// # Ok::<(), app_plugin::instance::ClaimError>(())
     /// ```
     pub fn pid_path(&self) -> &Path {
         &self.pid
@@ -335,11 +413,11 @@ impl InstanceFiles {
     /// The listen file's path, `dir/name.listen`.
     ///
     /// ```
-    /// # use app::instance::InstanceFiles;
+    /// # use app_plugin::instance::InstanceFiles;
     /// let tmp = tempfile::tempdir().unwrap();
     /// let files = InstanceFiles::claim(tmp.path(), "demo")?;
     /// assert_eq!(files.listen_path(), tmp.path().join("demo.listen"));
-    /// # Ok::<(), app::instance::ClaimError>(())
+    /// # Ok::<(), app_plugin::instance::ClaimError>(())
     /// ```
     pub fn listen_path(&self) -> &Path {
         &self.listen

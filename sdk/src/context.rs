@@ -21,7 +21,13 @@ use crate::paths::Dirs;
 /// The version of the context contract, `APP_CONTEXT_VERSION`.
 pub const CONTEXT_VERSION: u32 = 1;
 
-/// The version of `app` (and of the plugin library).
+/// The version of this SDK. `app` and the SDK are released together with
+/// the same number, so it is also the `app_version` a plugin run directly
+/// (without `app`) reports.
+///
+/// ```
+/// assert!(!app_plugin::context::APP_VERSION.is_empty());
+/// ```
 pub const APP_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Names of the environment variables of the plugin protocol.
@@ -82,7 +88,7 @@ pub struct AliasExpansion {
 /// Everything a plugin is told about the call that started it.
 ///
 /// ```
-/// use app::context::Context;
+/// use app_plugin::context::Context;
 /// let ctx = Context::defaults("event-time");
 /// assert_eq!(ctx.plugin_name, "event-time");
 /// assert!(ctx.plugin_socket("event-time").ends_with("plugins/event-time.sock"));
@@ -137,6 +143,10 @@ pub struct Context {
 }
 
 /// Default log level: warnings and errors.
+///
+/// ```
+/// assert_eq!(app_plugin::context::DEFAULT_LOG, app_plugin::log::WARN);
+/// ```
 pub const DEFAULT_LOG: u8 = 2;
 
 /// Why the context could not be read.
@@ -178,7 +188,7 @@ impl Context {
     /// plugin.
     ///
     /// ```no_run
-    /// let ctx = app::context::Context::load().unwrap_or_else(|e| {
+    /// let ctx = app_plugin::context::Context::load().unwrap_or_else(|e| {
     ///     eprintln!("app-example: {e}");
     ///     std::process::exit(2);
     /// });
@@ -195,8 +205,8 @@ impl Context {
     /// Parses a context document (one JSON object).
     ///
     /// ```
-    /// let ctx = app::context::Context::defaults("x");
-    /// let back = app::context::Context::from_json(&ctx.to_json_line()).unwrap();
+    /// let ctx = app_plugin::context::Context::defaults("x");
+    /// let back = app_plugin::context::Context::from_json(&ctx.to_json_line()).unwrap();
     /// assert_eq!(back.plugin_name, "x");
     /// ```
     pub fn from_json(text: &str) -> Result<Context, ContextError> {
@@ -213,8 +223,8 @@ impl Context {
     /// [`Context::defaults`] for the name of the running executable.
     ///
     /// ```
-    /// let ctx = app::context::Context::from_env();
-    /// assert_eq!(ctx.context_version, app::context::CONTEXT_VERSION);
+    /// let ctx = app_plugin::context::Context::from_env();
+    /// assert_eq!(ctx.context_version, app_plugin::context::CONTEXT_VERSION);
     /// assert!(ctx.log <= 5);
     /// ```
     pub fn from_env() -> Context {
@@ -248,7 +258,7 @@ impl Context {
             ctx.command = c;
         }
         ctx.args = env::args().skip(1).collect();
-        if let Some(level) = env_string(vars::LOG).and_then(|l| l.parse().ok()) {
+        if let Some(level) = env_string(vars::LOG).and_then(|l| crate::log::parse_level(&l).ok()) {
             ctx.log = level;
         }
         if let Some(format) = env_string(vars::LOG_FORMAT) {
@@ -266,7 +276,7 @@ impl Context {
     /// The context `app` would give plugin `name` when run with no flags.
     ///
     /// ```
-    /// let ctx = app::context::Context::defaults("demo");
+    /// let ctx = app_plugin::context::Context::defaults("demo");
     /// assert_eq!(ctx.log_format, "text");
     /// assert!(ctx.config.ends_with("config.json"));
     /// ```
@@ -277,7 +287,7 @@ impl Context {
             .unwrap_or_else(|| dirs.config_file());
         let log = env::var(vars::LOG)
             .ok()
-            .and_then(|l| l.parse().ok())
+            .and_then(|l| crate::log::parse_level(&l).ok())
             .unwrap_or(DEFAULT_LOG);
         Context {
             context_version: CONTEXT_VERSION,
@@ -305,7 +315,7 @@ impl Context {
     /// The context as one line of JSON (no newline), as `app` writes it.
     ///
     /// ```
-    /// let line = app::context::Context::defaults("demo").to_json_line();
+    /// let line = app_plugin::context::Context::defaults("demo").to_json_line();
     /// assert!(line.starts_with('{') && !line.contains('\n'));
     /// ```
     pub fn to_json_line(&self) -> String {
@@ -316,7 +326,7 @@ impl Context {
     /// The `APP_*` variables for this context, as `app` sets them.
     ///
     /// ```
-    /// let env = app::context::Context::defaults("demo").to_env();
+    /// let env = app_plugin::context::Context::defaults("demo").to_env();
     /// assert!(env.iter().any(|(k, v)| *k == "APP_PLUGIN_NAME" && v == "demo"));
     /// ```
     pub fn to_env(&self) -> Vec<(&'static str, OsString)> {
@@ -345,7 +355,7 @@ impl Context {
     /// The directories of this context.
     ///
     /// ```
-    /// let ctx = app::context::Context::defaults("demo");
+    /// let ctx = app_plugin::context::Context::defaults("demo");
     /// assert_eq!(ctx.dirs().runtime_dir, ctx.runtime_dir);
     /// ```
     pub fn dirs(&self) -> Dirs {
@@ -361,7 +371,7 @@ impl Context {
     /// `APP_RUNTIME_DIR/plugins/<name>.sock`.
     ///
     /// ```
-    /// let ctx = app::context::Context::defaults("demo");
+    /// let ctx = app_plugin::context::Context::defaults("demo");
     /// assert_eq!(ctx.plugin_socket("r1"), ctx.runtime_dir.join("plugins/r1.sock"));
     /// ```
     pub fn plugin_socket(&self, name: &str) -> PathBuf {
@@ -374,7 +384,11 @@ fn env_string(var: &str) -> Option<String> {
 }
 
 /// `APP_HOSTS` as a list: comma-separated, blanks dropped.
-pub(crate) fn split_hosts(hosts: &str) -> Vec<String> {
+///
+/// ```
+/// assert_eq!(app_plugin::context::split_hosts("a, b,,c"), ["a", "b", "c"]);
+/// ```
+pub fn split_hosts(hosts: &str) -> Vec<String> {
     hosts
         .split(',')
         .map(str::trim)

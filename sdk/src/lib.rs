@@ -1,0 +1,53 @@
+//! `app_plugin`: the SDK for writing plugins for `app`, a plugin dispatcher
+//! in the style of kubectl, git and cargo (`app foo` runs `app-foo`).
+//!
+//! It holds the one definition of each piece of the plugin contract, used
+//! by `app` itself and by every plugin:
+//!
+//! - [`context`]: what `app` tells a plugin (environment variables, the JSON
+//!   context document on stdin), read with [`context::Context::load`];
+//! - [`paths`]: where config, data and runtime files live;
+//! - [`instance`]: the socket, pid and listen files of a long-running plugin
+//!   instance, and the one rule for instance names;
+//! - [`metadata`]: the answer to `__app_metadata`;
+//! - [`complete`]: the `__complete` protocol (candidates and directives);
+//! - [`log`]: a logger honouring `APP_LOG` and `APP_LOG_FORMAT` (text or JSON);
+//! - [`time`]: RFC 3339 timestamps.
+//!
+//! A whole plugin, `app-hello`:
+//!
+//! ```no_run
+//! use app_plugin::{context::Context, metadata::{Metadata, METADATA_ARG}};
+//!
+//! fn main() {
+//!     let args: Vec<String> = std::env::args().skip(1).collect();
+//!     if args.first().map(String::as_str) == Some(METADATA_ARG) {
+//!         println!("{}", Metadata::new("hello", env!("CARGO_PKG_VERSION"), "Says hello").to_json());
+//!         return;
+//!     }
+//!     let ctx = Context::load().unwrap_or_else(|e| {
+//!         eprintln!("app-hello: {e}");
+//!         std::process::exit(2);
+//!     });
+//!     app_plugin::log::init_from_context(&ctx);
+//!     app_plugin::info!("called as {:?}", ctx.command);
+//!     println!("hello from {}", ctx.plugin_name);
+//! }
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod complete;
+pub mod context;
+pub mod instance;
+pub mod log;
+pub mod metadata;
+pub mod paths;
+pub mod time;
+
+/// The version of this SDK.
+///
+/// ```
+/// assert_eq!(app_plugin::VERSION, app_plugin::context::APP_VERSION);
+/// ```
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

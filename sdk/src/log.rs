@@ -1,0 +1,491 @@
+//! A small logger for plugins that honours `app --log` and `app --log-format`.
+//!
+//! `app` passes the level as `APP_LOG` (0 silent, 1 errors, 2 warnings (the
+//! default), 3 info, 4 debug, 5 trace) and the format as `APP_LOG_FORMAT`:
+//!
+//! - `text`: `app-NAME: warning: message`, one line per message (info lines
+//!   have no tag);
+//! - `json`: one JSON object per line, `{"time":…,"level":"warn","plugin":"NAME","message":…}`,
+//!   with `time` in RFC 3339 (UTC, milliseconds).
+//!
+//! The level and format are process-wide (set once at start-up, read by
+//! every task): every task writes to the same stderr, so passing a logger
+//! around would buy nothing. Each line is written with one call, so lines
+//! from different threads never mix.
+//!
+//! ```
+//! use app_plugin::log::{self, Format};
+//!
+//! log::init("demo", log::INFO, Format::Json);
+//! app_plugin::info!("listening on {}", "127.0.0.1:8080");
+//! app_plugin::debug!("not shown at level info");
+//! assert!(log::enabled(log::WARN) && !log::enabled(log::DEBUG));
+//! ```
+
+use std::fmt;
+use std::io::Write;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::context::Context;
+
+/// Level 0: nothing is logged.
+pub const OFF: u8 = 0;
+/// Level 1: errors.
+pub const ERROR: u8 = 1;
+/// Level 2 (the default): warnings.
+pub const WARN: u8 = 2;
+/// Level 3: start-up, shutdown and other rare events.
+pub const INFO: u8 = 3;
+/// Level 4: every request.
+pub const DEBUG: u8 = 4;
+/// Level 5: every event.
+pub const TRACE: u8 = 5;
+
+const NAMES: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+static LEVEL: AtomicU8 = AtomicU8::new(WARN);
+static JSON: AtomicU8 = AtomicU8::new(0);
+static PLUGIN: OnceLock<String> = OnceLock::new();
+
+/// A log level that is neither `0`..`5` nor a level name.
+///
+/// ```
+/// let err = app_plugin::log::parse_level("loud").unwrap_err();
+/// assert_eq!(err.to_string(), "invalid log level 'loud'; use 0..5 or off, error, warn, info, debug, trace");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LevelError(String);
+
+impl fmt::Display for LevelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid log level '{}'; use 0..5 or off, error, warn, info, debug, trace",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for LevelError {}
+
+/// Parses a level as `--log` and `APP_LOG` take it: `0`..`5`, or a name
+/// (`off`, `error`, `warn` or `warning`, `info`, `debug`, `trace`; any case).
+/// It fits clap's `value_parser` as is.
+///
+/// ```
+/// use app_plugin::log::{parse_level, DEBUG, OFF, WARN};
+/// assert_eq!(parse_level("4"), Ok(DEBUG));
+/// assert_eq!(parse_level("debug"), Ok(DEBUG));
+/// assert_eq!(parse_level("Warning"), Ok(WARN));
+/// assert_eq!(parse_level("off"), Ok(OFF));
+/// assert!(parse_level("6").is_err() && parse_level("").is_err());
+/// ```
+pub fn parse_level(text: &str) -> Result<u8, LevelError> {
+    let word = text.trim().to_ascii_lowercase();
+    if let Ok(n) = word.parse::<u8>() {
+        if n <= TRACE {
+            return Ok(n);
+        }
+    }
+    match word.as_str() {
+        "warning" => Ok(WARN),
+        "silent" | "none" => Ok(OFF),
+        _ => NAMES
+            .iter()
+            .position(|n| *n == word)
+            .map(|i| i as u8)
+            .ok_or_else(|| LevelError(text.to_string())),
+    }
+}
+
+/// The name of a level, as the JSON lines write it (`warn` for 2).
+///
+/// ```
+/// assert_eq!(app_plugin::log::level_name(app_plugin::log::WARN), "warn");
+/// assert_eq!(app_plugin::log::level_name(9), "trace");
+/// ```
+pub fn level_name(level: u8) -> &'static str {
+    NAMES[usize::from(level.min(TRACE))]
+}
+
+/// How log lines look: `APP_LOG_FORMAT`.
+///
+/// ```
+/// use app_plugin::log::Format;
+/// assert_eq!("json".parse::<Format>(), Ok(Format::Json));
+/// assert!("xml".parse::<Format>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// `app-NAME: warning: message`.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// A format that is neither `text` nor `json`.
+///
+/// ```
+/// let err = "xml".parse::<app_plugin::log::Format>().unwrap_err();
+/// assert!(err.to_string().contains("use text or json"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FormatError(String);
+
+impl fmt::Display for FormatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid log format '{}'; use text or json", self.0)
+    }
+}
+
+impl std::error::Error for FormatError {}
+
+impl FromStr for Format {
+    type Err = FormatError;
+
+    fn from_str(s: &str) -> Result<Format, FormatError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "text" => Ok(Format::Text),
+            "json" => Ok(Format::Json),
+            _ => Err(FormatError(s.to_string())),
+        }
+    }
+}
+
+/// Sets the plugin's name (as `app` names it: `event-time` for
+/// `app-event-time`), the level and the format. The name is set once; later
+/// calls change only the level and format.
+///
+/// ```
+/// use app_plugin::log::{self, Format};
+/// log::init("demo", log::DEBUG, Format::Text);
+/// assert!(log::enabled(log::DEBUG));
+/// assert_eq!(log::plugin_name(), "demo");
+/// ```
+pub fn init(plugin: &str, level: u8, format: Format) {
+    let _ = PLUGIN.set(plugin.to_string());
+    set_level(level);
+    set_format(format);
+}
+
+/// [`init`] from what `app` said: the plugin's name, `APP_LOG` and
+/// `APP_LOG_FORMAT` (an unknown format is text).
+///
+/// ```
+/// let ctx = app_plugin::context::Context::defaults("demo");
+/// app_plugin::log::init_from_context(&ctx);
+/// assert_eq!(app_plugin::log::level(), ctx.log.min(5));
+/// ```
+pub fn init_from_context(ctx: &Context) {
+    init(
+        &ctx.plugin_name,
+        ctx.log,
+        ctx.log_format.parse().unwrap_or_default(),
+    );
+}
+
+/// Sets the level: 0 silent, 1 errors, 2 warnings, 3 info, 4 debug, 5 trace
+/// (higher is trace).
+///
+/// ```
+/// app_plugin::log::set_level(app_plugin::log::ERROR);
+/// assert!(!app_plugin::log::enabled(app_plugin::log::WARN));
+/// ```
+pub fn set_level(level: u8) {
+    LEVEL.store(level.min(TRACE), Ordering::Relaxed);
+}
+
+/// The level in force.
+///
+/// ```
+/// app_plugin::log::set_level(3);
+/// assert_eq!(app_plugin::log::level(), app_plugin::log::INFO);
+/// ```
+pub fn level() -> u8 {
+    LEVEL.load(Ordering::Relaxed)
+}
+
+/// Sets the format.
+///
+/// ```
+/// use app_plugin::log::{self, Format};
+/// log::set_format(Format::Json);
+/// assert_eq!(log::format(), Format::Json);
+/// ```
+pub fn set_format(format: Format) {
+    JSON.store(u8::from(format == Format::Json), Ordering::Relaxed);
+}
+
+/// The format in force.
+///
+/// ```
+/// assert_eq!(app_plugin::log::format(), app_plugin::log::Format::Text);
+/// ```
+pub fn format() -> Format {
+    if JSON.load(Ordering::Relaxed) == 1 {
+        Format::Json
+    } else {
+        Format::Text
+    }
+}
+
+/// The plugin name the lines carry: the one given to [`init`], else the
+/// running executable's name without `app-`.
+///
+/// ```
+/// assert!(!app_plugin::log::plugin_name().is_empty());
+/// ```
+pub fn plugin_name() -> &'static str {
+    PLUGIN.get_or_init(|| {
+        let exe = std::env::args_os()
+            .next()
+            .and_then(|a| {
+                std::path::Path::new(&a)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+            })
+            .unwrap_or_else(|| "plugin".to_string());
+        exe.strip_prefix("app-").unwrap_or(&exe).to_string()
+    })
+}
+
+/// Whether messages of `level` are written.
+///
+/// ```
+/// app_plugin::log::set_level(app_plugin::log::OFF);
+/// assert!(!app_plugin::log::enabled(app_plugin::log::ERROR));
+/// ```
+pub fn enabled(level: u8) -> bool {
+    level != OFF && level <= LEVEL.load(Ordering::Relaxed)
+}
+
+/// Writes one line at `level` when it is enabled; the macros
+/// ([`error!`](crate::error!) …) call this.
+///
+/// ```
+/// app_plugin::log::write(app_plugin::log::WARN, format_args!("disk {}% full", 91));
+/// ```
+pub fn write(level: u8, message: fmt::Arguments<'_>) {
+    if !enabled(level) {
+        return;
+    }
+    let mut line = render(
+        format(),
+        plugin_name(),
+        level,
+        &message.to_string(),
+        SystemTime::now(),
+    );
+    line.push('\n');
+    // One write per line, so that threads do not interleave; a closed
+    // stderr is nobody's to report to.
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// One log line (without its newline), as [`write`] prints it.
+///
+/// ```
+/// use std::time::{Duration, UNIX_EPOCH};
+/// use app_plugin::log::{render, Format, WARN, INFO};
+/// let t = UNIX_EPOCH + Duration::from_millis(1_767_225_600_250);
+/// assert_eq!(render(Format::Text, "demo", WARN, "low disk", t), "app-demo: warning: low disk");
+/// assert_eq!(render(Format::Text, "demo", INFO, "started", t), "app-demo: started");
+/// assert_eq!(
+///     render(Format::Json, "demo", WARN, "low \"disk\"", t),
+///     r#"{"time":"2026-01-01T00:00:00.250Z","level":"warn","plugin":"demo","message":"low \"disk\""}"#
+/// );
+/// ```
+pub fn render(format: Format, plugin: &str, level: u8, message: &str, time: SystemTime) -> String {
+    match format {
+        Format::Text => {
+            let tag = match level {
+                ERROR => "error: ",
+                WARN => "warning: ",
+                INFO => "",
+                DEBUG => "debug: ",
+                _ => "trace: ",
+            };
+            format!("app-{plugin}: {tag}{message}")
+        }
+        Format::Json => {
+            #[derive(serde::Serialize)]
+            struct Line<'a> {
+                time: String,
+                level: &'a str,
+                plugin: &'a str,
+                message: &'a str,
+            }
+            let line = Line {
+                time: crate::time::rfc3339_millis(time),
+                level: level_name(level),
+                plugin,
+                message,
+            };
+            // Strings only: serialising cannot fail.
+            serde_json::to_string(&line).expect("a log line always serialises")
+        }
+    }
+}
+
+/// `log!(level, "format", args…)`: logs at `level` when it is enabled.
+///
+/// ```
+/// app_plugin::log!(app_plugin::log::INFO, "{} routes", 3);
+/// ```
+#[macro_export]
+macro_rules! log {
+    ($level:expr, $($arg:tt)*) => {
+        if $crate::log::enabled($level) {
+            $crate::log::write($level, format_args!($($arg)*));
+        }
+    };
+}
+
+/// Logs an error: `error!("cannot bind {addr}: {e}")`.
+///
+/// ```
+/// app_plugin::error!("cannot bind {}: {}", "127.0.0.1:80", "permission denied");
+/// ```
+#[macro_export]
+macro_rules! error { ($($t:tt)*) => { $crate::log!($crate::log::ERROR, $($t)*) } }
+
+/// Logs a warning.
+///
+/// ```
+/// app_plugin::warn!("retrying in {} s", 2);
+/// ```
+#[macro_export]
+macro_rules! warn { ($($t:tt)*) => { $crate::log!($crate::log::WARN, $($t)*) } }
+
+/// Logs at info level (start-up, shutdown).
+///
+/// ```
+/// app_plugin::info!("serving on {}", "/run/x.sock");
+/// ```
+#[macro_export]
+macro_rules! info { ($($t:tt)*) => { $crate::log!($crate::log::INFO, $($t)*) } }
+
+/// Logs at debug level (every request).
+///
+/// ```
+/// app_plugin::debug!("GET {}", "/routes");
+/// ```
+#[macro_export]
+macro_rules! debug { ($($t:tt)*) => { $crate::log!($crate::log::DEBUG, $($t)*) } }
+
+/// Logs at trace level (every event).
+///
+/// ```
+/// app_plugin::trace!("event {}", 42);
+/// ```
+#[macro_export]
+macro_rules! trace { ($($t:tt)*) => { $crate::log!($crate::log::TRACE, $($t)*) } }
+
+/// A message written at most once per interval; the occurrences in between
+/// are counted and reported with the next line, so a failing peer cannot
+/// flood the log and nothing is hidden.
+///
+/// ```
+/// use std::time::Duration;
+/// use app_plugin::log::{RateLimited, WARN};
+/// let limit = RateLimited::new(Duration::from_secs(10));
+/// limit.log(WARN, || "broker unreachable".to_string()); // written
+/// limit.log(WARN, || "broker unreachable".to_string()); // counted
+/// assert_eq!(limit.suppressed(), 1);
+/// ```
+pub struct RateLimited {
+    interval: Duration,
+    last: Mutex<Option<Instant>>,
+    suppressed: AtomicU64,
+}
+
+impl RateLimited {
+    /// At most one line per `interval`.
+    ///
+    /// ```
+    /// let _limit = app_plugin::log::RateLimited::new(std::time::Duration::from_secs(5));
+    /// ```
+    pub fn new(interval: Duration) -> RateLimited {
+        RateLimited {
+            interval,
+            last: Mutex::new(None),
+            suppressed: AtomicU64::new(0),
+        }
+    }
+
+    /// Logs `message` at `level` unless one was logged within the interval
+    /// (then it is only counted).
+    ///
+    /// ```
+    /// use app_plugin::log::{RateLimited, WARN};
+    /// let limit = RateLimited::new(std::time::Duration::ZERO);
+    /// limit.log(WARN, || "twice".into());
+    /// limit.log(WARN, || "twice".into());
+    /// assert_eq!(limit.suppressed(), 0);
+    /// ```
+    pub fn log(&self, level: u8, message: impl FnOnce() -> String) {
+        let now = Instant::now();
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|t| now.duration_since(t) < self.interval) {
+            self.suppressed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        *last = Some(now);
+        drop(last);
+        let more = self.suppressed.swap(0, Ordering::Relaxed);
+        if more > 0 {
+            write(
+                level,
+                format_args!(
+                    "{} ({more} more like this since the last report)",
+                    message()
+                ),
+            );
+        } else {
+            write(level, format_args!("{}", message()));
+        }
+    }
+
+    /// How many messages were counted and not yet reported.
+    ///
+    /// ```
+    /// let limit = app_plugin::log::RateLimited::new(std::time::Duration::from_secs(1));
+    /// assert_eq!(limit.suppressed(), 0);
+    /// ```
+    pub fn suppressed(&self) -> u64 {
+        self.suppressed.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn every_level_name_and_number_parses() {
+        for (n, name) in NAMES.iter().enumerate() {
+            assert_eq!(parse_level(name), Ok(n as u8));
+            assert_eq!(parse_level(&n.to_string()), Ok(n as u8));
+            assert_eq!(parse_level(&name.to_uppercase()), Ok(n as u8));
+        }
+        for bad in ["6", "-1", "", "verbose", "2.0"] {
+            assert!(parse_level(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn json_lines_are_one_object_with_the_required_fields() {
+        let line = render(Format::Json, "p", ERROR, "a\nb", UNIX_EPOCH);
+        assert!(!line.contains('\n'));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["level"], "error");
+        assert_eq!(v["plugin"], "p");
+        assert_eq!(v["message"], "a\nb");
+        assert_eq!(v["time"], "1970-01-01T00:00:00.000Z");
+    }
+}
