@@ -50,6 +50,8 @@ pub struct Record {
     pub sink_topic: String,
     /// The event as one line of JSON.
     pub payload: Bytes,
+    /// The SSE event id in force when it arrived (the NATS sink's dedup key).
+    pub id: Option<Arc<str>>,
 }
 
 impl Record {
@@ -130,6 +132,7 @@ impl Buffer {
         source_topic: String,
         sink_topic: String,
         payload: Bytes,
+        id: Option<&str>,
         cancel: &CancellationToken,
     ) -> bool {
         let cost = payload.len() + sink_topic.len();
@@ -161,6 +164,7 @@ impl Buffer {
                         source_topic,
                         sink_topic,
                         payload,
+                        id: id.map(Arc::from),
                     });
                     drop(inner);
                     inc(&self.metrics.accepted);
@@ -251,6 +255,7 @@ mod tests {
             "s".into(),
             "t".into(),
             Bytes::from(payload.to_string()),
+            Some(payload),
             &CancellationToken::new(),
         )
         .await
@@ -325,7 +330,7 @@ mod tests {
         let b3 = b.clone();
         let c2 = cancel.clone();
         let waiter = tokio::spawn(async move {
-            b3.push("s".into(), "t".into(), Bytes::from_static(b"3"), &c2)
+            b3.push("s".into(), "t".into(), Bytes::from_static(b"3"), None, &c2)
                 .await
         });
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -88,7 +88,7 @@ impl Relay {
     }
 
     /// Routes one event's data; waits only under `--overflow block`.
-    pub async fn handle(&self, data: &str, cancel: &CancellationToken) {
+    pub async fn handle(&self, data: &str, id: Option<&str>, cancel: &CancellationToken) {
         inc(&self.metrics.received);
         let event = match Event::parse(data) {
             Ok(e) => e,
@@ -125,6 +125,7 @@ impl Relay {
                 event.topic,
                 decision.sink_topic,
                 Bytes::from(event.json),
+                id,
                 cancel,
             )
             .await;
@@ -162,11 +163,13 @@ mod tests {
         ));
         let relay = Relay::new(table, buffer.clone(), metrics.clone(), Some(200));
         let c = CancellationToken::new();
-        relay.handle(r#"{"topic":"a","data":1}"#, &c).await;
-        relay.handle(r#"{"topic":"zzz"}"#, &c).await;
-        relay.handle("not json", &c).await;
+        relay
+            .handle(r#"{"topic":"a","data":1}"#, Some("1"), &c)
+            .await;
+        relay.handle(r#"{"topic":"zzz"}"#, Some("2"), &c).await;
+        relay.handle("not json", Some("3"), &c).await;
         let big = format!(r#"{{"topic":"bad","data":"{}"}}"#, "x".repeat(300));
-        relay.handle(&big, &c).await;
+        relay.handle(&big, Some("4"), &c).await;
         let taken = buffer.take(10);
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].sink_topic, "x/a");

@@ -131,7 +131,7 @@ impl Source {
             for item in items.drain(..) {
                 match item {
                     Item::Event(ev) => {
-                        self.relay.handle(&ev.data, cancel).await;
+                        self.relay.handle(&ev.data, ev.id.as_deref(), cancel).await;
                         if cancel.is_cancelled() {
                             return End::Cancelled;
                         }
