@@ -8,6 +8,10 @@
 //! - `json`: one JSON object per line, `{"time":…,"level":"warn","plugin":"NAME","message":…}`,
 //!   with `time` in RFC 3339 (UTC, milliseconds).
 //!
+//! Besides the five levels, [`notice!`](crate::notice!) writes a line at the
+//! default level labelled as info (a daemon's start-up summary), and
+//! [`fatal`] the error that ends the program, at any level.
+//!
 //! The level and format are process-wide (set once at start-up, read by
 //! every task): every task writes to the same stderr, so passing a logger
 //! around would buy nothing. Each line is written with one call, so lines
@@ -188,6 +192,31 @@ pub fn init_from_context(ctx: &Context) {
     );
 }
 
+/// [`init`] from the environment `app` always sets (`APP_PLUGIN_NAME`,
+/// `APP_LOG`, `APP_LOG_FORMAT`), before the context is read or the command
+/// line parsed, so that even a usage error follows `--log-format`. Missing
+/// or unreadable values keep the defaults (level 2, text, the executable's
+/// name).
+///
+/// ```
+/// app_plugin::log::init_from_env();
+/// assert!(app_plugin::log::level() <= app_plugin::log::TRACE);
+/// ```
+pub fn init_from_env() {
+    use crate::context::{vars, DEFAULT_LOG};
+    let var = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
+    if let Some(name) = var(vars::PLUGIN_NAME) {
+        let _ = PLUGIN.set(name);
+    }
+    let level = var(vars::LOG)
+        .and_then(|l| parse_level(&l).ok())
+        .unwrap_or(DEFAULT_LOG);
+    let format = var(vars::LOG_FORMAT)
+        .and_then(|f| f.parse().ok())
+        .unwrap_or_default();
+    init(plugin_name(), level, format);
+}
+
 /// Sets the level: 0 silent, 1 errors, 2 warnings, 3 info, 4 debug, 5 trace
 /// (higher is trace).
 ///
@@ -270,9 +299,45 @@ pub fn enabled(level: u8) -> bool {
 /// app_plugin::log::write(app_plugin::log::WARN, format_args!("disk {}% full", 91));
 /// ```
 pub fn write(level: u8, message: fmt::Arguments<'_>) {
-    if !enabled(level) {
-        return;
+    if enabled(level) {
+        emit(level, message);
     }
+}
+
+/// Writes a line the user should see at the default level (2), such as
+/// the one-line summary a daemon prints when it starts: it is written
+/// whenever warnings are, and labelled as info (no tag in text, `"info"` in
+/// JSON). The [`notice!`](crate::notice!) macro calls this.
+///
+/// ```
+/// app_plugin::log::set_level(app_plugin::log::WARN);
+/// app_plugin::log::notice(format_args!("serving on {}", "/run/app/plugins/demo.sock"));
+/// ```
+pub fn notice(message: fmt::Arguments<'_>) {
+    if enabled(WARN) {
+        emit(INFO, message);
+    }
+}
+
+/// Writes an error that ends the program (a usage error, a fatal one) at
+/// any level, `--log 0` included: the exit code alone would not say what
+/// to fix. In text it is `app-NAME: message`, the way `app` itself writes
+/// its errors (`app: message`); in JSON a line of level `error`.
+///
+/// ```
+/// app_plugin::log::set_level(app_plugin::log::OFF);
+/// app_plugin::log::fatal(format_args!("--qos 3: use 0, 1 or 2"));
+/// ```
+pub fn fatal(message: fmt::Arguments<'_>) {
+    if format() == Format::Text {
+        let line = format!("app-{}: {message}\n", plugin_name());
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    } else {
+        emit(ERROR, message);
+    }
+}
+
+fn emit(level: u8, message: fmt::Arguments<'_>) {
     let mut line = render(
         format(),
         plugin_name(),
@@ -368,6 +433,15 @@ macro_rules! warn { ($($t:tt)*) => { $crate::log!($crate::log::WARN, $($t)*) } }
 /// ```
 #[macro_export]
 macro_rules! info { ($($t:tt)*) => { $crate::log!($crate::log::INFO, $($t)*) } }
+
+/// Logs a line shown at the default level but labelled info: a daemon's
+/// start-up summary ([`log::notice`](crate::log::notice)).
+///
+/// ```
+/// app_plugin::notice!("serving on {}", "/run/app/plugins/demo.sock");
+/// ```
+#[macro_export]
+macro_rules! notice { ($($t:tt)*) => { $crate::log::notice(format_args!($($t)*)) } }
 
 /// Logs at debug level (every request).
 ///

@@ -25,7 +25,7 @@ use crate::source::Source;
 
 /// Runs the repeater; `Err` is a start-up failure (exit 1).
 pub fn run(cfg: Config) -> Result<(), String> {
-    crate::log::set_level(cfg.log);
+    app_plugin::log::set_level(cfg.log);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -36,6 +36,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
 
 async fn run_async(cfg: Config) -> Result<(), String> {
     let routes = crate::state::load(&cfg.state_file)?;
+    let (checkpoint_file, resume_after) = crate::checkpoint::open(&cfg)?;
     // Handlers first, so that a signal during start-up still cleans up.
     let mut sigterm =
         signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
@@ -75,11 +76,12 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", files.socket().display()))?;
 
     let metrics = Arc::new(Metrics::default());
-    let buffer = Arc::new(Buffer::new(
+    let buffer = Arc::new(Buffer::resuming(
         cfg.buffer_events,
         cfg.buffer_bytes,
         cfg.overflow,
         metrics.clone(),
+        resume_after.clone(),
     ));
     let table: SharedTable = Arc::new(RwLock::new(Arc::new(Table::build(
         &routes,
@@ -101,6 +103,7 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         buffer: buffer.clone(),
         source: cfg.source.to_string(),
         sink: sink_url.clone(),
+        started: api::Started::now(),
     });
 
     let api_stop = CancellationToken::new();
@@ -114,6 +117,7 @@ async fn run_async(cfg: Config) -> Result<(), String> {
                 .await
         }));
     }
+    let tcp_url = tcp.as_ref().map(|(_, url)| url.clone());
     if let Some((listener, url)) = tcp {
         let mut app = api::router(state.clone());
         if let Some(token) = &cfg.token {
@@ -140,8 +144,18 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         relay,
         metrics: metrics.clone(),
         max_event: cfg.max_event_size.saturating_mul(2).max(1 << 20) + 64 * 1024,
+        resume_after,
     };
     let source_task = tokio::spawn(source.run(stop.clone()));
+    let checkpoint_stop = CancellationToken::new();
+    let checkpoint_task = checkpoint_file.map(|file| {
+        let b = buffer.clone();
+        tokio::spawn(crate::checkpoint::keep(
+            file,
+            move || b.checkpoint(),
+            checkpoint_stop.clone(),
+        ))
+    });
     let drain = Drain {
         stop: stop.clone(),
         timeout: cfg.drain_timeout,
@@ -170,15 +184,22 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         )),
     };
     let routes = state.routes.lock().await.len();
-    info!(
-        "event repeater {:?} running: {} → {} ({routes} route{}{}); API on {}",
+    // One line at the default level, so that a running repeater does not look dead.
+    notice!(
+        "event repeater {:?} running: reads {}, publishes to {} ({routes} route{}{}); API on {}{}",
         cfg.name,
         cfg.source,
         sink_url,
         if routes == 1 { "" } else { "s" },
         if cfg.allowall { ", --allowall" } else { "" },
-        files.socket().display()
+        files.socket().display(),
+        tcp_url.map(|u| format!(" and {u}")).unwrap_or_default()
     );
+    if routes == 0 && !cfg.allowall {
+        notice!(
+            "no routes and no --allowall: nothing is relayed until a route is added (see `app event-repeater manage --help`), or run with --allowall to relay every topic"
+        );
+    }
 
     let why = tokio::select! {
         _ = sigterm.recv() => "SIGTERM",
@@ -196,6 +217,11 @@ async fn run_async(cfg: Config) -> Result<(), String> {
     metrics
         .dropped_shutdown
         .fetch_add(undelivered as u64, Ordering::Relaxed);
+    // Last checkpoint, synced; undelivered events stay after it.
+    checkpoint_stop.cancel();
+    if let Some(task) = checkpoint_task {
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
     let accepted = metrics.accepted.load(Ordering::Relaxed);
     if undelivered > 0 {
         warn!(

@@ -4,19 +4,22 @@
 //! Data flows through one module per step:
 //! [`source`] (SSE reader, with [`sse`] parsing and [`event`] decoding) →
 //! [`relay`] (routing by [`routes`]) → [`buffer`] (bounded, with an overflow
-//! policy) → [`sink`] ([`sink::mqtt`] or [`sink::stderr`]).
+//! policy) → [`sink`] ([`sink::mqtt`] or [`sink::stderr`]); [`checkpoint`]
+//! keeps the id to resume from after a restart.
 //! Around it: [`api`] (REST, errors in [`api_error`]), [`state`] (the routes
 //! file), [`metrics`], [`app_plugin::instance`] (socket, pid, listen files),
 //! [`daemon`] (lifecycle and shutdown), and the command line in [`cli`],
 //! [`config`] and [`complete`].
 
+// The SDK's logger (`info!`, `warn!` …), honouring APP_LOG and APP_LOG_FORMAT.
 #[macro_use]
-pub mod log;
+extern crate app_plugin;
 
 pub mod api;
 pub mod api_error;
 pub mod backoff;
 pub mod buffer;
+pub mod checkpoint;
 pub mod cli;
 pub mod complete;
 pub mod config;
@@ -40,14 +43,13 @@ pub const BIN_NAME: &str = "app-event-repeater";
 
 /// The plugin's `__app_metadata` answer.
 pub fn metadata() -> String {
-    serde_json::json!({
-        "apiVersion": "app.plugin/v1",
-        "name": "event-repeater",
-        "version": app_plugin::context::APP_VERSION,
-        "description": "Relay events from an event source to MQTT or stderr",
-        "completion": true,
-    })
-    .to_string()
+    app_plugin::metadata::Metadata::new(
+        "event-repeater",
+        env!("CARGO_PKG_VERSION"),
+        "Relay events from an event source to MQTT or stderr",
+    )
+    .completion()
+    .to_json()
 }
 
 /// The whole program; `args` are the arguments after the program name.
@@ -75,20 +77,29 @@ pub fn run(args: Vec<OsString>) -> u8 {
         }
         _ => {}
     }
+    // Before anything can fail, so that every line follows --log-format.
+    app_plugin::log::init_from_env();
     let mut argv = vec![OsString::from(BIN_NAME)];
     argv.extend(args);
     let cli = match cli::Cli::try_parse_from(argv) {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            app_plugin::log::fatal(format_args!(
+                "{}; see `app event-repeater run --help`",
+                first_line(&e)
+            ));
+            return 2;
+        }
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
+            // --help and --version.
             let _ = e.print();
-            return code;
+            return 0;
         }
     };
     let ctx = match app_plugin::context::Context::load() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("{BIN_NAME}: {e}");
+            app_plugin::log::fatal(format_args!("{e}"));
             return 2;
         }
     };
@@ -98,17 +109,27 @@ pub fn run(args: Vec<OsString>) -> u8 {
             let cfg = match config::Config::new(&run_args, &ctx, password) {
                 Ok(c) => c,
                 Err(e) => {
-                    eprintln!("{BIN_NAME}: {e}; see `app event-repeater run --help`");
+                    app_plugin::log::fatal(format_args!(
+                        "{e}; see `app event-repeater run --help`"
+                    ));
                     return 2;
                 }
             };
             match daemon::run(cfg) {
                 Ok(()) => 0,
                 Err(e) => {
-                    eprintln!("{BIN_NAME}: {e}");
+                    app_plugin::log::fatal(format_args!("{e}"));
                     1
                 }
             }
         }
     }
+}
+
+/// The message of a clap error without clap's `error: ` tag and usage
+/// lines: the logger adds the program's name and level.
+fn first_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or("bad arguments");
+    first.trim_start_matches("error: ").to_string()
 }

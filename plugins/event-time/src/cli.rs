@@ -35,8 +35,8 @@ pub struct Cli {
     #[arg(long, value_name = "HOST:PORT", value_parser = parse_listen)]
     pub listen: Option<SocketAddr>,
 
-    /// Log level: 0 silent, 1 errors, 2 warnings, 3 info, 4 debug, 5 trace [default: APP_LOG or 2]
-    #[arg(long, value_name = "0..5", value_parser = clap::value_parser!(u8).range(0..=5))]
+    /// Log level: 0 silent, 1 errors, 2 warnings, 3 info, 4 debug, 5 trace, or a name (off, error, warn, info, debug, trace) [default: APP_LOG or 2]
+    #[arg(long, value_name = "LEVEL", value_parser = app_plugin::log::parse_level)]
     pub log: Option<u8>,
 
     /// Publish numbered test events on topic test/seq at N events per second

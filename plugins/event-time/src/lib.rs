@@ -7,13 +7,13 @@
 //! listen files) → [`sources`] (timers and `--rate` publish) → [`hub`] (numbering,
 //! history, fan-out) → [`sse`] (one subscriber's stream) → [`server`] (routes).
 //! [`topics`] holds the catalogue and the matching rules, [`event`] the event
-//! format, [`complete`] the plugin protocol answers, [`log`] the logger.
+//! format, [`complete`] the plugin protocol answers; logging is the SDK's
+//! ([`app_plugin::log`]).
 
 pub mod cli;
 pub mod complete;
 pub mod event;
 pub mod hub;
-pub mod log;
 pub mod server;
 pub mod sources;
 pub mod sse;
@@ -25,15 +25,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app_plugin::instance::InstanceFiles;
-use axum::serve::ListenerExt;
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::cli::{Cli, Config};
 use crate::hub::Hub;
-use crate::log::{ERROR, INFO, WARN};
 use crate::server::AppState;
 use crate::topics::Catalogue;
+use app_plugin::log::{self, INFO, WARN};
 
 /// Exit code: a runtime failure.
 pub const EXIT_FAILURE: u8 = 1;
@@ -58,15 +57,17 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
         _ => {}
     }
+    // Before anything can fail, so that every line follows --log-format.
+    log::init_from_env();
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("bad arguments");
-            eprintln!(
-                "app-event-time: {}; see app-event-time --help",
+            log::fatal(format_args!(
+                "{}; see app-event-time --help",
                 first.trim_start_matches("error: ")
-            );
+            ));
             return ExitCode::from(EXIT_USAGE);
         }
         Err(e) => {
@@ -78,14 +79,14 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     let ctx = match app_plugin::context::Context::load() {
         Ok(ctx) => ctx,
         Err(e) => {
-            eprintln!("app-event-time: {e}");
+            log::fatal(format_args!("{e}"));
             return ExitCode::from(EXIT_USAGE);
         }
     };
     let config = match Config::new(cli, ctx.dirs().plugin_runtime_dir(), ctx.log) {
         Ok(c) => c,
         Err(msg) => {
-            eprintln!("app-event-time: {msg}");
+            log::fatal(format_args!("{msg}"));
             return ExitCode::from(EXIT_USAGE);
         }
     };
@@ -97,7 +98,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("app-event-time: cannot start the async runtime: {e}");
+            log::fatal(format_args!("cannot start the async runtime: {e}"));
             return ExitCode::from(EXIT_FAILURE);
         }
     };
@@ -107,11 +108,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
-            // A fatal error is one plain line, whatever the log format; only
-            // --log 0 silences it (the exit code still tells).
-            if log::enabled(ERROR) {
-                eprintln!("app-event-time: {msg}");
-            }
+            // The error that ends the program, at any level.
+            log::fatal(format_args!("{msg}"));
             ExitCode::from(EXIT_FAILURE)
         }
     }
@@ -130,7 +128,7 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let mut files =
         InstanceFiles::claim(&config.runtime_dir, &config.name).map_err(|e| e.to_string())?;
     if files.replaced_stale() {
-        crate::log!(
+        app_plugin::log!(
             INFO,
             "replaced the stale socket {} left by a process that is gone",
             files.socket().display()
@@ -149,10 +147,9 @@ pub async fn serve(config: Config) -> Result<(), String> {
                 .write_listen(&format!("http://{local}"))
                 .map_err(|e| e.to_string())?;
             if !local.ip().is_loopback() {
-                crate::log!(WARN, "serving on {local}, which is not a loopback address: anyone who can reach it can read the events");
+                app_plugin::log!(WARN, "serving on {local}, which is not a loopback address: anyone who can reach it can read the events");
             }
-            crate::log!(INFO, "listening on http://{local}");
-            Some(listener)
+            Some((listener, local))
         }
     };
     files.write_pid().map_err(|e| e.to_string())?;
@@ -174,29 +171,43 @@ pub async fn serve(config: Config) -> Result<(), String> {
         catalogue,
         keep_alive: config.keep_alive,
     });
-    crate::log!(
-        INFO,
-        "listening on {} (pid {})",
+    // One line at the default level, so that a running source does not look dead.
+    app_plugin::notice!(
+        "event-time {:?} serving timer events{} on {}{} (pid {})",
+        config.name,
+        if config.rate.is_some() {
+            " and test/seq"
+        } else {
+            ""
+        },
         files.socket().display(),
+        tcp.as_ref()
+            .map(|(_, local)| format!(" and http://{local}"))
+            .unwrap_or_default(),
         std::process::id()
     );
 
-    let unix_server = axum::serve(unix, app.clone());
+    let unix_server = server::serve(
+        || async { unix.accept().await.map(|(s, _)| s) },
+        app.clone(),
+    );
     let tcp_server = async move {
         match tcp {
-            Some(l) => {
-                let l = l.tap_io(|stream| {
+            Some((l, _)) => {
+                let accept = || async {
+                    let (s, _) = l.accept().await?;
                     // Events are small writes; don't let Nagle hold them back.
-                    let _ = stream.set_nodelay(true);
-                });
-                axum::serve(l, app).await
+                    let _ = s.set_nodelay(true);
+                    Ok(s)
+                };
+                server::serve(accept, app).await
             }
             None => std::future::pending().await,
         }
     };
     let outcome = tokio::select! {
-        _ = term.recv() => { crate::log!(INFO, "SIGTERM: stopping"); Ok(()) }
-        _ = int.recv() => { crate::log!(INFO, "SIGINT: stopping"); Ok(()) }
+        _ = term.recv() => { app_plugin::log!(INFO, "SIGTERM: stopping"); Ok(()) }
+        _ = int.recv() => { app_plugin::log!(INFO, "SIGINT: stopping"); Ok(()) }
         r = unix_server => Err(format!("the unix socket server stopped: {r:?}")),
         r = tcp_server => Err(format!("the TCP server stopped: {r:?}")),
     };

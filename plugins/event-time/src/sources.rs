@@ -12,8 +12,8 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::event::{rfc3339_millis, EventDoc};
 use crate::hub::Hub;
-use crate::log::{INFO, TRACE};
 use crate::topics::{Catalogue, TEST_SEQ, TIMERS};
+use app_plugin::log::{INFO, TRACE};
 
 /// At most this many events are published under one lock.
 const MAX_BATCH: u64 = 4096;
@@ -42,7 +42,7 @@ pub fn spawn_timers(hub: &Arc<Hub>, catalogue: &Catalogue) {
                     }
                     .to_json();
                     let seq = hub.publish(topic_id, json);
-                    crate::log!(TRACE, "published {seq} on {topic}");
+                    app_plugin::log!(TRACE, "published {seq} on {topic}");
                 }
             });
         }
@@ -96,7 +96,7 @@ pub fn spawn_numbered(hub: &Arc<Hub>, catalogue: &Catalogue, rate: u32, count: O
                 });
             }
             if count.is_some_and(|c| sent >= c) {
-                crate::log!(
+                app_plugin::log!(
                     INFO,
                     "published all {sent} numbered events on {TEST_SEQ}; still serving"
                 );

@@ -15,29 +15,27 @@ use serde_json::Value;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("__app_metadata") {
-        println!(
-            "{}",
-            serde_json::json!({
-                "apiVersion": "app.plugin/v1",
-                "name": "listener-tracer",
-                "version": app_plugin::context::APP_VERSION,
-                "description": "Log every app command to a file (a lifecycle listener)",
-            })
+    if args.first().map(String::as_str) == Some(app_plugin::metadata::METADATA_ARG) {
+        let meta = app_plugin::metadata::Metadata::new(
+            "listener-tracer",
+            env!("CARGO_PKG_VERSION"),
+            "Log every app command to a file (a lifecycle listener)",
         );
+        println!("{}", meta.to_json());
         return ExitCode::SUCCESS;
     }
+    app_plugin::log::init_from_env();
     let file = match log_file(&args) {
         Ok(f) => f,
         Err(msg) => {
-            eprintln!("app-listener-tracer: {msg}");
+            app_plugin::log::fatal(format_args!("{msg}"));
             return ExitCode::from(2);
         }
     };
     match trace(io::stdin().lock(), &file) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("app-listener-tracer: cannot write {}: {e}", file.display());
+            app_plugin::log::fatal(format_args!("cannot write {}: {e}", file.display()));
             ExitCode::FAILURE
         }
     }

@@ -39,10 +39,10 @@ use crate::backoff::Backoff;
 use crate::buffer::{Buffer, Record};
 use crate::cli::Qos;
 use crate::config::MqttConfig;
-use crate::log::{RateLimited, WARN};
 use crate::metrics::{inc, Metrics};
 use crate::relay::mqtt_refusal;
 use crate::sink::{until, Drain};
+use app_plugin::log::{RateLimited, WARN};
 
 fn qos(q: Qos) -> QoS {
     match q {
@@ -264,7 +264,7 @@ impl MqttSink {
         let options = match options(&self.cfg) {
             Ok(o) => o,
             Err(e) => {
-                crate::error!("{e}");
+                app_plugin::error!("{e}");
                 drain.stop.cancelled().await;
                 return self.buffer.stats().queued;
             }
@@ -374,16 +374,16 @@ impl MqttSink {
                     _ => inc(&self.metrics.failed_invalid_topic),
                 }
                 refused.log(WARN, || format!("refused an event: {why}"));
-                self.buffer.release(rec.cost());
+                self.buffer.release(&rec);
                 continue;
             }
             if let Err(rec) = book.hand_over(rec, el) {
                 // Cannot happen (room was checked), but never lose it.
-                crate::error!(
+                app_plugin::error!(
                     "internal: no room for an event after checking; it is dropped (please report)"
                 );
                 inc(&self.metrics.dropped_overflow);
-                self.buffer.release(rec.cost());
+                self.buffer.release(&rec);
                 return;
             }
         }
@@ -423,7 +423,7 @@ impl MqttSink {
                     // QoS 0: done once written.
                     inc(&self.metrics.published);
                     inc(&self.metrics.acked);
-                    self.buffer.release(rec.cost());
+                    self.buffer.release(&rec);
                 }
                 Some((None, true)) => inc(&self.metrics.republished),
                 Some((None, false)) => inc(&self.metrics.published),
@@ -443,7 +443,7 @@ impl MqttSink {
         match rec {
             Some(rec) => {
                 inc(&self.metrics.acked);
-                self.buffer.release(rec.cost());
+                self.buffer.release(&rec);
             }
             None => debug!("acknowledgement for packet id {pkid}, which is not in our book"),
         }

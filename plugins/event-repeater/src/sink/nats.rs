@@ -45,10 +45,10 @@ use crate::backoff::Backoff;
 use crate::buffer::{Buffer, Record};
 use crate::cli::Qos;
 use crate::config::NatsConfig;
-use crate::log::{RateLimited, WARN};
 use crate::metrics::{inc, Metrics};
 use crate::sink::subject::{first_token, matches, subject};
 use crate::sink::{until, Drain};
+use app_plugin::log::{RateLimited, WARN};
 
 /// The description of a stream the repeater created (and may extend).
 pub const OWN_STREAM: &str = "created by app event-repeater";
@@ -167,7 +167,7 @@ impl NatsSink {
         let options = match options(&self.cfg, self.metrics.clone(), link.clone()).await {
             Ok(o) => o,
             Err(e) => {
-                crate::error!("{e}");
+                app_plugin::error!("{e}");
                 drain.stop.cancelled().await;
                 return self.buffer.stats().queued;
             }
@@ -175,7 +175,7 @@ impl NatsSink {
         let client = match options.connect(self.cfg.servers.clone()).await {
             Ok(c) => c,
             Err(e) => {
-                crate::error!(
+                app_plugin::error!(
                     "cannot set up the NATS client for {}: {e}",
                     self.cfg.servers.join(", ")
                 );
@@ -196,7 +196,7 @@ impl NatsSink {
     fn refuse(&self, rec: &Record, why: &str, refused: &RateLimited) {
         inc(&self.metrics.failed_invalid_topic);
         refused.log(WARN, || format!("refused an event: {why}"));
-        self.buffer.release(rec.cost());
+        self.buffer.release(rec);
     }
 
     /// QoS 0: core publishes while connected.
@@ -222,7 +222,7 @@ impl NatsSink {
                             refused.log(WARN, || {
                                 format!("refused an event for {s}: over the server's max_payload")
                             });
-                            self.buffer.release(rec.cost());
+                            self.buffer.release(&rec);
                         }
                         Ok(s) => {
                             if client.publish(s, rec.payload.clone()).await.is_ok() {
@@ -231,7 +231,7 @@ impl NatsSink {
                             } else {
                                 inc(&self.metrics.failed_sink);
                             }
-                            self.buffer.release(rec.cost());
+                            self.buffer.release(&rec);
                         }
                     }
                 }
@@ -308,7 +308,7 @@ impl NatsSink {
                         refused.log(WARN, || {
                             format!("refused an event for {s}: over the server's max_payload")
                         });
-                        self.buffer.release(job.rec.cost());
+                        self.buffer.release(&job.rec);
                         continue;
                     }
                     match self.ready(&js, &mut book, &job.subject).await {
@@ -318,7 +318,7 @@ impl NatsSink {
                             if warned_missing.insert(first_token(&job.subject).to_string()) {
                                 warn!("{why}; such events are counted as failed (sink_error)");
                             }
-                            self.buffer.release(job.rec.cost());
+                            self.buffer.release(&job.rec);
                             continue;
                         }
                         Ready::Later(why) => {
@@ -367,7 +367,7 @@ impl NatsSink {
                         Ok(()) => {
                             backoff.reset();
                             inc(&self.metrics.acked);
-                            self.buffer.release(job.rec.cost());
+                            self.buffer.release(&job.rec);
                         }
                         Err(e) => {
                             if e.contains("no stream found") || e.contains("does not exist") {
