@@ -40,7 +40,7 @@ use crate::buffer::{Buffer, Record};
 use crate::cli::Qos;
 use crate::config::{Endpoint, MqttConfig};
 use crate::metrics::{inc, Metrics};
-use crate::relay::mqtt_refusal;
+use crate::routes::MAX_TOPIC_LEN;
 use crate::sink::{until, Drain};
 use app_plugin::log::{RateLimited, WARN};
 
@@ -114,6 +114,30 @@ fn tls_config(cfg: &MqttConfig) -> Result<TlsConfiguration, String> {
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(TlsConfiguration::Rustls(Arc::new(config)))
+}
+
+/// Why MQTT cannot take an event under `topic` (the router checks this
+/// before buffering, the sink again for the record it takes).
+pub fn mqtt_refusal(
+    topic: &str,
+    payload_len: usize,
+    max_packet: usize,
+) -> Option<(&'static str, String)> {
+    if topic.is_empty() || topic.len() > MAX_TOPIC_LEN || topic.contains(['+', '#', '\0']) {
+        return Some((
+            "invalid_topic",
+            format!("{topic:?} is not a valid MQTT topic to publish to"),
+        ));
+    }
+    // Fixed header (≤ 5) + topic length (2) + topic + packet id (2) + payload.
+    let size = 5 + 2 + topic.len() + 2 + payload_len;
+    if size > max_packet {
+        return Some((
+            "too_large",
+            format!("the event is {payload_len} bytes, over the --max-packet-size of {max_packet} bytes for a publish to {topic:?}"),
+        ));
+    }
+    None
 }
 
 struct Slot {
@@ -666,6 +690,15 @@ mod tests {
                 other => panic!("unexpected {other:?}"),
             })
             .collect()
+    }
+
+    #[test]
+    fn refusals() {
+        assert!(mqtt_refusal("a/b", 10, 1000).is_none());
+        assert_eq!(mqtt_refusal("a/+", 10, 1000).unwrap().0, "invalid_topic");
+        assert_eq!(mqtt_refusal("", 10, 1000).unwrap().0, "invalid_topic");
+        assert_eq!(mqtt_refusal("a", 991, 1000).unwrap().0, "too_large");
+        assert!(mqtt_refusal("a", 990, 1000).is_none());
     }
 
     #[test]
