@@ -1,11 +1,17 @@
 //! The config file: aliases, trusted plugins, per-plugin settings, listeners.
 //!
 //! `APP_CONFIG_DIR/config.json` by default, or `--config FILE` / `APP_CONFIG`.
-//! A missing file is an empty config; a malformed one is an error that names
-//! the line and column, because guessing what the user meant would be worse.
+//! A missing default file is an empty config; a file named by `--config` or
+//! `APP_CONFIG` must exist. The file must be a regular file of at most
+//! [`MAX_CONFIG_BYTES`] (a FIFO would hang `app`, `/dev/zero` would fill its
+//! memory). A malformed one is an error that names the line and column,
+//! because guessing what the user meant would be worse.
 
 use std::collections::BTreeMap;
-use std::io;
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -59,38 +65,166 @@ fn all_events() -> Vec<String> {
     vec!["command.*".to_string()]
 }
 
+/// The largest config file `app` reads: far more than any real config, small
+/// enough that a wrong path (a log, a device) fails at once.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Who chose the config file's path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigOrigin {
+    /// `--config FILE`.
+    Flag,
+    /// `APP_CONFIG`.
+    Env,
+    /// `APP_CONFIG_DIR/config.json`: may be absent.
+    Default,
+}
+
+impl ConfigOrigin {
+    fn named_by(self) -> &'static str {
+        match self {
+            ConfigOrigin::Flag => "--config",
+            ConfigOrigin::Env => "APP_CONFIG",
+            ConfigOrigin::Default => "default",
+        }
+    }
+}
+
+/// What is wrong with the config file.
+#[derive(Debug)]
+pub enum ConfigProblem {
+    /// Named by `--config` or `APP_CONFIG`, and not there.
+    Missing(ConfigOrigin),
+    /// A directory, FIFO, device or socket.
+    NotRegularFile(&'static str),
+    /// Larger than [`MAX_CONFIG_BYTES`].
+    TooLarge(u64),
+    /// The operating system refused to read it.
+    Unreadable(io::Error),
+    /// Not the JSON `app` expects (serde's message, with line and column).
+    Invalid(String),
+}
+
+impl fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigProblem::Missing(origin) => write!(
+                f,
+                "does not exist (named by {}); check the path, or leave {} out to use the default config",
+                origin.named_by(),
+                origin.named_by()
+            ),
+            ConfigProblem::NotRegularFile(kind) => write!(
+                f,
+                "is a {kind}, not a regular file; point --config / APP_CONFIG at a JSON file"
+            ),
+            ConfigProblem::TooLarge(size) => write!(
+                f,
+                "is larger than {MAX_CONFIG_BYTES} bytes (the most a config file may have){}; is it the right file?",
+                if *size > MAX_CONFIG_BYTES {
+                    format!(": {size} bytes")
+                } else {
+                    String::new()
+                }
+            ),
+            ConfigProblem::Unreadable(e) => write!(f, "cannot be read: {e}"),
+            ConfigProblem::Invalid(message) => write!(
+                f,
+                "is not valid: {message}\n  fix the file, or point --config / APP_CONFIG at another one"
+            ),
+        }
+    }
+}
+
+/// The kind of a file that is not a regular file, for messages.
+fn not_regular(file_type: fs::FileType) -> Option<&'static str> {
+    if file_type.is_file() {
+        None
+    } else if file_type.is_dir() {
+        Some("directory")
+    } else if file_type.is_fifo() {
+        Some("FIFO")
+    } else if file_type.is_char_device() {
+        Some("character device")
+    } else if file_type.is_block_device() {
+        Some("block device")
+    } else if file_type.is_socket() {
+        Some("socket")
+    } else {
+        Some("special file")
+    }
+}
+
+/// Opens `path` for reading only if it is a regular file of at most
+/// [`MAX_CONFIG_BYTES`], and reads it. `Ok(None)`: it does not exist.
+fn read_regular(path: &Path) -> Result<Option<Vec<u8>>, ConfigProblem> {
+    // Look before opening: open() on a FIFO blocks until a writer comes.
+    let meta = match fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ConfigProblem::Unreadable(e)),
+    };
+    if let Some(kind) = not_regular(meta.file_type()) {
+        return Err(ConfigProblem::NotRegularFile(kind));
+    }
+    // O_NONBLOCK: were the path swapped for a FIFO since, open() still
+    // returns at once, and the check on the open file refuses it.
+    let file: File = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(ConfigProblem::Unreadable)?;
+    let meta = file.metadata().map_err(ConfigProblem::Unreadable)?;
+    if let Some(kind) = not_regular(meta.file_type()) {
+        return Err(ConfigProblem::NotRegularFile(kind));
+    }
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(ConfigProblem::TooLarge(meta.len()));
+    }
+    // Bounded even if the file grows while it is read.
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ConfigProblem::Unreadable)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(ConfigProblem::TooLarge(bytes.len() as u64));
+    }
+    Ok(Some(bytes))
+}
+
 impl Config {
-    /// Reads the config at `path`; a file that does not exist is an empty config.
-    pub fn load(path: &Path) -> Result<Config> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Ok(Config {
-                    path: path.to_path_buf(),
-                    ..Config::default()
-                })
-            }
-            Err(e) => {
-                return Err(Error::Config {
-                    path: path.to_path_buf(),
-                    message: e.to_string(),
-                })
-            }
+    /// Reads the config at `path`. A default file that does not exist is an
+    /// empty config; one named by `--config` or `APP_CONFIG` is an error.
+    pub fn load(path: &Path, origin: ConfigOrigin) -> Result<Config> {
+        let fail = |problem| Error::Config {
+            path: path.to_path_buf(),
+            problem,
         };
-        Config::parse(&text, path)
+        match read_regular(path).map_err(fail)? {
+            Some(bytes) => Config::parse_bytes(&bytes, path),
+            None if origin == ConfigOrigin::Default => Ok(Config {
+                path: path.to_path_buf(),
+                ..Config::default()
+            }),
+            None => Err(fail(ConfigProblem::Missing(origin))),
+        }
     }
 
     /// Parses config text; `path` is only used in messages.
     pub fn parse(text: &str, path: &Path) -> Result<Config> {
-        if text.trim().is_empty() {
+        Config::parse_bytes(text.as_bytes(), path)
+    }
+
+    fn parse_bytes(bytes: &[u8], path: &Path) -> Result<Config> {
+        if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(Config {
                 path: path.to_path_buf(),
                 ..Config::default()
             });
         }
-        let mut config: Config = serde_json::from_str(text).map_err(|e| Error::Config {
+        let mut config: Config = serde_json::from_slice(bytes).map_err(|e| Error::Config {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            problem: ConfigProblem::Invalid(e.to_string()),
         })?;
         config.path = path.to_path_buf();
         Ok(config)
@@ -115,8 +249,40 @@ mod tests {
     fn empty_and_missing_files_are_empty_configs() {
         let c = Config::parse("  \n", Path::new("c.json")).unwrap();
         assert!(c.aliases.is_empty());
-        let c = Config::load(Path::new("/nonexistent/app/config.json")).unwrap();
+        let c = Config::load(
+            Path::new("/nonexistent/app/config.json"),
+            ConfigOrigin::Default,
+        )
+        .unwrap();
         assert!(c.plugins.is_empty());
+    }
+
+    #[test]
+    fn a_named_file_must_exist() {
+        for origin in [ConfigOrigin::Flag, ConfigOrigin::Env] {
+            let err = Config::load(Path::new("/nonexistent/app/config.json"), origin).unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.contains("does not exist"), "{msg}");
+            assert!(msg.contains(origin.named_by()), "{msg}");
+        }
+    }
+
+    #[test]
+    fn special_and_oversized_files_are_refused_without_reading_them() {
+        let err = Config::load(Path::new("/dev/zero"), ConfigOrigin::Flag).unwrap_err();
+        assert!(err.to_string().contains("character device"), "{err}");
+        let err = Config::load(Path::new("/"), ConfigOrigin::Flag).unwrap_err();
+        assert!(err.to_string().contains("directory"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.json");
+        let mut text = String::from("{\"aliases\": {}}");
+        text.push_str(&" ".repeat(MAX_CONFIG_BYTES as usize));
+        fs::write(&big, text).unwrap();
+        let err = Config::load(&big, ConfigOrigin::Flag).unwrap_err();
+        assert!(
+            err.to_string().contains("larger than 1048576 bytes"),
+            "{err}"
+        );
     }
 
     #[test]

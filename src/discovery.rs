@@ -76,6 +76,8 @@ pub struct SearchPath {
 pub enum FileKind {
     Executable,
     NotExecutable,
+    /// A symbolic link that leads nowhere: dangling, or a loop.
+    BrokenLink,
 }
 
 impl SearchPath {
@@ -214,9 +216,15 @@ pub struct Entry {
     pub kind: FileKind,
 }
 
-/// `None` for anything that is not a regular file (after following links).
+/// `None` for anything that is not a regular file (after following links)
+/// nor a link that leads nowhere.
 fn file_kind(path: &Path) -> Option<FileKind> {
-    let meta = fs::metadata(path).ok()?;
+    let Ok(meta) = fs::metadata(path) else {
+        // Only a link can fail to stat once its own entry exists.
+        return fs::symlink_metadata(path)
+            .is_ok_and(|m| m.file_type().is_symlink())
+            .then_some(FileKind::BrokenLink);
+    };
     if !meta.is_file() {
         return None;
     }

@@ -44,8 +44,12 @@ pub enum Error {
     InvalidName(String),
     /// The plugin file exists but cannot be started.
     CannotRun { path: PathBuf, reason: String },
-    /// The config file cannot be read or parsed.
-    Config { path: PathBuf, message: String },
+    /// The config file is missing (when named), not a regular file, too
+    /// large, unreadable or not valid JSON.
+    Config {
+        path: PathBuf,
+        problem: crate::config::ConfigProblem,
+    },
     /// An alias refers back to itself.
     AliasLoop { chain: Vec<String>, config: PathBuf },
     /// An alias value cannot be split into words.
@@ -133,11 +137,9 @@ impl fmt::Display for Error {
             Error::CannotRun { path, reason } => {
                 write!(f, "cannot run plugin {}: {reason}", path.display())
             }
-            Error::Config { path, message } => write!(
-                f,
-                "config file {} is not valid: {message}\n  fix the file, or point --config / APP_CONFIG at another one",
-                path.display()
-            ),
+            Error::Config { path, problem } => {
+                write!(f, "config file {} {problem}", path.display())
+            }
             Error::AliasLoop { chain, config } => write!(
                 f,
                 "alias '{}' expands to itself ({}); fix \"aliases\" in {}",

@@ -15,9 +15,12 @@ use std::ffi::OsString;
 use std::io::{self, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use crate::error::{code, Error};
+use crate::signals;
 
 /// What to run and what to tell it.
 #[derive(Debug, Clone)]
@@ -63,20 +66,23 @@ pub fn exec(inv: &Invocation) -> Error {
 
 /// A running supervised plugin.
 pub struct Supervised {
-    child: std::process::Child,
+    child: Child,
+    hub: &'static signals::Hub,
 }
 
 /// Starts the plugin as a supervised child. With `stdin_prelude`, the child's
 /// stdin is a pipe that first gets that text, then everything `app` reads
 /// from its own stdin until EOF; without it, the child shares `app`'s stdin.
 pub fn spawn(inv: &Invocation, stdin_prelude: Option<String>) -> Result<Supervised, Error> {
-    let signals = block_forwarded_signals();
+    let hub = signals::install();
     let mut cmd = inv.command();
     if stdin_prelude.is_some() {
         cmd.stdin(Stdio::piped());
     }
     die_with_app(&mut cmd, libc::SIGTERM);
-    let mut child = cmd.spawn().map_err(|e| cannot_run(&inv.program, e))?;
+    let mut child = hub
+        .spawn_plugin(&mut cmd)
+        .map_err(|e| cannot_run(&inv.program, e))?;
     if let (Some(prelude), Some(mut pipe)) = (stdin_prelude, child.stdin.take()) {
         std::thread::spawn(move || {
             // The child may exit or close stdin early; that ends the relay, nothing more.
@@ -85,8 +91,7 @@ pub fn spawn(inv: &Invocation, stdin_prelude: Option<String>) -> Result<Supervis
             }
         });
     }
-    forward_signals(signals, child.id());
-    Ok(Supervised { child })
+    Ok(Supervised { child, hub })
 }
 
 impl Supervised {
@@ -97,6 +102,9 @@ impl Supervised {
 
     /// Waits for the child to end.
     pub fn wait(mut self) -> Result<Outcome, Error> {
+        // Exited but not reaped: no signal can be forwarded to a reused pid.
+        wait_unreaped(self.child.id());
+        self.hub.plugin_ended();
         let status = self
             .child
             .wait()
@@ -106,6 +114,100 @@ impl Supervised {
             (None, Some(s)) => Outcome::Signaled(s),
             (None, None) => Outcome::Exited(code::FAILURE),
         })
+    }
+}
+
+/// A child `app` starts for its own purposes (a listener, `app_fetch`, a
+/// metadata query): it dies with `app` (see [`die_with_app`]) and when this
+/// is dropped, and a signal that ends `app` kills it (see [`signals`]).
+/// Started as a process-group leader, everything it started goes with it.
+pub struct OwnChild {
+    child: Child,
+    hub: &'static signals::Hub,
+    released: bool,
+}
+
+impl OwnChild {
+    /// Starts `cmd`; with `group`, in a process group of its own (for
+    /// children that may start others; the group is killed as a whole).
+    pub fn spawn(cmd: &mut Command, group: bool) -> io::Result<OwnChild> {
+        if group {
+            cmd.process_group(0);
+        }
+        die_with_app(cmd, libc::SIGKILL);
+        let hub = signals::install();
+        let child = hub.spawn_own(cmd, group)?;
+        Ok(OwnChild {
+            child,
+            hub,
+            released: false,
+        })
+    }
+
+    /// The child, for its pipes.
+    pub fn child(&mut self) -> &mut Child {
+        &mut self.child
+    }
+
+    /// Whether the child exits within `timeout` (it stays unreaped).
+    pub fn exited_within(&self, timeout: Duration) -> bool {
+        let pid = self.child.id();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            wait_unreaped(pid);
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(timeout).is_ok()
+    }
+
+    /// Kills what is left of the child (its group included), then reaps it.
+    pub fn finish(mut self) -> io::Result<ExitStatus> {
+        self.release();
+        self.child.wait()
+    }
+
+    /// Waits for the child to exit, kills anything it left in its group,
+    /// and reaps it.
+    pub fn wait(self) -> io::Result<ExitStatus> {
+        wait_unreaped(self.child.id());
+        self.finish()
+    }
+
+    fn release(&mut self) {
+        if !self.released {
+            self.released = true;
+            self.hub.release(self.child.id());
+        }
+    }
+}
+
+impl Drop for OwnChild {
+    fn drop(&mut self) {
+        if !self.released {
+            self.release();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Blocks until child `pid` has exited, leaving it unreaped (`WNOWAIT`), so
+/// its pid and process group stay its own until it is reaped.
+fn wait_unreaped(pid: u32) {
+    // SAFETY: siginfo_t is plain data that waitid fills in.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: waiting on our own child; `info` is a valid out-pointer.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return;
+        }
     }
 }
 
@@ -138,57 +240,14 @@ pub(crate) fn die_with_app(cmd: &mut Command, signal: libc::c_int) {
     }
 }
 
-const FORWARDED: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT];
-
-/// Blocks the forwarded signals in this thread (and the threads it starts),
-/// so that one thread can take them with `sigwait`. The child's mask is
-/// cleared in [`die_with_app`]. Call it before starting any thread that
-/// lives while a supervised plugin runs: a thread without the mask would
-/// take SIGTERM itself, killing `app` instead of forwarding it.
-pub fn block_forwarded_signals() -> libc::sigset_t {
-    // SAFETY: sigset_t is plain data initialised by sigemptyset; the calls
-    // only read and write that local set and this thread's mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for sig in FORWARDED {
-            libc::sigaddset(&mut set, sig);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    }
-}
-
-fn forward_signals(set: libc::sigset_t, child: u32) {
-    let pid = child as libc::pid_t;
-    let foreground = in_terminal_foreground();
-    std::thread::spawn(move || loop {
-        let mut sig: libc::c_int = 0;
-        // SAFETY: `set` is a valid, initialised signal set owned by this thread.
-        if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
-            return;
-        }
-        if (sig == libc::SIGINT || sig == libc::SIGQUIT) && foreground {
-            continue;
-        }
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(pid, sig) };
-    });
-}
-
-/// Whether `app` is in its terminal's foreground process group: then keys
-/// like Ctrl-C already signal the child too.
-fn in_terminal_foreground() -> bool {
-    // SAFETY: isatty, tcgetpgrp and getpgrp only query the process state.
-    unsafe {
-        [0, 1, 2]
-            .into_iter()
-            .any(|fd| libc::isatty(fd) == 1 && libc::tcgetpgrp(fd) == libc::getpgrp())
-    }
-}
-
 /// Explains why `path` could not be started, in the user's terms.
 pub fn cannot_run(path: &Path, err: io::Error) -> Error {
+    if let Some(reason) = broken_link(path) {
+        return Error::CannotRun {
+            path: path.to_path_buf(),
+            reason,
+        };
+    }
     let reason = match err.raw_os_error() {
         Some(libc::EACCES) => {
             if is_executable(path) {
@@ -218,6 +277,30 @@ pub fn cannot_run(path: &Path, err: io::Error) -> Error {
         path: path.to_path_buf(),
         reason,
     }
+}
+
+/// Why `path`, a symbolic link, leads nowhere; `None` when it is not such a link.
+pub fn broken_link(path: &Path) -> Option<String> {
+    if !std::fs::symlink_metadata(path)
+        .ok()?
+        .file_type()
+        .is_symlink()
+    {
+        return None;
+    }
+    let err = std::fs::metadata(path).err()?;
+    let target = std::fs::read_link(path)
+        .map(|t| t.display().to_string())
+        .unwrap_or_else(|_| "?".into());
+    Some(match err.raw_os_error() {
+        Some(libc::ELOOP) => format!(
+            "it is a symbolic link loop (-> {target} leads back to itself); fix or remove the link"
+        ),
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) => format!(
+            "it is a symbolic link to {target}, which does not exist; fix or remove the link"
+        ),
+        _ => format!("it is a symbolic link to {target}, which cannot be read: {err}"),
+    })
 }
 
 fn is_executable(path: &Path) -> bool {

@@ -36,14 +36,22 @@ pub fn observe(
     subject: Subject<'_>,
     body: impl FnOnce() -> Result<Outcome>,
 ) -> Result<i32> {
-    // Before the listener threads start, so they inherit the mask.
-    crate::exec::block_forwarded_signals();
+    // Before the listener threads start, so they inherit the signal mask: a
+    // signal while app waits for a listener ends app at once, listeners
+    // killed (see crate::signals).
+    crate::signals::install();
     let log = session.log_level();
     let id = invocation_id();
     let started = Instant::now();
     let env = subject.context.to_env();
     let mut listeners = Vec::new();
     for settings in &session.config.listeners {
+        if let (_, Some(warning)) = crate::listeners::timeout(settings) {
+            // A mistake in the config: shown at the default level (2, warnings).
+            if log >= 2 {
+                eprintln!("app: warning: {warning}");
+            }
+        }
         let file = format!("app-listener-{}", settings.name);
         let Some(found) = session.search.find_executable(&file) else {
             warn(
@@ -88,7 +96,11 @@ pub fn observe(
         let end = end_event(&id, &subject, started, None, true);
         broadcast(&listeners, "command.end", &end);
         finish(listeners, log);
-        return Err(Error::Aborted { listener, reason });
+        // Both come from the listener; printed as data, not terminal codes.
+        return Err(Error::Aborted {
+            listener: crate::escape::printable(&listener).into_owned(),
+            reason: crate::escape::printable(&reason).into_owned(),
+        });
     }
 
     let result = body();

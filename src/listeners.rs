@@ -2,21 +2,45 @@
 //! lifecycle events, one JSON line each, on their stdin.
 //!
 //! A listener can never block or break a command: events are written by a
-//! thread of its own, it gets a bounded time to answer and to finish, and
-//! then its whole process group is killed. It also gets SIGKILL if `app`
-//! itself dies (`PR_SET_PDEATHSIG`).
+//! thread of its own, it gets a bounded time to answer and to finish (at
+//! most [`MAX_TIMEOUT`]), and then its whole process group is killed. A
+//! signal that ends `app` kills the group at once (see [`crate::signals`]),
+//! and the listener gets SIGKILL if `app` itself dies (`PR_SET_PDEATHSIG`).
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::config::ListenerSettings;
+use crate::exec::OwnChild;
 
 /// Default time a listener gets to answer `command.start` and to finish after `command.end`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
+/// The most a listener can get (`timeout_ms` above it is lowered to it, with
+/// a warning): every command waits for its listeners, so none may hold one
+/// for long.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The time a listener gets, and a warning when its `timeout_ms` was above
+/// [`MAX_TIMEOUT`].
+pub fn timeout(settings: &ListenerSettings) -> (Duration, Option<String>) {
+    match settings.timeout_ms.map(Duration::from_millis) {
+        None => (DEFAULT_TIMEOUT, None),
+        Some(t) if t > MAX_TIMEOUT => (
+            MAX_TIMEOUT,
+            Some(format!(
+                "listener '{}': \"timeout_ms\": {} is above the maximum of {} ms, so it gets {} ms; lower it in the config file",
+                crate::escape::printable(&settings.name),
+                t.as_millis(),
+                MAX_TIMEOUT.as_millis(),
+                MAX_TIMEOUT.as_millis()
+            )),
+        ),
+        Some(t) => (t, None),
+    }
+}
 
 /// A running listener.
 pub struct Listener {
@@ -25,7 +49,7 @@ pub struct Listener {
     patterns: Vec<String>,
     pub can_abort: bool,
     pub timeout: Duration,
-    child: Child,
+    child: OwnChild,
     lines: Option<mpsc::Sender<String>>,
     answers: Option<mpsc::Receiver<String>>,
 }
@@ -49,16 +73,14 @@ impl Listener {
                 Stdio::inherit()
             } else {
                 Stdio::null()
-            })
-            // Its own process group, so killing it also kills what it started.
-            .process_group(0);
+            });
         for (k, v) in env {
             cmd.env(k, v);
         }
-        crate::exec::die_with_app(&mut cmd, libc::SIGKILL);
-        let mut child = cmd.spawn()?;
+        // Its own process group, so killing it also kills what it started.
+        let mut child = OwnChild::spawn(&mut cmd, true)?;
         let (tx, rx) = mpsc::channel::<String>();
-        if let Some(mut stdin) = child.stdin.take() {
+        if let Some(mut stdin) = child.child().stdin.take() {
             std::thread::spawn(move || {
                 for line in rx {
                     if stdin.write_all(line.as_bytes()).is_err() {
@@ -68,7 +90,7 @@ impl Listener {
                 // Dropping stdin closes it: the listener sees EOF after command.end.
             });
         }
-        let answers = child.stdout.take().map(|stdout| {
+        let answers = child.child().stdout.take().map(|stdout| {
             let (atx, arx) = mpsc::channel();
             std::thread::spawn(move || {
                 for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -84,10 +106,7 @@ impl Listener {
             path,
             patterns: settings.events.clone(),
             can_abort: settings.can_abort,
-            timeout: settings
-                .timeout_ms
-                .map(Duration::from_millis)
-                .unwrap_or(DEFAULT_TIMEOUT),
+            timeout: timeout(settings).0,
             child,
             lines: Some(tx),
             answers,
@@ -130,61 +149,20 @@ impl Listener {
     /// its process group. Returns a warning when it had to be killed or failed.
     pub fn finish(mut self) -> Option<String> {
         drop(self.lines.take());
-        let exited = exited_within(self.child.id(), self.timeout);
+        let exited = self.child.exited_within(self.timeout);
         // The group goes in every case: a listener that exited may have left
-        // children behind. Its zombie still holds the group id, so this
-        // cannot hit another process's group.
-        self.kill_group();
-        let status = self.child.wait().ok();
+        // children behind.
+        let status = self.child.finish().ok();
+        let name = crate::escape::printable(&self.name);
         match (exited, status) {
             (true, Some(s)) if s.success() => None,
-            (true, Some(s)) => Some(format!("listener '{}' failed ({s})", self.name)),
+            (true, Some(s)) => Some(format!("listener '{name}' failed ({s})")),
             _ => Some(format!(
-                "listener '{}' did not finish within {} ms and was killed",
-                self.name,
+                "listener '{name}' did not finish within {} ms and was killed",
                 self.timeout.as_millis()
             )),
         }
     }
-
-    fn kill_group(&mut self) {
-        let pgid = self.child.id() as libc::pid_t;
-        // SAFETY: killpg has no memory-safety preconditions; the group is the
-        // listener's own (process_group(0) above).
-        unsafe { libc::killpg(pgid, libc::SIGKILL) };
-    }
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        // Any path that did not call finish (an error, a panic): no listener
-        // process may outlive app.
-        if let Ok(None) = self.child.try_wait() {
-            self.kill_group();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// Whether process `pid` (our child) exits within `timeout`. It is left
-/// unreaped (`WNOWAIT`), so its process group stays valid for `killpg`.
-fn exited_within(pid: u32, timeout: Duration) -> bool {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        // SAFETY: siginfo_t is plain data that waitid fills in.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let flags = libc::WEXITED | libc::WNOWAIT;
-        loop {
-            // SAFETY: waiting on our own child; `info` is a valid out-pointer.
-            let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
-            if rc == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
-            {
-                break;
-            }
-        }
-        let _ = tx.send(());
-    });
-    rx.recv_timeout(timeout).is_ok()
 }
 
 /// `command.*` matches `command.start`; `*` matches everything.
@@ -198,6 +176,21 @@ pub fn matches_event(pattern: &str, event: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeouts_are_capped_at_the_maximum() {
+        let settings = |ms: Option<u64>| ListenerSettings {
+            name: "x".into(),
+            events: vec!["*".into()],
+            can_abort: false,
+            timeout_ms: ms,
+        };
+        assert_eq!(timeout(&settings(None)), (DEFAULT_TIMEOUT, None));
+        assert_eq!(timeout(&settings(Some(10_000))), (MAX_TIMEOUT, None));
+        let (t, warning) = timeout(&settings(Some(u64::MAX)));
+        assert_eq!(t, MAX_TIMEOUT);
+        assert!(warning.is_some_and(|w| w.contains("above the maximum of 10000 ms")));
+    }
 
     #[test]
     fn event_patterns() {

@@ -89,14 +89,15 @@ fn mtime_ns(stat: &fs::Metadata) -> i128 {
 
 /// Runs `plugin __app_metadata` and parses its answer, giving up after `timeout`.
 pub fn query(plugin: &Path, timeout: Duration) -> Option<Metadata> {
-    let mut child = Command::new(plugin)
-        .arg(METADATA_ARG)
+    let mut cmd = Command::new(plugin);
+    cmd.arg(METADATA_ARG)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut stdout = child.stdout.take()?;
+        .stderr(Stdio::null());
+    // In a process group of its own that goes when the query ends (or app
+    // does): a plugin that sleeps or forks instead of answering leaves nothing.
+    let mut child = crate::exec::OwnChild::spawn(&mut cmd, true).ok()?;
+    let mut stdout = child.child().stdout.take()?;
     let (tx, rx) = mpsc::channel();
     // A reader thread, so that a plugin which never answers (or never closes
     // stdout) costs at most `timeout`.
@@ -113,17 +114,9 @@ pub fn query(plugin: &Path, timeout: Duration) -> Option<Metadata> {
         let _ = reader.join();
     }
     // Closing stdout is not exiting: give the plugin what is left of its
-    // time, then make sure it is gone.
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    if let Ok(None) = child.try_wait() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    // time, then make sure it and its group are gone.
+    child.exited_within(deadline.saturating_duration_since(Instant::now()));
+    let _ = child.finish();
     Metadata::parse(std::str::from_utf8(&answer?).ok()?)
 }
 

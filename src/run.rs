@@ -14,7 +14,7 @@ use crate::exec::{self, Invocation};
 use crate::inventory::Inventory;
 use crate::lifecycle;
 use crate::resolve::{resolve, Resolution};
-use crate::session::Session;
+use crate::session::{ConfigUse, Session};
 use crate::suggest;
 
 /// Runs `app` with `argv` (program name first) and returns its exit code.
@@ -30,14 +30,15 @@ pub fn run(argv: Vec<OsString>) -> i32 {
 }
 
 fn dispatch(argv: Vec<OsString>) -> Result<i32> {
+    let argv = crate::cli::without_separator(argv);
     let mut cli = parse(&argv)?;
     let global_args = global_args(&argv, &cli);
-    let completing = matches!(cli.command, Some(Cmd::Complete { .. }));
+    let config_use = ConfigUse::of(&cli);
     let mut session = Session::new(
         argv.clone(),
         cli.global.clone(),
         global_args.clone(),
-        completing,
+        config_use,
     )?;
     let mut seen = Vec::new();
     // Aliases may expand to another alias or to a built-in, so parse again

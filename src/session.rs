@@ -3,16 +3,60 @@
 //! once and handed to whatever runs next.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::cli::GlobalFlags;
-use crate::config::Config;
+use crate::cli::{Cli, Cmd, GlobalFlags, PluginCmd};
+use crate::config::{Config, ConfigOrigin};
 use crate::context::{self, AliasExpansion, Context, CONTEXT_VERSION, DEFAULT_LOG};
 use crate::discovery::SearchPath;
 use crate::error::Result;
 use crate::metadata;
 use crate::paths::Dirs;
 use crate::resolve::Resolved;
+use app_plugin::log::WARN;
+
+/// How much a command depends on the config file, which decides what a
+/// broken one (invalid, missing when named, not a regular file) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigUse {
+    /// Plugins, aliases and the built-ins that change things: the config may
+    /// hold the alias, the plugin's settings or listeners that must see (and
+    /// may veto) the command, so a broken config is an error.
+    Required,
+    /// `help`, `version`, `completion`, `plugin list`, `plugin path`: they
+    /// run without the config, after a warning, so a user can still get help.
+    Optional,
+    /// `__complete`: as `Optional`, without the warning (TAB must never put
+    /// an error on the terminal; the next real command reports it).
+    Silent,
+}
+
+impl ConfigUse {
+    /// What the parsed command line needs.
+    pub fn of(cli: &Cli) -> ConfigUse {
+        if cli.global.help || cli.global.version {
+            return ConfigUse::Optional;
+        }
+        match &cli.command {
+            None
+            | Some(Cmd::Help { .. })
+            | Some(Cmd::Version)
+            | Some(Cmd::Completion { .. })
+            | Some(Cmd::Plugin(PluginCmd::List))
+            | Some(Cmd::Plugin(PluginCmd::Path { .. })) => ConfigUse::Optional,
+            Some(Cmd::Complete { .. }) => ConfigUse::Silent,
+            Some(_) => ConfigUse::Required,
+        }
+    }
+}
+
+/// The log level in force: `--log`, else `APP_LOG`, else the default.
+fn log_level(global: &GlobalFlags) -> u8 {
+    global
+        .log
+        .or_else(|| app_plugin::log::parse_level(&std::env::var(context::vars::LOG).ok()?).ok())
+        .unwrap_or(DEFAULT_LOG)
+}
 
 /// Everything `app` knows before it runs a command.
 #[derive(Debug)]
@@ -32,29 +76,37 @@ pub struct Session {
 }
 
 impl Session {
-    /// Computes the session for parsed global flags; reads the config file.
-    /// With `lenient`, an invalid config file counts as an empty one.
+    /// Computes the session for parsed global flags; reads the config file,
+    /// whose problems are errors or warnings as `config_use` says.
     pub fn new(
         argv: Vec<OsString>,
         global: GlobalFlags,
         global_args: Vec<String>,
-        lenient: bool,
+        config_use: ConfigUse,
     ) -> Result<Session> {
         let dirs = Dirs::from_env();
-        let config_path = global
-            .config
-            .clone()
-            .or_else(|| std::env::var_os(context::vars::CONFIG).map(PathBuf::from))
-            .unwrap_or_else(|| dirs.config_file());
-        let config = match Config::load(&config_path) {
+        let (config_path, origin) = match (&global.config, std::env::var_os(context::vars::CONFIG))
+        {
+            (Some(path), _) => (path.clone(), ConfigOrigin::Flag),
+            // Plugins get APP_CONFIG set to the default path even when that
+            // file does not exist; an `app` they run must not refuse it.
+            (None, Some(path)) if !path.is_empty() && Path::new(&path) != dirs.config_file() => {
+                (PathBuf::from(path), ConfigOrigin::Env)
+            }
+            _ => (dirs.config_file(), ConfigOrigin::Default),
+        };
+        let config = match Config::load(&config_path, origin) {
             Ok(config) => config,
-            // TAB must never put an error on the terminal: complete as if
-            // there were no config (the next real command reports it).
-            Err(_) if lenient => Config {
-                path: config_path,
-                ..Config::default()
-            },
-            Err(e) => return Err(e),
+            Err(e) if config_use == ConfigUse::Required => return Err(e),
+            Err(e) => {
+                if config_use == ConfigUse::Optional && log_level(&global) >= WARN {
+                    eprintln!("app: warning: this command runs without the config: {e}");
+                }
+                Config {
+                    path: config_path,
+                    ..Config::default()
+                }
+            }
         };
         // Read once: it places the shipped plugins and is APP_BIN.
         let app_exe = std::env::current_exe().ok();
@@ -91,10 +143,7 @@ impl Session {
 
     /// The log level in force: `--log`, else `APP_LOG`, else the default.
     pub fn log_level(&self) -> u8 {
-        self.global
-            .log
-            .or_else(|| app_plugin::log::parse_level(&std::env::var(context::vars::LOG).ok()?).ok())
-            .unwrap_or(DEFAULT_LOG)
+        log_level(&self.global)
     }
 
     /// The context for running `resolved` with `args`.

@@ -326,3 +326,162 @@ fn with_listeners_sigterm_to_app_reaches_the_plugin() {
         assert!(marker.exists());
     }
 }
+
+/// Waits until `file` has a line (a listener wrote its pid: it is running).
+fn wait_for_file(file: &Path) {
+    let written = common::wait_for(Duration::from_secs(5), || {
+        fs::read_to_string(file)
+            .ok()
+            .filter(|s| s.ends_with('\n'))
+            .map(|_| ())
+    });
+    assert!(written.is_some(), "{} was never written", file.display());
+}
+
+fn send(child: &std::process::Child, sig: i32) {
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+#[test]
+fn a_signal_while_app_waits_for_a_veto_listener_ends_the_wait_and_the_plugin_never_runs() {
+    let sb = Sandbox::new();
+    let marker = sb.path().join("ran");
+    sb.script(
+        "app-work",
+        &format!("#!/bin/sh\ntouch {}\n", marker.display()),
+    );
+    for (sig, name) in [
+        (libc::SIGTERM, "TERM"),
+        (libc::SIGINT, "INT"),
+        (libc::SIGHUP, "HUP"),
+    ] {
+        let pids = sb.path().join(format!("pids-{name}"));
+        // Never answers, and leaves a child of its own behind.
+        sb.script(
+            "app-listener-mute",
+            &format!(
+                "#!/bin/sh\necho $$ >> {p}\nsleep 1000 &\necho $! >> {p}\nwait\n",
+                p = pids.display()
+            ),
+        );
+        sb.write_config(
+            r#"{"listeners": [{"name": "mute", "can_abort": true, "timeout_ms": 8000}]}"#,
+        );
+        let mut app = sb
+            .app()
+            .arg("work")
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for_file(&pids);
+        // Both pids are written once the line count is two.
+        common::wait_for(Duration::from_secs(5), || {
+            (fs::read_to_string(&pids)
+                .unwrap_or_default()
+                .lines()
+                .count()
+                >= 2)
+                .then_some(())
+        })
+        .expect("listener started its child");
+        let t = Instant::now();
+        send(&app, sig);
+        let status = common::wait_for(Duration::from_secs(5), || app.try_wait().ok().flatten())
+            .expect("app exits after the signal");
+        assert!(
+            t.elapsed() < Duration::from_millis(2000),
+            "SIG{name}: app waited {:?} for the listener",
+            t.elapsed()
+        );
+        assert_eq!(status.code(), Some(128 + sig), "SIG{name}");
+        assert!(
+            !marker.exists(),
+            "SIG{name}: the plugin ran after the signal"
+        );
+        assert_all_gone(&pids);
+    }
+}
+
+#[test]
+fn a_signal_while_app_waits_for_a_listener_to_finish_ends_the_wait() {
+    let sb = Sandbox::new();
+    let pids = sb.path().join("pids");
+    // Never reads its stdin, so it never sees EOF after command.end.
+    sb.script(
+        "app-listener-deaf",
+        &format!(
+            "#!/bin/sh\necho $$ >> {p}\nsleep 1000 &\necho $! >> {p}\nwait\n",
+            p = pids.display()
+        ),
+    );
+    let marker = sb.path().join("ran");
+    sb.script(
+        "app-work",
+        &format!("#!/bin/sh\ntouch {}\n", marker.display()),
+    );
+    sb.write_config(r#"{"listeners": [{"name": "deaf", "timeout_ms": 8000}]}"#);
+    let mut app = sb
+        .app()
+        .arg("work")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_for(Duration::from_secs(5), || marker.exists().then_some(()))
+        .expect("the plugin ran");
+    wait_for_file(&pids);
+    // The plugin has ended; app now waits up to 8 s for the listener.
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    send(&app, libc::SIGTERM);
+    let status = common::wait_for(Duration::from_secs(5), || app.try_wait().ok().flatten())
+        .expect("app exits after the signal");
+    assert!(
+        t.elapsed() < Duration::from_millis(2000),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    assert_all_gone(&pids);
+}
+
+#[test]
+fn a_timeout_above_the_maximum_is_lowered_with_a_warning() {
+    let sb = Sandbox::new();
+    recorder(&sb, "rec", &sb.path().join("events"));
+    sb.script("app-quick", "#!/bin/sh\nexit 0\n");
+    sb.write_config(r#"{"listeners": [{"name": "rec", "timeout_ms": 999999999999}]}"#);
+    let out = output(sb.app().arg("quick"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "listener 'rec': \"timeout_ms\": 999999999999 is above the maximum of 10000 ms, so it gets 10000 ms"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_abort_reason_is_printed_with_its_control_characters_escaped() {
+    let sb = Sandbox::new();
+    sb.script(
+        "app-listener-evil",
+        "#!/bin/sh\nprintf '%s\\n' '{\"abort\": \"no\\u001b]0;owned\\u0007\\nforged line\\r\\u001b[2K\"}'\nexec cat >/dev/null\n",
+    );
+    sb.script("app-work", "#!/bin/sh\nexit 0\n");
+    sb.write_config(r#"{"listeners": [{"name": "evil", "can_abort": true}]}"#);
+    let out = output(sb.app().arg("work"));
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains(r"aborted by listener 'evil': no\x1b]0;owned\x07\nforged line\r\x1b[2K"),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\x1b') && err.trim_end().lines().count() == 1,
+        "{err:?}"
+    );
+}

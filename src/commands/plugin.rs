@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::cli::{Lang, PluginCmd};
 use crate::discovery::{Origin, PLUGIN_PREFIX};
 use crate::error::{code, Error, Result};
+use crate::escape::printable;
 use crate::install::{self, index::Index, Installed, Request, Source};
 use crate::inventory::Inventory;
 use crate::resolve::{resolve, Resolution};
@@ -26,7 +27,7 @@ pub fn run(session: &Session, cmd: PluginCmd) -> Result<i32> {
             let cwd = std::env::current_dir()
                 .map_err(|e| Error::io("cannot read the current directory", e))?;
             let request = Request {
-                source: Source::parse(&source, &cwd),
+                source: Source::parse(&source, &cwd)?,
                 name,
                 force,
                 sha256,
@@ -78,11 +79,15 @@ fn report_installed(session: &Session, installed: &Installed, verb: &str) {
         .as_deref()
         .map(|v| format!(" {v}"))
         .unwrap_or_default();
+    // The version is the plugin's own answer: printed as data.
     println!(
-        "{verb} plugin '{}'{version} at {} (from {})",
-        installed.name,
-        installed.path.display(),
-        installed.entry.source
+        "{}",
+        printable(&format!(
+            "{verb} plugin '{}'{version} at {} (from {})",
+            installed.name,
+            installed.path.display(),
+            installed.entry.source
+        ))
     );
     // The user plugin directory is not first on the search path: say so when
     // another file wins, or `app <name>` would surprise.
@@ -116,7 +121,12 @@ fn new(name: &str, lang: Lang, dir: Option<PathBuf>) -> Result<i32> {
         ScaffoldError::BadName(_) => Error::Usage(e.to_string()),
     })?;
     let shown = dir.display();
-    println!("created a {lang:?} plugin skeleton for 'app {name}' in {shown}");
+    let language = match lang {
+        Lang::Sh => "shell (sh)",
+        Lang::Python => "Python",
+        Lang::Rust => "Rust",
+    };
+    println!("created a {language} plugin skeleton for 'app {name}' in {shown}");
     match lang {
         Lang::Sh | Lang::Python => println!(
             "next: {shown}/app-{name} __app_metadata\n      app plugin install {shown}/app-{name}\n      app {name} hello"
@@ -210,7 +220,9 @@ fn list(session: &Session) -> Result<i32> {
                 path,
                 p.description().unwrap_or("")
             );
-            writeln!(out, "{}", line.trim_end()).ok();
+            // Descriptions and versions come from plugins, paths from file
+            // names: printed as data, never as terminal codes.
+            writeln!(out, "{}", printable(line.trim_end())).ok();
         }
     }
     let listeners = &session.config.listeners;
@@ -237,10 +249,10 @@ fn list(session: &Session) -> Result<i32> {
     }
     drop(out);
     for w in &inventory.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", printable(&w.to_string()));
     }
     for w in &extra_warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", printable(w));
     }
     for name in session.config.aliases.keys() {
         if crate::cli::is_builtin(name) {

@@ -48,19 +48,22 @@ enum Header {
 pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
     let helper = locate()?;
     let mut cmd = Command::new(&helper);
-    cmd.arg(source.to_record());
+    cmd.arg(source.to_arg());
     if let Some(sum) = sha256 {
         cmd.args(["--sha256", sum]);
     }
-    let mut child = cmd
-        .stdin(Stdio::null())
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
+        .stderr(Stdio::inherit());
+    // It holds app's stderr: it must not outlive app (a killed `app … | cat`
+    // would otherwise wait for it). It starts nothing itself, so it stays in
+    // app's process group, where the terminal's Ctrl-C reaches it.
+    let mut child = crate::exec::OwnChild::spawn(&mut cmd, false)
         .map_err(|e| Error::io(format!("cannot run {}", helper.display()), e))?;
     let mut out = Vec::new();
     let limit = super::fetch::max_bytes() + 64 * 1024;
     let read = child
+        .child()
         .stdout
         .take()
         .map(|s| s.take(limit).read_to_end(&mut out));
@@ -171,5 +174,5 @@ fn parse_args(args: &[OsString]) -> Option<(Source, Option<String>)> {
         _ => return None,
     };
     // `app` passes absolute paths; anything else is resolved against "/".
-    Some((Source::parse(source, Path::new("/")), sha256))
+    Some((Source::parse(source, Path::new("/")).ok()?, sha256))
 }

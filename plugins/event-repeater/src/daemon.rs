@@ -100,6 +100,7 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         buffer: buffer.clone(),
         source: cfg.source.to_string(),
         sink: sink_url.clone(),
+        started: api::Started::now(),
     });
 
     let api_stop = CancellationToken::new();

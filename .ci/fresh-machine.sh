@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The README's test command on a machine that has only Rust and a C compiler.
+#
+# Clones the committed HEAD of this repository into a temp dir and runs
+# exactly `cargo build --workspace && cargo test --workspace` there, with an
+# empty HOME, an empty CARGO_HOME (crates are downloaded as on a new machine),
+# an empty environment but for PATH = the Rust toolchain and the system dirs,
+# and, in a private mount namespace, the optional tools the tests can use
+# hidden (an empty non-executable file bound over each one): a test that
+# needs one must skip with one line instead of failing.
+#
+#   .ci/fresh-machine.sh              # the check; prints a summary, exits as the tests did
+#   FRESH_KEEP=1 .ci/fresh-machine.sh # keep the temp dir (clone, target, log)
+#   FRESH_CARGO_HOME=~/.cargo …       # reuse a crate cache instead of downloading
+#
+# Needs git, unshare (util-linux) and mount rights (root, or user namespaces).
+# Not run by .ci/run: a second build from nothing does not fit CI's budget.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+
+# What a fresh machine lacks: everything the tests drive that is not Rust, a C
+# compiler (with binutils) or Debian's essential packages.
+hidden_tools=(zsh fish tmux mosquitto mosquitto_sub mosquitto_pub mosquitto_rr
+  mosquitto_passwd mosquitto_ctrl nats-server nats python3 hyperfine)
+hidden_dirs=(/usr/share/bash-completion)
+
+if [ "${1:-}" = --inside ]; then
+  # Stage 2, in the private mount namespace: hide the tools, then test.
+  work=$2
+  : >"$work/hidden" && chmod 0644 "$work/hidden"
+  mkdir -p "$work/hidden.d"
+  declare -A done_paths=()
+  for name in "${hidden_tools[@]}"; do
+    for dir in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
+      for f in "$dir/$name" "$dir/$name".[0-9]*; do
+        [ -e "$f" ] || continue
+        real=$(readlink -f "$f")
+        [ -n "${done_paths[$real]:-}" ] && continue
+        done_paths[$real]=1
+        mount --bind "$work/hidden" "$real"
+        echo "hidden: $f" >>"$work/hidden.txt"
+      done
+    done
+  done
+  for d in "${hidden_dirs[@]}"; do
+    [ -d "$d" ] || continue
+    mount --bind "$work/hidden.d" "$d"
+    echo "hidden: $d" >>"$work/hidden.txt"
+  done
+  cd "$work/app"
+  toolchain_bin=$(cat "$work/toolchain_bin")
+  set +e
+  env -i \
+    HOME="$work/home" \
+    CARGO_HOME="$work/cargo-home" \
+    PATH="$toolchain_bin:/usr/local/bin:/usr/bin:/bin" \
+    LANG=C.UTF-8 \
+    TERM=dumb \
+    USER="$(id -un)" \
+    bash -c 'cargo build --workspace && cargo test --workspace' >"$work/test.log" 2>&1
+  echo $? >"$work/status"
+  exit 0
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/app-fresh.XXXXXX")
+cleanup() {
+  if [ "${FRESH_KEEP:-0}" = 1 ]; then
+    echo "fresh-machine: kept $work"
+  else
+    rm -rf "$work"
+  fi
+}
+trap cleanup EXIT
+
+git clone -q --no-local "$repo" "$work/app"
+mkdir -p "$work/home"
+if [ -n "${FRESH_CARGO_HOME:-}" ]; then
+  ln -s "$FRESH_CARGO_HOME" "$work/cargo-home"
+else
+  mkdir -p "$work/cargo-home"
+fi
+# The toolchain's own bin dir (cargo, rustc), not ~/.cargo/bin, where
+# `cargo install` and ./install.sh put other programs.
+echo "$(rustc --print sysroot)/bin" >"$work/toolchain_bin"
+
+if [ "$(id -u)" = 0 ]; then
+  ns=(unshare --mount --propagation private)
+else
+  ns=(unshare --user --map-root-user --mount --propagation private)
+fi
+echo "fresh-machine: $(git -C "$work/app" log -1 --format='%h %s')"
+echo "fresh-machine: cargo build --workspace && cargo test --workspace in $work/app"
+start=$(date +%s)
+"${ns[@]}" bash "$0" --inside "$work"
+took=$(($(date +%s) - start))
+status=$(cat "$work/status")
+
+sed 's/^/  /' "$work/hidden.txt" 2>/dev/null || true
+# libtest prints one `test result:` line per test binary and doc-test run.
+awk -v status="$status" -v took="$took" '
+  /^test result:/ {
+    for (i = 1; i <= NF; i++) {
+      if ($(i) ~ /^passed;?$/) passed += $(i - 1)
+      if ($(i) ~ /^failed;?$/) failed += $(i - 1)
+      if ($(i) ~ /^ignored;?$/) ignored += $(i - 1)
+    }
+    binaries++
+  }
+  match($0, /skipping [^ :]+: .*/) {
+    line = substr($0, RSTART, RLENGTH); sub(/^skipping [^ :]+: /, "", line)
+    skipped++; why[line]++
+  }
+  END {
+    printf "fresh-machine: exit %d after %d s; %d test binaries: %d passed (%d of them skipped for a missing tool), %d failed, %d ignored\n",
+      status, took, binaries, passed, skipped, failed, ignored
+    for (w in why) printf "  %3d x %s\n", why[w], w
+  }' "$work/test.log"
+if [ "$status" != 0 ]; then
+  echo "fresh-machine: FAILED; the end of the log:"
+  tail -40 "$work/test.log"
+fi
+exit "$status"
