@@ -60,7 +60,21 @@ impl Outcome {
 
 /// Replaces `app` with the plugin. Returns only if that failed.
 pub fn exec(inv: &Invocation) -> Error {
-    let err = inv.command().exec();
+    let mut cmd = inv.command();
+    // A metadata query may have installed the signal thread, which blocks
+    // the termination signals; a mask survives exec, so the plugin would
+    // never see SIGTERM. It starts with an empty mask, as a child does.
+    // SAFETY: runs just before exec and only calls async-signal-safe
+    // functions (sigemptyset, pthread_sigmask).
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    let err = cmd.exec();
     cannot_run(&inv.program, err)
 }
 

@@ -222,12 +222,15 @@ mod tests {
     fn first_word_offers_subcommands_in_order() {
         let out = complete(&[""], &FakeEnv::default());
         let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
-        assert_eq!(names, ["get", "post", "put", "delete", "apply", ":36"]);
+        assert_eq!(
+            names,
+            ["get", "post", "put", "delete", "apply", "status", ":36"]
+        );
         let out = complete(&["p"], &FakeEnv::default());
         let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
         assert_eq!(names, ["post", "put", ":36"]);
         assert!(out.starts_with("post\tAdd routes"), "{out}");
-        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 6);
+        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 7);
     }
 
     #[test]
