@@ -5,8 +5,9 @@
 //! [`complete`] walks the words typed so far through the command's
 //! subcommands and flags and offers what fits the word under the cursor:
 //! subcommands (in their order), flags not given yet (long and short, with
-//! their help's first line), a flag's possible values, file names for path
-//! values. Values only the plugin knows (running instances, routes) come
+//! their help's first line; on an empty word too where nothing else can
+//! come), a flag's or a positional argument's possible values, file names
+//! for path values. Values only the plugin knows (running instances, routes) come
 //! from a [`Values`] callback. [`answer`] is [`crate::protocol::answer`]
 //! with that completion.
 //!
@@ -147,6 +148,8 @@ pub fn complete(cmd: &Command, words: &[String], values: &dyn Values) -> Complet
     let mut given: Vec<(String, String)> = Vec::new();
     // A subcommand may follow only global flags (and other subcommands).
     let mut subcommand_allowed = true;
+    // Positional words given to the current (sub)command.
+    let mut positionals = 0;
     for word in before {
         if let Some(arg) = pending.take() {
             given.push((arg.get_id().to_string(), word.clone()));
@@ -190,8 +193,15 @@ pub fn complete(cmd: &Command, words: &[String], values: &dyn Values) -> Complet
             .then(|| find_subcommand(at, word))
             .flatten()
         {
-            Some(sub) => at = sub,
-            None => subcommand_allowed = false,
+            Some(sub) => {
+                at = sub;
+                positionals = 0;
+            }
+            None => {
+                subcommand_allowed = false;
+                given.push((positional_id(at, positionals), word.clone()));
+                positionals += 1;
+            }
         }
     }
     if let Some(arg) = pending {
@@ -216,14 +226,27 @@ pub fn complete(cmd: &Command, words: &[String], values: &dyn Values) -> Complet
         out.directive |= directive::KEEP_ORDER;
         return out;
     }
-    let positional_path = at
-        .get_positionals()
-        .any(|a| is_path(a) && !used.contains(&a.get_id().as_str()));
-    if positional_path {
-        Completion::files()
-    } else {
-        Completion::nothing()
+    match nth_positional(at, positionals) {
+        Some(arg) => value_of(arg, &query(arg, current, given), "", values),
+        // Nothing but flags can come here: offer them.
+        None if current.is_empty() && positionals == 0 => flags(at, current, &used),
+        None => Completion::nothing(),
     }
+}
+
+/// The positional argument that takes the `n`th positional word (the last
+/// one when it takes several).
+fn nth_positional(cmd: &Command, n: usize) -> Option<&Arg> {
+    let all: Vec<&Arg> = cmd.get_positionals().collect();
+    all.get(n).copied().or_else(|| {
+        all.last()
+            .copied()
+            .filter(|a| a.get_num_args().is_some_and(|r| r.max_values() > 1))
+    })
+}
+
+fn positional_id(cmd: &Command, n: usize) -> String {
+    nth_positional(cmd, n).map_or_else(String::new, |a| a.get_id().to_string())
 }
 
 fn query<'a>(arg: &'a Arg, current: &'a str, given: Vec<(String, String)>) -> Query<'a> {
@@ -437,8 +460,13 @@ mod tests {
     fn subcommands_follow_global_flags_only() {
         assert_eq!(c(&["--name", "x", "p"]), "put\tChange\n:36\n");
         assert_eq!(c(&["-o", "json", ""]), "get\tShow\nput\tChange\n:36\n");
-        assert_eq!(c(&["--op", "1", ""]), ":4\n");
-        assert_eq!(c(&["get", ""]), ":4\n");
+        // Where only flags can come, an empty word offers them.
+        // (and clap's --help, when its help feature is on)
+        assert!(c(&["--op", "1", ""])
+            .starts_with("--name\tInstance name\n--output\tFormat\n-o\tFormat\n"));
+        assert!(c(&["get", ""]).starts_with("--path\tThe path\n"));
+        assert_eq!(c(&["get", "x"]), ":4\n");
+        assert_eq!(c(&["get", "x", ""]), ":4\n", "a stray word: nothing fits");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `__complete <words…>`: completion derived from the clap definition
 //! ([`crate::cli::Cli`]) by the SDK ([`app_plugin::cli::complete`]); this
 //! module adds only the values the plugin knows: running repeaters for
-//! `--name`, the running routes for `--path`, files for `--value @…`.
+//! `--name`, the running routes for `--path` and a SOURCETOPIC, files for
+//! `--value @…`.
 //!
 //! `--path /events/<TAB>` asks the running repeater for its routes, within
 //! 300 ms in all; on any failure there are simply no candidates. Nothing is
@@ -53,10 +54,13 @@ impl Values for Own<'_> {
         };
         match q.arg {
             "name" => Some(plain(self.0.names())),
-            "path" => {
+            "path" | "sourcetopic" => {
                 let name = q.given("name").unwrap_or(crate::DEFAULT_NAME);
                 let topics = self.0.routes(name, q.given("host"), q.given("token"));
                 Some(topics.map_or_else(Completion::nothing, |topics| {
+                    if q.arg == "sourcetopic" {
+                        return plain(topics);
+                    }
                     plain(
                         std::iter::once("/events".to_string())
                             .chain(topics.iter().map(|t| format!("/events/{t}")))
@@ -345,8 +349,18 @@ mod tests {
 
     #[test]
     fn no_subcommands_after_one_or_after_op() {
-        let env = FakeEnv::default();
-        assert_eq!(complete(&["get", ""], &env), ":4\n");
-        assert_eq!(complete(&["--op", "1", ""], &env), ":4\n");
+        let env = routes_env();
+        assert_eq!(
+            complete(&["get", ""], &env),
+            "timer/sec/1\ntimer/min/1\n:4\n",
+            "a SOURCETOPIC: the running routes"
+        );
+        assert_eq!(complete(&["delete", "timer/m"], &env), "timer/min/1\n:4\n");
+        assert_eq!(complete(&["put", "timer/sec/1", ""], &env), ":4\n");
+        let after_op = complete(&["--op", "1", ""], &env);
+        assert!(
+            after_op.contains("--resource\t") && !after_op.contains("--op\t"),
+            "only flags after --op: {after_op}"
+        );
     }
 }
