@@ -777,6 +777,8 @@ fn buffer_smaller_than_the_outage_drops_are_counted_exactly() {
             "500",
             "--inflight",
             "100",
+            "--overflow",
+            "drop-oldest",
         ],
     );
     let _src = event_time(&sb, &["--rate", "1000", "--count", &total.to_string()]);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use app_plugin::context::Context;
 
 use crate::buffer::Overflow;
-use crate::cli::{Qos, RunArgs, SinkProtocol};
+use crate::cli::{OverflowPolicy, Qos, RunArgs, SinkProtocol};
 
 /// Where the events come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +78,8 @@ pub struct Config {
     pub overflow: Overflow,
     pub drain_timeout: Duration,
     pub max_event_size: usize,
+    /// Keep and resume from the checkpoint (`--checkpoint on`).
+    pub checkpoint: bool,
 }
 
 impl Config {
@@ -174,9 +176,14 @@ impl Config {
             runtime_dir: dirs.plugin_runtime_dir(),
             buffer_events: args.buffer as usize,
             buffer_bytes: args.buffer_bytes,
-            overflow: args.overflow,
+            overflow: match args.overflow {
+                OverflowPolicy::Block => Overflow::Block,
+                OverflowPolicy::DropOldest => Overflow::DropOldest,
+                OverflowPolicy::DropNewest => Overflow::DropNewest,
+            },
             drain_timeout: args.drain_timeout,
             max_event_size: args.max_packet_size,
+            checkpoint: args.checkpoint == crate::cli::Switch::On,
             name,
         })
     }

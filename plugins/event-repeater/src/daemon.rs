@@ -36,6 +36,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
 
 async fn run_async(cfg: Config) -> Result<(), String> {
     let routes = crate::state::load(&cfg.state_file)?;
+    let (checkpoint_file, resume_after) = crate::checkpoint::open(&cfg)?;
     // Handlers first, so that a signal during start-up still cleans up.
     let mut sigterm =
         signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
@@ -85,11 +86,12 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", files.socket().display()))?;
 
     let metrics = Arc::new(Metrics::default());
-    let buffer = Arc::new(Buffer::new(
+    let buffer = Arc::new(Buffer::resuming(
         cfg.buffer_events,
         cfg.buffer_bytes,
         cfg.overflow,
         metrics.clone(),
+        resume_after.clone(),
     ));
     let table: SharedTable = Arc::new(RwLock::new(Arc::new(Table::build(
         &routes,
@@ -152,8 +154,18 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         relay,
         metrics: metrics.clone(),
         max_event: cfg.max_event_size.saturating_mul(2).max(1 << 20) + 64 * 1024,
+        resume_after,
     };
     let source_task = tokio::spawn(source.run(stop.clone()));
+    let checkpoint_stop = CancellationToken::new();
+    let checkpoint_task = checkpoint_file.map(|file| {
+        let b = buffer.clone();
+        tokio::spawn(crate::checkpoint::keep(
+            file,
+            move || b.checkpoint(),
+            checkpoint_stop.clone(),
+        ))
+    });
     let drain = Drain {
         stop: stop.clone(),
         timeout: cfg.drain_timeout,
@@ -207,6 +219,11 @@ async fn run_async(cfg: Config) -> Result<(), String> {
     metrics
         .dropped_shutdown
         .fetch_add(undelivered as u64, Ordering::Relaxed);
+    // Last checkpoint, synced; undelivered events stay after it.
+    checkpoint_stop.cancel();
+    if let Some(task) = checkpoint_task {
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
     let accepted = metrics.accepted.load(Ordering::Relaxed);
     if undelivered > 0 {
         warn!(

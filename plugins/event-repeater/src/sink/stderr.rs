@@ -51,7 +51,7 @@ pub async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, drain: Drain) -> us
             } else {
                 inc(&metrics.failed_sink);
             }
-            buffer.release(rec.cost());
+            buffer.release(rec);
         }
         if let Some(d) = drain.deadline(&mut deadline) {
             if tokio::time::Instant::now() >= d {
