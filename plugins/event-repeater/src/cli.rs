@@ -153,7 +153,7 @@ pub struct RunArgs {
 
     /// Allow a non-loopback --listen without TLS (token and routes then cross the network in clear text).
     #[arg(long)]
-    pub allow_plain_http: bool,
+    pub plain_http: bool,
 
     /// Connections served at once per API listener (TCP and the unix socket each).
     #[arg(long, value_name = "N", default_value = "256", value_parser = clap::value_parser!(u32).range(1..=65536))]

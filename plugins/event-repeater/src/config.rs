@@ -106,9 +106,9 @@ impl Config {
                     "--listen {listen} is not a loopback address; set --token or APP_TOKEN so that the API is not open to the network"
                 ));
             }
-            if !is_loopback(&host) && args.tls_cert.is_none() && !args.allow_plain_http {
+            if !is_loopback(&host) && args.tls_cert.is_none() && !args.plain_http {
                 return Err(format!(
-                    "--listen {listen} is not a loopback address; serve HTTPS with --tls-cert and --tls-key, or accept the token crossing the network in clear text with --allow-plain-http"
+                    "--listen {listen} is not a loopback address; serve HTTPS with --tls-cert and --tls-key, or accept the token crossing the network in clear text with --plain-http"
                 ));
             }
         } else if args.tls_cert.is_some() {
@@ -404,15 +404,8 @@ mod tests {
             .contains("--token"));
         assert!(config(&["--listen", "0.0.0.0:1", "--token", "t"])
             .unwrap_err()
-            .contains("--allow-plain-http"));
-        assert!(config(&[
-            "--listen",
-            "0.0.0.0:1",
-            "--token",
-            "t",
-            "--allow-plain-http"
-        ])
-        .is_ok());
+            .contains("--plain-http"));
+        assert!(config(&["--listen", "0.0.0.0:1", "--token", "t", "--plain-http"]).is_ok());
         assert!(config(&[
             "--listen",
             "0.0.0.0:1",
