@@ -20,7 +20,7 @@ use crate::config::{join_host_port, split_host_port, Config, SinkConfig};
 use crate::metrics::Metrics;
 use crate::relay::{Relay, SharedTable};
 use crate::routes::Table;
-use crate::sink::{mqtt::MqttSink, Drain};
+use crate::sink::{mqtt::MqttSink, nats::NatsSink, Drain};
 use crate::source::Source;
 
 /// Runs the repeater; `Err` is a start-up failure (exit 1).
@@ -100,6 +100,7 @@ async fn run_async(cfg: Config) -> Result<(), String> {
     ))));
     let (sink_url, max_packet) = match &cfg.sink {
         SinkConfig::Mqtt(m) => (m.url(), Some(m.max_packet_size)),
+        SinkConfig::Nats(n) => (n.url(), None),
         SinkConfig::Stderr => ("stderr".to_string(), None),
     };
     let state = Arc::new(ApiState {
@@ -174,6 +175,14 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         SinkConfig::Mqtt(m) => tokio::spawn(
             MqttSink {
                 cfg: m.clone(),
+                buffer: buffer.clone(),
+                metrics: metrics.clone(),
+            }
+            .run(drain),
+        ),
+        SinkConfig::Nats(n) => tokio::spawn(
+            NatsSink {
+                cfg: n.clone(),
                 buffer: buffer.clone(),
                 metrics: metrics.clone(),
             }
