@@ -41,12 +41,45 @@ pub struct MqttConfig {
     pub retain: bool,
     pub inflight: u16,
     pub max_packet_size: usize,
+    /// Brokers to fail over to, in order, after `host:port` (`--sink` repeated).
+    pub failover: Vec<Endpoint>,
+    /// How long a broker may leave a publish or a ping unanswered before the
+    /// repeater moves to the next one (with `failover` only).
+    pub ack_timeout: Duration,
 }
 
-impl MqttConfig {
+/// One MQTT broker address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub host: String,
+    pub port: u16,
+    pub tls: bool,
+}
+
+impl Endpoint {
     pub fn url(&self) -> String {
         let scheme = if self.tls { "mqtts" } else { "mqtt" };
         format!("{scheme}://{}", join_host_port(&self.host, self.port))
+    }
+}
+
+impl MqttConfig {
+    /// Every broker, the preferred one first.
+    pub fn endpoints(&self) -> Vec<Endpoint> {
+        let first = Endpoint {
+            host: self.host.clone(),
+            port: self.port,
+            tls: self.tls,
+        };
+        std::iter::once(first)
+            .chain(self.failover.iter().cloned())
+            .collect()
+    }
+
+    /// The broker (or, with failover, every broker) as a URL.
+    pub fn url(&self) -> String {
+        let urls: Vec<String> = self.endpoints().iter().map(Endpoint::url).collect();
+        urls.join(",")
     }
 }
 
@@ -180,12 +213,21 @@ impl Config {
             SinkProtocol::Stderr => SinkConfig::Stderr,
             SinkProtocol::Nats => SinkConfig::Nats(nats_config(args, &name, &source, password)?),
             SinkProtocol::Mqtt => {
-                let sink = match args.sink.as_slice() {
-                    [] => "tcp://localhost:1883",
-                    [one] => one.as_str(),
-                    _ => return Err("--sink is given more than once; several servers are only supported with --sinkprotocol nats".into()),
+                let (first, more) = match args.sink.split_first() {
+                    None => ("tcp://localhost:1883", &[][..]),
+                    Some((first, more)) => (first.as_str(), more),
                 };
-                let (host, port, tls) = parse_sink(sink)?;
+                let (host, port, tls) = parse_sink(first)?;
+                let mut failover = Vec::new();
+                for text in more {
+                    let (host, port, t) = parse_sink(text)?;
+                    if t != tls {
+                        return Err(format!(
+                            "--sink {text:?}: every MQTT broker must use TLS (mqtts://) or none"
+                        ));
+                    }
+                    failover.push(Endpoint { host, port, tls });
+                }
                 if args.ca_file.is_some() && !tls {
                     return Err("--ca-file only applies to an mqtts:// sink".into());
                 }
@@ -207,6 +249,8 @@ impl Config {
                     retain: args.retain,
                     inflight: args.inflight,
                     max_packet_size: args.max_packet_size,
+                    failover,
+                    ack_timeout: args.ack_timeout,
                 })
             }
         };
@@ -619,7 +663,12 @@ mod tests {
         assert_eq!(n.source_id, "http://127.0.0.1:9");
         assert!(config(&["--sinkprotocol", "nats", "--nats-stream", "a.b"]).is_err());
         assert!(config(&["--source-id", "x"]).unwrap_err().contains("nats"));
-        assert!(config(&["--sink", "a", "--sink", "b"]).is_err());
+        let c = config(&["--sink", "a", "--sink", "tcp://b:2"]).unwrap();
+        let SinkConfig::Mqtt(m) = c.sink else {
+            panic!()
+        };
+        assert_eq!(m.url(), "mqtt://a:1883,mqtt://b:2");
+        assert!(config(&["--sink", "a", "--sink", "mqtts://b"]).is_err());
     }
 
     #[test]
