@@ -18,7 +18,8 @@
 #
 # Usage: bench/relay-nats.sh [--no-build]
 # Environment: RUNS (5), COUNT (50000), WARMUP (2000), INFLIGHT (1000),
-# SIZE (0 = loadgen's default payload), OUT (JSON-lines results file).
+# SIZE (0 = loadgen's default payload), OUT (JSON-lines results file), BIN
+# (where loadgen and app-event-repeater are; target/release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -43,7 +44,7 @@ command -v curl >/dev/null || { echo "relay-nats.sh: curl not found (apt-get ins
 if [ "$BUILD" = 1 ]; then
     cargo build --release -q -p app-bench-loadgen -p app-event-repeater
 fi
-BIN=$ROOT/target/release
+BIN=${BIN:-$ROOT/target/release}
 LOADGEN=$BIN/loadgen
 REPEATER=$BIN/app-event-repeater
 mkdir -p "$ROOT/target/bench"
