@@ -61,21 +61,28 @@ impl Outcome {
 /// Replaces `app` with the plugin. Returns only if that failed.
 pub fn exec(inv: &Invocation) -> Error {
     let mut cmd = inv.command();
-    // A metadata query may have installed the signal thread, which blocks
-    // the termination signals; a mask survives exec, so the plugin would
-    // never see SIGTERM. It starts with an empty mask, as a child does.
-    // SAFETY: runs just before exec and only calls async-signal-safe
-    // functions (sigemptyset, pthread_sigmask).
+    // `app` may have blocked its handled signals before this point (asking a
+    // trusted plugin for its metadata installs the signal thread), and a
+    // blocked mask survives exec: the plugin would never see SIGTERM.
+    // SAFETY: the closure only calls async-signal-safe functions.
     unsafe {
         cmd.pre_exec(|| {
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            unblock_signals();
             Ok(())
         });
     }
     let err = cmd.exec();
     cannot_run(&inv.program, err)
+}
+
+/// Empties the calling thread's signal mask. Async-signal-safe.
+fn unblock_signals() {
+    // SAFETY: a zeroed sigset_t is valid storage for sigemptyset to fill.
+    unsafe {
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    }
 }
 
 /// A running supervised plugin.
@@ -236,9 +243,7 @@ pub(crate) fn die_with_app(cmd: &mut Command, signal: libc::c_int) {
     // getppid, _exit).
     unsafe {
         cmd.pre_exec(move || {
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            unblock_signals();
             #[cfg(target_os = "linux")]
             {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, signal) != 0 {
