@@ -12,9 +12,13 @@
 #   .ci/fresh-machine.sh              # the check; prints a summary, exits as the tests did
 #   FRESH_KEEP=1 .ci/fresh-machine.sh # keep the temp dir (clone, target, log)
 #   FRESH_CARGO_HOME=~/.cargo …       # reuse a crate cache instead of downloading
+#   .ci/fresh-machine.sh --in-place   # this checkout, its target dir and crate
+#                                     # cache (no second build): what .ci/run does
 #
 # Needs git, unshare (util-linux) and mount rights (root, or user namespaces).
-# Not run by .ci/run: a second build from nothing does not fit CI's budget.
+# .ci/run uses --in-place: a second build from nothing does not fit CI's
+# budget, while the skips (the part that breaks when a test is added) are
+# checked all the same.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,8 +52,10 @@ if [ "${1:-}" = --inside ]; then
     mount --bind "$work/hidden.d" "$d"
     echo "hidden: $d" >>"$work/hidden.txt"
   done
-  cd "$work/app"
+  cd "$(cat "$work/src")"
   toolchain_bin=$(cat "$work/toolchain_bin")
+  target=()
+  [ -f "$work/target" ] && target=(CARGO_TARGET_DIR="$(cat "$work/target")")
   set +e
   env -i \
     HOME="$work/home" \
@@ -58,6 +64,7 @@ if [ "${1:-}" = --inside ]; then
     LANG=C.UTF-8 \
     TERM=dumb \
     USER="$(id -un)" \
+    "${target[@]}" \
     bash -c 'cargo build --workspace && cargo test --workspace' >"$work/test.log" 2>&1
   echo $? >"$work/status"
   exit 0
@@ -73,8 +80,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-git clone -q --no-local "$repo" "$work/app"
 mkdir -p "$work/home"
+if [ "${1:-}" = --in-place ]; then
+  echo "$repo" >"$work/src"
+  echo "${CARGO_TARGET_DIR:-$repo/target}" >"$work/target"
+  FRESH_CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
+else
+  git clone -q --no-local "$repo" "$work/app"
+  echo "$work/app" >"$work/src"
+fi
 if [ -n "${FRESH_CARGO_HOME:-}" ]; then
   ln -s "$FRESH_CARGO_HOME" "$work/cargo-home"
 else
@@ -89,8 +103,9 @@ if [ "$(id -u)" = 0 ]; then
 else
   ns=(unshare --user --map-root-user --mount --propagation private)
 fi
-echo "fresh-machine: $(git -C "$work/app" log -1 --format='%h %s')"
-echo "fresh-machine: cargo build --workspace && cargo test --workspace in $work/app"
+src=$(cat "$work/src")
+echo "fresh-machine: $(git -C "$src" log -1 --format='%h %s')"
+echo "fresh-machine: cargo build --workspace && cargo test --workspace in $src"
 start=$(date +%s)
 "${ns[@]}" bash "$0" --inside "$work"
 took=$(($(date +%s) - start))
