@@ -23,7 +23,9 @@
 # SIZE (payload bytes, 0 = loadgen's default), PATHS ("direct bridge repeater"),
 # KINDS ("saturate latency"; latency figures are medians over RUNS runs),
 # QOS_LEVELS ("0 1"), OUT (the JSON-lines results file), REPEATER_ARGS
-# ("--overflow block": a saturating source must be slowed down, not dropped).
+# ("--overflow block": a saturating source must be slowed down, not dropped),
+# CHECKPOINT ("on"; "off" runs the repeater with `--checkpoint off`, to
+# measure what the crash-safe checkpoint costs: docs/benchmarks.md).
 # Prints the Markdown table (`loadgen report OUT`) at the end.
 set -euo pipefail
 
@@ -41,6 +43,7 @@ PATHS=${PATHS:-direct bridge repeater}
 QOS_LEVELS=${QOS_LEVELS:-0 1}
 KINDS=${KINDS:-saturate latency}
 REPEATER_ARGS=${REPEATER_ARGS:---overflow block}
+CHECKPOINT=${CHECKPOINT:-on}
 for arg in "$@"; do
     case $arg in
         --quick) RUNS=1 SAT_QOS0=20000 SAT_QOS1=10000 LAT_COUNT=2000 ;;
@@ -181,7 +184,7 @@ run_one() {
             wait_port "$sse_port"
             APP_RUNTIME_DIR=$dir/run APP_DATA_DIR=$dir/data APP_CONFIG_DIR=$dir \
                 "$REPEATER" run --name bench --source "http://127.0.0.1:$sse_port" \
-                --sink "tcp://127.0.0.1:$port_b" --qos "$qos" --allowall --log 1 $REPEATER_ARGS \
+                --sink "tcp://127.0.0.1:$port_b" --qos "$qos" --allowall --log 1 --checkpoint "$CHECKPOINT" $REPEATER_ARGS \
                 2>"$dir/repeater.err" &
             relay_pid=$!
             PIDS+=($relay_pid)

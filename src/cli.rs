@@ -187,6 +187,27 @@ pub fn is_builtin(name: &str) -> bool {
 /// Where the command starts in `argv` (program name first): the index of
 /// the first word that is neither a global flag nor a global flag's value.
 pub fn command_index(argv: &[std::ffi::OsString]) -> usize {
+    flags_end(argv, false)
+}
+
+/// `argv` without the `--` that ends the global flags (`app -- version` is
+/// `app version`): `--` says that what follows is not a flag of `app`'s,
+/// and a command is not one. A `--` before a word starting with `-` stays
+/// (that word is then not a flag of `app`'s, and no command either).
+pub fn without_separator(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let i = flags_end(&argv, true);
+    let next_is_word = argv
+        .get(i + 1)
+        .is_some_and(|w| !w.as_encoded_bytes().starts_with(b"-"));
+    if argv.get(i).is_some_and(|w| w == "--") && next_is_word {
+        argv.remove(i);
+    }
+    argv
+}
+
+/// The index after the global flags and their values; with
+/// `stop_at_separator`, the index of a `--` among them.
+fn flags_end(argv: &[std::ffi::OsString], stop_at_separator: bool) -> usize {
     let cmd = command();
     let takes_value = |word: &str| {
         cmd.get_arguments().any(|a| {
@@ -200,7 +221,7 @@ pub fn command_index(argv: &[std::ffi::OsString]) -> usize {
     };
     let mut i = 1;
     while let Some(word) = argv.get(i).and_then(|w| w.to_str()) {
-        if !word.starts_with('-') {
+        if !word.starts_with('-') || (stop_at_separator && word == "--") {
             break;
         }
         i += if !word.contains('=') && takes_value(word) {
@@ -250,6 +271,23 @@ mod tests {
         );
         assert_eq!(command_index(&argv(&["app", "--log=3", "version"])), 2);
         assert_eq!(command_index(&argv(&["app", "--help"])), 2);
+    }
+
+    #[test]
+    fn a_separator_before_the_command_is_dropped() {
+        let argv = |a: &[&str]| a.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            without_separator(argv(&["app", "--log", "3", "--", "version"])),
+            argv(&["app", "--log", "3", "version"])
+        );
+        assert_eq!(
+            without_separator(argv(&["app", "foo", "--", "x"])),
+            argv(&["app", "foo", "--", "x"])
+        );
+        assert_eq!(
+            without_separator(argv(&["app", "--", "-x"])),
+            argv(&["app", "--", "-x"])
+        );
     }
 
     #[test]

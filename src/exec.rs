@@ -242,6 +242,12 @@ pub(crate) fn die_with_app(cmd: &mut Command, signal: libc::c_int) {
 
 /// Explains why `path` could not be started, in the user's terms.
 pub fn cannot_run(path: &Path, err: io::Error) -> Error {
+    if let Some(reason) = broken_link(path) {
+        return Error::CannotRun {
+            path: path.to_path_buf(),
+            reason,
+        };
+    }
     let reason = match err.raw_os_error() {
         Some(libc::EACCES) => {
             if is_executable(path) {
@@ -271,6 +277,30 @@ pub fn cannot_run(path: &Path, err: io::Error) -> Error {
         path: path.to_path_buf(),
         reason,
     }
+}
+
+/// Why `path`, a symbolic link, leads nowhere; `None` when it is not such a link.
+pub fn broken_link(path: &Path) -> Option<String> {
+    if !std::fs::symlink_metadata(path)
+        .ok()?
+        .file_type()
+        .is_symlink()
+    {
+        return None;
+    }
+    let err = std::fs::metadata(path).err()?;
+    let target = std::fs::read_link(path)
+        .map(|t| t.display().to_string())
+        .unwrap_or_else(|_| "?".into());
+    Some(match err.raw_os_error() {
+        Some(libc::ELOOP) => format!(
+            "it is a symbolic link loop (-> {target} leads back to itself); fix or remove the link"
+        ),
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) => format!(
+            "it is a symbolic link to {target}, which does not exist; fix or remove the link"
+        ),
+        _ => format!("it is a symbolic link to {target}, which cannot be read: {err}"),
+    })
 }
 
 fn is_executable(path: &Path) -> bool {

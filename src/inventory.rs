@@ -32,6 +32,20 @@ impl Plugin {
     }
 }
 
+/// The metadata with control characters in its texts escaped: they come
+/// from the plugin and are printed by `help`, `plugin list` and completion.
+fn printable(mut m: Metadata) -> Metadata {
+    let clean = |t: &mut Option<String>| {
+        if let Some(text) = t {
+            *text = crate::escape::printable(text).into_owned();
+        }
+    };
+    clean(&mut m.name);
+    clean(&mut m.version);
+    clean(&mut m.description);
+    m
+}
+
 /// A problem with a file on the search path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Warning {
@@ -41,6 +55,10 @@ pub enum Warning {
     NotExecutable { path: PathBuf },
     /// The file is named after a built-in command, which always wins.
     OverridesBuiltin { path: PathBuf, builtin: String },
+    /// A symbolic link that leads nowhere (dangling, or a loop).
+    BrokenLink { path: PathBuf, reason: String },
+    /// A name with control characters, which no one can type.
+    UnprintableName { path: PathBuf },
 }
 
 impl std::fmt::Display for Warning {
@@ -61,6 +79,14 @@ impl std::fmt::Display for Warning {
                 f,
                 "{} tries to replace the built-in command '{builtin}'; built-ins always win, so it never runs",
                 path.display()
+            ),
+            Warning::BrokenLink { path, reason } => {
+                write!(f, "{} cannot run: {reason}", path.display())
+            }
+            Warning::UnprintableName { path } => write!(
+                f,
+                "{} has control characters in its name, so it is not listed; rename it",
+                crate::escape::printable(&path.display().to_string())
             ),
         }
     }
@@ -99,6 +125,15 @@ impl Inventory {
         let mut warnings = Vec::new();
         for entry in session.search.enumerate(PLUGIN_PREFIX) {
             let path = entry.found.path.clone();
+            if entry.name.chars().any(char::is_control) {
+                warnings.push(Warning::UnprintableName { path });
+                continue;
+            }
+            if entry.kind == FileKind::BrokenLink {
+                let reason = crate::exec::broken_link(&path).unwrap_or_default();
+                warnings.push(Warning::BrokenLink { path, reason });
+                continue;
+            }
             if entry.kind == FileKind::NotExecutable {
                 // `app-foo.d`, `app-foo.1`, `app-foo.md`: data beside a plugin
                 // (cargo's dependency files, man pages), not a plugin that
@@ -132,7 +167,7 @@ impl Inventory {
             .into_iter()
             .map(|(name, found)| {
                 let metadata = if with_metadata {
-                    session.metadata_for(&name, &found)
+                    session.metadata_for(&name, &found).map(printable)
                 } else {
                     None
                 };

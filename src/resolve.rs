@@ -27,7 +27,8 @@ pub struct Resolved {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolution {
     Found(Resolved),
-    /// Only a file without the run bit matches.
+    /// Only a file that cannot run matches: one without the run bit, or a
+    /// symbolic link that leads nowhere ([`crate::exec::cannot_run`] says which).
     NotExecutable(PathBuf),
     NotFound,
 }
@@ -72,7 +73,7 @@ pub fn resolve(search: &SearchPath, args: &[OsString]) -> Resolution {
                         consumed,
                     })
                 }
-                FileKind::NotExecutable => {
+                FileKind::NotExecutable | FileKind::BrokenLink => {
                     not_executable.get_or_insert(found.path);
                 }
             }

@@ -30,6 +30,7 @@ pub fn run(argv: Vec<OsString>) -> i32 {
 }
 
 fn dispatch(argv: Vec<OsString>) -> Result<i32> {
+    let argv = crate::cli::without_separator(argv);
     let mut cli = parse(&argv)?;
     let global_args = global_args(&argv, &cli);
     let config_use = ConfigUse::of(&cli);

@@ -785,3 +785,126 @@ fn slow_downloads_show_progress_on_a_terminal_only() {
     assert!(screen.contains('%'), "{screen}");
     assert!(screen.contains("installed plugin 'slow2'"), "{screen}");
 }
+
+/// A server on 127.0.0.1 that answers every request with `302 Location: location`.
+fn redirecting_server(location: &'static str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            use std::io::{BufRead, Write};
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+            let mut reader = std::io::BufReader::new(&stream);
+            let mut line = String::new();
+            while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
+                line.clear();
+            }
+            let _ = write!(
+                &stream,
+                "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+    });
+    format!("http://{addr}/dl/app-x")
+}
+
+#[test]
+fn urls_other_than_http_are_refused_clearly_and_file_urls_are_paths() {
+    let t = T::new();
+    let src = t.src("app-local");
+    common::write_executable(&src, &script_plugin("1.0.0", "local"));
+    let sum = "ab".repeat(32);
+    for url in ["ftp://h/app-x", "gopher://h/app-x", "HTTPX://h/app-x"] {
+        t.refused(
+            &["plugin", "install", url, "--sha256", &sum],
+            2,
+            "URLs are not supported; app plugin install takes a local path, a file:///path, or an http:// or https:// URL",
+        );
+    }
+    t.refused(
+        &["plugin", "install", "file://elsewhere/tmp/app-x"],
+        2,
+        "does not name a file on this machine; write a file URL as file:///absolute/path",
+    );
+    // A redirect to a file is refused, naming it (not "HTTP 404").
+    let url = redirecting_server("file:///etc/passwd");
+    t.refused(
+        &["plugin", "install", &url, "--sha256", &sum],
+        3,
+        "the server redirected to file:///etc/passwd, a file: URL; only redirects to http:// and https:// URLs are followed",
+    );
+    let file_url = format!("file://{}", src.display());
+    let out = ok(t.app(&["plugin", "install", &file_url]));
+    assert!(out.contains("installed plugin 'local' 1.0.0"), "{out}");
+    assert_eq!(ok(t.app(&["local", "x"])), "local x\n");
+}
+
+#[test]
+fn a_password_in_the_url_is_never_printed_nor_recorded() {
+    let t = T::new();
+    let server = Server::start();
+    let body = script_plugin("2.0.0", "web").into_bytes();
+    server.serve("/dl/app-web", &body);
+    let url = server
+        .url("/dl/app-web")
+        .replacen("http://", "http://user:s3cret@", 1);
+    let out = t.app(&["plugin", "install", &url, "--sha256", &sha256(&body)]);
+    let all = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{all}");
+    assert!(
+        !all.contains("s3cret") && all.contains("user:***@"),
+        "{all}"
+    );
+    let index = fs::read_to_string(t.plugin_dir().join(".index.json")).unwrap();
+    assert!(
+        !index.contains("s3cret") && index.contains("user:***@"),
+        "{index}"
+    );
+    let list = ok(t.app(&["plugin", "list"]));
+    assert!(!list.contains("s3cret"), "{list}");
+    // A failed download does not show it either.
+    let missing = url.replace("/dl/app-web", "/dl/app-gone");
+    t.refused(
+        &["plugin", "install", &missing, "--sha256", &sha256(&body)],
+        3,
+        "user:***@",
+    );
+    // Upgrading cannot use a password it does not have: it says so.
+    t.refused(
+        &["plugin", "upgrade", "web", "--sha256", &sha256(&body)],
+        2,
+        "its password was not recorded; install it again with the whole URL",
+    );
+}
+
+#[test]
+fn control_characters_in_a_plugins_metadata_are_printed_escaped() {
+    let t = T::new();
+    let src = t.src("app-evil");
+    common::write_executable(
+        &src,
+        "#!/bin/sh\nif [ \"$1\" = __app_metadata ]; then\n  printf '%s\\n' '{\"apiVersion\":\"app.plugin/v1\",\"version\":\"1\\u001b[31m\",\"description\":\"hi\\u001b]0;owned\\u0007\\nforged\\r\\u009b2K\"}'\nfi\n",
+    );
+    let out = ok(t.app(&["plugin", "install", src.to_str().unwrap()]));
+    assert!(
+        out.contains(r"installed plugin 'evil' 1\x1b[31m"),
+        "{out:?}"
+    );
+    let help = ok(t.app(&["help"]));
+    let list = ok(t.app(&["plugin", "list"]));
+    for text in [&help, &list, &out] {
+        assert!(
+            !text.contains(['\x1b', '\x07', '\r', '\u{9b}']),
+            "raw control characters in {text:?}"
+        );
+    }
+    assert!(
+        help.contains(r"hi\x1b]0;owned\x07\nforged\r\u{9b}2K"),
+        "{help}"
+    );
+    assert!(
+        list.contains(r"hi\x1b]0;owned\x07\nforged\r\u{9b}2K"),
+        "{list}"
+    );
+    assert!(list.contains(r"[installed 1\x1b[31m from"), "{list}");
+}

@@ -657,6 +657,284 @@ fn repeater_kill9_and_restart_keeps_routes_and_relays_under_them() {
 }
 
 // ---------------------------------------------------------------------------
+// Repeater crashes (issue 11): the checkpoint
+
+/// Duplicates one SIGKILL may cause, as docs/reliability.md states it: the
+/// events in the buffer (`--buffer` counts queued and in flight) plus those
+/// completed since the last checkpoint write (100 ms at `rate`), with the
+/// write allowed to run late by up to 400 ms on a loaded machine.
+fn duplicate_bound(buffer: u64, rate: u64) -> u64 {
+    buffer + rate / 2
+}
+
+/// Issue 11: the repeater SIGKILLed five times while a numbered source
+/// streams at 1,000 events/s at QoS 1: every event reaches a persistent
+/// subscriber (the restarted repeater resumes from its checkpoint and the
+/// source replays), and duplicates stay within the documented bound.
+#[test]
+fn repeater_sigkilled_five_times_at_1000_per_s_loses_nothing() {
+    let Some(broker) = Broker::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let (rate, count, buffer, kills) = (1000, 14_000, 1000, 5);
+    let counter = Counter::start(&broker, "bench/seq", "crash-kill", count, false);
+    let port = free_port();
+    let _source = start_loadgen_source(port, rate, count);
+    let mut r = start_repeater(
+        &sb,
+        "crash",
+        &format!("http://127.0.0.1:{port}"),
+        &broker.url(),
+        &["--allowall", "--buffer", &buffer.to_string()],
+    );
+    for kill in 1..=kills {
+        counter.wait_distinct(kill * 2000, Duration::from_secs(60));
+        r.kill9();
+        r.restart();
+    }
+
+    let sum = counter.finish(Duration::from_secs(90));
+    eprintln!("subscriber: {sum}");
+    let log = r.log();
+    assert_eq!(sum["missing"], 0, "events lost: {sum}\nlog:\n{log}");
+    assert_eq!(sum["distinct"], count);
+    let bound = kills * duplicate_bound(buffer, rate);
+    assert!(
+        sum["duplicates"].as_u64().unwrap() <= bound,
+        "{} duplicates, over the bound of {bound}: {sum}",
+        sum["duplicates"]
+    );
+    assert_eq!(
+        log.matches("resuming after event id").count() as u64,
+        kills,
+        "every restart resumes from the checkpoint: {log}"
+    );
+}
+
+/// Issue 11: the same with the broker down during one of the kills: the
+/// events buffered when the repeater dies were never acknowledged, so the
+/// checkpoint is before them and the source replays them after the restart.
+#[test]
+fn repeater_sigkilled_while_the_broker_is_down_loses_nothing() {
+    let Some(mut broker) = Broker::start_with(true) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let (rate, count, buffer, kills) = (1000, 13_000, 1000, 5);
+    let counter = Counter::start(&broker, "bench/seq", "crash-broker", count, false);
+    let port = free_port();
+    let _source = start_loadgen_source(port, rate, count);
+    let mut r = start_repeater(
+        &sb,
+        "crash",
+        &format!("http://127.0.0.1:{port}"),
+        &broker.url(),
+        &["--allowall", "--buffer", &buffer.to_string()],
+    );
+    let mut held_at_kill = 0;
+    for kill in 1..=kills {
+        counter.wait_distinct(kill * 2000, Duration::from_secs(60));
+        if kill == 3 {
+            broker.stop();
+            // The repeater fills its buffer with events it cannot deliver.
+            let metrics = wait_metrics(&r, Duration::from_secs(10), |m| {
+                m.get("app_event_repeater_events_buffered")
+                    .copied()
+                    .unwrap_or(0.0)
+                    >= 500.0
+            });
+            held_at_kill = m(&metrics, "events_buffered") + m(&metrics, "events_inflight");
+        }
+        r.kill9();
+        r.restart();
+        if kill == 3 {
+            thread::sleep(Duration::from_secs(1));
+            broker.restart();
+        }
+    }
+
+    let sum = counter.finish(Duration::from_secs(90));
+    eprintln!("subscriber: {sum}; held at the kill with the broker down: {held_at_kill}");
+    let log = r.log();
+    assert!(
+        held_at_kill >= 500,
+        "the buffer did not fill: {held_at_kill}"
+    );
+    assert_eq!(
+        sum["missing"],
+        0,
+        "events lost: {sum}\nlog:\n{log}\nbroker log:\n{}",
+        broker.log()
+    );
+    assert_eq!(sum["distinct"], count);
+    let bound = kills * duplicate_bound(buffer, rate);
+    assert!(
+        sum["duplicates"].as_u64().unwrap() <= bound,
+        "{} duplicates, over the bound of {bound}: {sum}",
+        sum["duplicates"]
+    );
+}
+
+/// Issue 11: app-event-time SIGKILLed and started again: its ids keep
+/// increasing, the repeater (resuming with an id from the earlier run) gets
+/// the new run's events from its first one, and keeps relaying.
+#[test]
+fn event_time_sigkilled_and_restarted_the_repeater_keeps_relaying() {
+    let Some(broker) = Broker::start() else {
+        return;
+    };
+    let Some(sub) = common::broker::Subscriber::start(&broker, "test/seq", None) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let args = ["--name", "crash-time", "--rate", "1000"];
+    let mut source = EventTime::start(&sb, &args);
+    let r = start_repeater(
+        &sb,
+        "crash",
+        &source.socket().to_string_lossy(),
+        &broker.url(),
+        &["--allowall"],
+    );
+    let numbers = |msgs: &[(String, String)]| -> Vec<u64> {
+        msgs.iter()
+            .filter_map(|(_, p)| serde_json::from_str::<Value>(p).ok())
+            .filter_map(|v| v["data"].as_u64())
+            .collect()
+    };
+    // The numbers after the last step down: the new run, which numbers its
+    // test stream from 1 again (events of the old run may still arrive
+    // after the kill, so the count at the kill does not mark it).
+    let new_run = |m: &[(String, String)]| -> Vec<u64> {
+        let n = numbers(m);
+        let start = (1..n.len())
+            .rev()
+            .find(|&i| n[i] < n[i - 1])
+            .unwrap_or(n.len());
+        n[start..].iter().copied().filter(|&x| x <= 2000).collect()
+    };
+    sub.wait(Duration::from_secs(20), |m| numbers(m).len() >= 1000);
+    source.signal(libc::SIGKILL);
+    let _source = EventTime::start(&sb, &args);
+    let got = sub.wait(Duration::from_secs(30), |m| new_run(m).len() >= 2000);
+    let new_run = new_run(&got);
+    let log = r.log();
+    assert_eq!(
+        new_run,
+        (1..=2000).collect::<Vec<u64>>(),
+        "the new run's events, in order, from its first: log:\n{log}"
+    );
+    let metrics = r.metrics();
+    assert!(m(&metrics, "source_disconnects_total") >= 1);
+    assert_eq!(m(&metrics, "source_connected"), 1);
+    assert!(
+        log.contains("from an earlier run"),
+        "the source's notice is logged: {log}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Hardening (issue 11): the state file and the command line
+
+/// Runs `app-event-repeater run ARGS` to its end (10 s at most); its exit
+/// code, stderr and how long it took.
+fn run_to_end(sb: &Sandbox, args: &[&str]) -> (Option<i32>, String, Duration) {
+    let started = Instant::now();
+    let mut child = sb
+        .command(plugin_bin("app-event-repeater"))
+        .arg("run")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start app-event-repeater");
+    let status = wait_for(Duration::from_secs(10), || child.try_wait().ok().flatten());
+    if status.is_none() {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().expect("wait");
+    let code = status.and_then(|s| s.code());
+    (
+        code,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        started.elapsed(),
+    )
+}
+
+/// `--state FIFO` blocked in open() with no message; it is refused at once.
+#[test]
+fn a_fifo_as_state_file_is_refused_at_once() {
+    let sb = Sandbox::new();
+    let fifo = sb.path().join("routes.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (code, err, took) = run_to_end(
+        &sb,
+        &[
+            "--name",
+            "h",
+            "--sinkprotocol",
+            "stderr",
+            "--state",
+            fifo.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("is a FIFO, not a regular file"), "{err}");
+    assert!(err.lines().count() == 1, "one line: {err}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+}
+
+/// `--drain-timeout 999999999999999999m` overflowed; it is a usage error.
+#[test]
+fn an_overflowing_drain_timeout_is_a_usage_error() {
+    let sb = Sandbox::new();
+    let (code, err, _) = run_to_end(&sb, &["--drain-timeout", "999999999999999999m"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--drain-timeout") && err.contains("too long"),
+        "{err}"
+    );
+    let (code, err, _) = run_to_end(&sb, &["--drain-timeout", "2h"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("maximum of 1h"), "{err}");
+}
+
+/// The routes file and the checkpoint are 0600 in a 0700 directory; the
+/// kebab-case `--sink-protocol` and `--allow-all` work as the old spellings.
+#[test]
+fn state_and_checkpoint_are_private_and_kebab_case_flags_work() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let source = EventTime::start(&sb, &["--name", "h-time", "--rate", "100"]);
+    let r = Repeater::builder(&sb, "h")
+        .source(&source.socket().to_string_lossy())
+        .args(["--sink-protocol", "stderr", "--allow-all", "--log", "3"])
+        .start();
+    let (status, body) = r.send_json("POST", "/events", r#"{"sourcetopic":"a","sinktopic":"b"}"#);
+    assert!(status == 200 || status == 201, "{status} {body}");
+    let dir = sb.data_dir().join("event-repeater");
+    let checkpoint = dir.join("h.checkpoint");
+    let written = wait_for(Duration::from_secs(10), || {
+        checkpoint.exists().then_some(())
+    });
+    assert!(written.is_some(), "no checkpoint: {}", r.log());
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    assert_eq!(mode(&dir.join("h.routes.json")), 0o600);
+    assert_eq!(mode(&checkpoint), 0o600);
+    let log = r.log();
+    assert!(log.contains("--allowall"), "{log}");
+    assert!(
+        log.contains("\"sink_topic\":\"test/seq\""),
+        "relayed to stderr: {log}"
+    );
+}
+
+// ---------------------------------------------------------------------------
 // Hostile API input
 
 /// Malformed, oversized and slow-loris requests on the API socket while

@@ -179,7 +179,7 @@ fn metadata_and_completion() {
     );
     assert_eq!(
         complete(&["run", "--sinkprotocol", ""]),
-        "mqtt\tPublish to an MQTT broker\nstderr\tWrite one JSON line per event to stderr\n:4\n"
+        "mqtt\tPublish to an MQTT broker\nnats\tPublish to NATS: JetStream at QoS 1 and 2, core NATS at QoS 0\nstderr\tWrite one JSON line per event to stderr\n:4\n"
     );
     assert!(complete(&["run", "--ov"]).starts_with("--overflow\t"));
 }
@@ -777,6 +777,8 @@ fn buffer_smaller_than_the_outage_drops_are_counted_exactly() {
             "500",
             "--inflight",
             "100",
+            "--overflow",
+            "drop-oldest",
         ],
     );
     let _src = event_time(&sb, &["--rate", "1000", "--count", &total.to_string()]);

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::cli::{Lang, PluginCmd};
 use crate::discovery::{Origin, PLUGIN_PREFIX};
 use crate::error::{code, Error, Result};
+use crate::escape::printable;
 use crate::install::{self, index::Index, Installed, Request, Source};
 use crate::inventory::Inventory;
 use crate::resolve::{resolve, Resolution};
@@ -26,7 +27,7 @@ pub fn run(session: &Session, cmd: PluginCmd) -> Result<i32> {
             let cwd = std::env::current_dir()
                 .map_err(|e| Error::io("cannot read the current directory", e))?;
             let request = Request {
-                source: Source::parse(&source, &cwd),
+                source: Source::parse(&source, &cwd)?,
                 name,
                 force,
                 sha256,
@@ -78,11 +79,15 @@ fn report_installed(session: &Session, installed: &Installed, verb: &str) {
         .as_deref()
         .map(|v| format!(" {v}"))
         .unwrap_or_default();
+    // The version is the plugin's own answer: printed as data.
     println!(
-        "{verb} plugin '{}'{version} at {} (from {})",
-        installed.name,
-        installed.path.display(),
-        installed.entry.source
+        "{}",
+        printable(&format!(
+            "{verb} plugin '{}'{version} at {} (from {})",
+            installed.name,
+            installed.path.display(),
+            installed.entry.source
+        ))
     );
     // The user plugin directory is not first on the search path: say so when
     // another file wins, or `app <name>` would surprise.
@@ -192,6 +197,18 @@ fn list(session: &Session) -> Result<i32> {
             .map(|p| p.found.path.as_os_str().len())
             .max()
             .unwrap_or(0);
+        // Where each one was found, and whether it is trusted (asked for
+        // metadata and completions): a PATH entry is not, unless the config says so.
+        let place = |p: &crate::inventory::Plugin| match p.found.origin {
+            Origin::Path if session.config.is_trusted(&p.name) => "PATH, trusted",
+            origin => origin.label(),
+        };
+        let place_width = inventory
+            .plugins
+            .iter()
+            .map(|p| place(p).len())
+            .max()
+            .unwrap_or(0);
         for p in &inventory.plugins {
             let path = p.found.path.display().to_string();
             let installed = records
@@ -210,12 +227,15 @@ fn list(session: &Session) -> Result<i32> {
                 })
                 .unwrap_or_default();
             let line = format!(
-                "{:name_width$}  {:path_width$}  {}{installed}",
+                "{:name_width$}  {:path_width$}  {:place_width$}  {}{installed}",
                 inventory.typed_name(p),
                 path,
+                place(p),
                 p.description().unwrap_or("")
             );
-            writeln!(out, "{}", line.trim_end()).ok();
+            // Descriptions and versions come from plugins, paths from file
+            // names: printed as data, never as terminal codes.
+            writeln!(out, "{}", printable(line.trim_end())).ok();
         }
     }
     let listeners = &session.config.listeners;
@@ -242,10 +262,10 @@ fn list(session: &Session) -> Result<i32> {
     }
     drop(out);
     for w in &inventory.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", printable(&w.to_string()));
     }
     for w in &extra_warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", printable(w));
     }
     for name in session.config.aliases.keys() {
         if crate::cli::is_builtin(name) {

@@ -20,6 +20,8 @@ pub const PROGRESS_AFTER: Duration = Duration::from_millis(500);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Silence from the server for this long ends the download.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
+/// Redirects followed (each to an http(s) URL) before giving up.
+pub const MAX_REDIRECTS: usize = 5;
 
 /// Why a download failed.
 #[derive(Debug)]
@@ -28,6 +30,10 @@ pub enum FetchError {
     Status(u16),
     /// The body is larger than the cap.
     TooLarge(u64),
+    /// A redirect to something other than an http(s) URL (shown redacted).
+    Redirect { location: String, scheme: String },
+    /// More than [`MAX_REDIRECTS`] redirects.
+    TooManyRedirects,
     /// Connection, TLS, protocol or read error.
     Transport(String),
 }
@@ -39,6 +45,14 @@ impl std::fmt::Display for FetchError {
             FetchError::TooLarge(limit) => write!(
                 f,
                 "it is larger than {limit} bytes (raise {MAX_BYTES_VAR} if that is expected)"
+            ),
+            FetchError::Redirect { location, scheme } => write!(
+                f,
+                "the server redirected to {location}, a {scheme}: URL; only redirects to http:// and https:// URLs are followed (download that file yourself and install it from its path)"
+            ),
+            FetchError::TooManyRedirects => write!(
+                f,
+                "the server redirected more than {MAX_REDIRECTS} times; use the final URL"
             ),
             FetchError::Transport(e) => f.write_str(e),
         }
@@ -62,12 +76,38 @@ pub fn download(url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
         .timeout_recv_response(Some(READ_TIMEOUT))
         .timeout_recv_body(Some(READ_TIMEOUT))
         .user_agent(format!("app/{}", crate::context::APP_VERSION))
+        // Redirects are followed here, so that each target is checked.
+        .max_redirects(0)
         .build()
         .into();
-    let mut response = agent
-        .get(url)
-        .call()
-        .map_err(|e| FetchError::Transport(e.to_string()))?;
+    let mut current = url.to_string();
+    let mut redirects = 0;
+    let mut response = loop {
+        let response = agent
+            .get(&current)
+            .call()
+            .map_err(|e| FetchError::Transport(e.to_string()))?;
+        let status = response.status().as_u16();
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok());
+        match location {
+            Some(location) if (300..400).contains(&status) => {
+                if redirects == MAX_REDIRECTS {
+                    return Err(FetchError::TooManyRedirects);
+                }
+                redirects += 1;
+                current = super::url::follow(&current, location).map_err(|scheme| {
+                    FetchError::Redirect {
+                        location: super::url::redact(location),
+                        scheme,
+                    }
+                })?;
+            }
+            _ => break response,
+        }
+    };
     let status = response.status().as_u16();
     if !(200..300).contains(&status) {
         return Err(FetchError::Status(status));
@@ -77,7 +117,8 @@ pub fn download(url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
         return Err(FetchError::TooLarge(limit));
     }
     let mut reader = response.body_mut().as_reader();
-    let mut progress = Progress::new(url, total);
+    let shown = super::url::redact(url);
+    let mut progress = Progress::new(&shown, total);
     let capacity = total.unwrap_or(0).min(limit) as usize;
     let mut bytes = Vec::with_capacity(capacity);
     let mut buf = vec![0u8; 64 * 1024];

@@ -29,6 +29,7 @@ pub mod fetch;
 pub mod helper;
 pub mod index;
 pub mod name;
+pub mod url;
 
 use std::fs;
 use std::io;
@@ -52,20 +53,35 @@ pub enum Source {
 }
 
 impl Source {
-    /// Reads what the user typed: a URL if it starts with `http://` or
-    /// `https://`, otherwise a path (made absolute against `cwd`, without
-    /// `.` or `..`, so `./app-foo` is recorded as `/dir/app-foo`).
-    pub fn parse(text: &str, cwd: &Path) -> Source {
-        let lower = text.to_ascii_lowercase();
-        if lower.starts_with("http://") || lower.starts_with("https://") {
-            Source::Url(text.to_string())
-        } else {
-            Source::Path(absolute(&cwd.join(text)))
+    /// Reads what the user typed: an `http://` or `https://` URL, a
+    /// `file:///path` (that path), or a path (made absolute against `cwd`,
+    /// without `.` or `..`, so `./app-foo` is recorded as `/dir/app-foo`).
+    /// Any other `scheme://` is refused (see [`url`]).
+    pub fn parse(text: &str, cwd: &Path) -> Result<Source> {
+        match url::kind(text) {
+            url::Kind::Path => Ok(Source::Path(absolute(&cwd.join(text)))),
+            url::Kind::Http => Ok(Source::Url(text.to_string())),
+            url::Kind::File(path) => Ok(Source::Path(absolute(Path::new(&path)))),
+            url::Kind::BadFile => Err(Error::Usage(format!(
+                "'{}' does not name a file on this machine; write a file URL as file:///absolute/path, or give the path itself",
+                url::redact(text)
+            ))),
+            url::Kind::Unsupported(scheme) => Err(Error::Usage(format!(
+                "'{scheme}://' URLs are not supported; app plugin install takes a local path, a file:///path, or an http:// or https:// URL"
+            ))),
         }
     }
 
-    /// How it is shown and recorded in the index.
+    /// How it is shown and recorded in the index: a URL's password masked.
     pub fn to_record(&self) -> String {
+        match self {
+            Source::Path(p) => p.display().to_string(),
+            Source::Url(u) => url::redact(u),
+        }
+    }
+
+    /// The whole source, password included, for `app_fetch` alone.
+    pub fn to_arg(&self) -> String {
         match self {
             Source::Path(p) => p.display().to_string(),
             Source::Url(u) => u.clone(),
@@ -234,7 +250,7 @@ pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
                 reason: e.to_string(),
             },
             _ => Error::Download {
-                url: url.clone(),
+                url: shown.clone(),
                 reason: e.to_string(),
             },
         })?,
@@ -334,7 +350,13 @@ pub fn upgrade(
             .map(|f| f.path);
         return Err(not_installed(name, found));
     };
-    let source = Source::parse(&entry.source, Path::new("/"));
+    let source = Source::parse(&entry.source, Path::new("/"))?;
+    if matches!(&source, Source::Url(url) if url::has_password(url)) {
+        return Err(Error::Usage(format!(
+            "plugin '{name}' was installed from {}, and its password was not recorded; install it again with the whole URL: app plugin install <URL> --name {name} --force --sha256 <HEX>",
+            entry.source
+        )));
+    }
     if let (Source::Url(url), None) = (&source, &sha256) {
         return Err(Error::Usage(format!(
             "plugin '{name}' was installed from {url}; upgrading downloads it again and needs the checksum of the new file: app plugin upgrade {name} --sha256 <HEX>"
@@ -460,24 +482,27 @@ mod tests {
     #[test]
     fn sources_parse_as_urls_or_absolute_paths() {
         let cwd = Path::new("/home/u");
+        let parse = |s: &str| Source::parse(s, cwd).unwrap();
         assert_eq!(
-            Source::parse("https://x.org/a/app-foo?x=1", cwd),
+            parse("https://x.org/a/app-foo?x=1"),
             Source::Url("https://x.org/a/app-foo?x=1".into())
         );
         assert_eq!(
-            Source::parse("bin/app-foo", cwd),
+            parse("bin/app-foo"),
             Source::Path("/home/u/bin/app-foo".into())
         );
+        assert_eq!(parse("/abs/app-foo"), Source::Path("/abs/app-foo".into()));
         assert_eq!(
-            Source::parse("/abs/app-foo", cwd),
+            parse("file:///abs/app-foo"),
             Source::Path("/abs/app-foo".into())
         );
+        assert!(Source::parse("ftp://h/app-foo", cwd).is_err());
     }
 
     #[test]
     fn file_names_come_from_the_last_segment() {
         let cwd = Path::new("/");
-        let name = |s: &str| Source::parse(s, cwd).file_name();
+        let name = |s: &str| Source::parse(s, cwd).unwrap().file_name();
         assert_eq!(
             name("http://h:1/d/app-foo?v=2#x").as_deref(),
             Some("app-foo")

@@ -8,28 +8,33 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Error;
 use crate::output::Format;
-use crate::target::{check_name, Endpoint};
+use crate::target::{check_name, HostWord};
 use crate::value::ValueSpec;
 
 /// The default for `--timeout`, in seconds.
 pub const DEFAULT_TIMEOUT: &str = "5";
 
 const AFTER_HELP: &str = "\
-The repeater is found by --host URL, else the global `app -H URL`, else the
-files `app event-repeater run --name NAME` writes in $APP_RUNTIME_DIR/plugins/
-(NAME.sock, or the TCP URL in NAME.listen).
+The repeaters are the --host values (repeatable), else the global `app -H`
+hosts, else the files `app event-repeater run --name NAME` writes in
+$APP_RUNTIME_DIR/plugins/ (NAME.sock, or the TCP URL in NAME.listen).
+A host is a URL (unix:///x.sock, http://127.0.0.1:PORT, https://HOST:PORT),
+a name from the \"hosts\" of app's config file, or @GROUP from its \"groups\".
+With several hosts every command runs on all of them at once.
 
 --value takes JSON inline, @file.json, or - for stdin.
 Old form: --op 1|2|3|4 (post, delete, put, get) --resource event --value JSON.
 
 Exit codes: 0 ok; 1 refused by the repeater or failed; 2 usage error or bad
-JSON (nothing sent); 3 no repeater running there or it cannot be reached.
+JSON (nothing sent); 3 no repeater running there or it cannot be reached;
+4 with several hosts: at least one failed (one line per host on stderr).
 
 Examples:
   app event-repeater manage get -o table
-  app event-repeater manage post --value '{\"sourcetopic\":\"timer/sec/1\",\"sinktopic\":\"/time/1s\"}'
-  app event-repeater manage delete --path /events/timer/sec/1
-  app event-repeater manage apply -f routes.json --dry-run";
+  app event-repeater manage put timer/sec/1 /time/1s
+  app event-repeater manage delete timer/sec/1
+  app event-repeater manage apply -f routes.json --dry-run
+  app -H @edges event-repeater manage status";
 
 /// `app event-repeater manage`: change a running event repeater's routes.
 #[derive(Debug, Parser)]
@@ -72,27 +77,25 @@ struct ConnArgs {
     #[arg(long, global = true, value_name = "NAME", default_value = crate::DEFAULT_NAME)]
     name: String,
 
-    /// The API address: unix:///path/to.sock or http://127.0.0.1:PORT
-    #[arg(long, global = true, value_name = "URL")]
-    host: Option<String>,
+    /// An API address (unix:///x.sock, http://127.0.0.1:PORT, https://HOST:PORT), a named host or @GROUP; repeat for several
+    #[arg(long, global = true, value_name = "HOST", action = clap::ArgAction::Append)]
+    host: Vec<String>,
 
     /// Bearer token for a TCP API that needs one (default: $APP_TOKEN)
     #[arg(long, global = true, value_name = "TOKEN")]
     token: Option<String>,
 
+    /// CA certificates (PEM) that an https:// API's certificate must chain to
+    #[arg(long, global = true, value_name = "FILE")]
+    ca_file: Option<PathBuf>,
+
     /// Give up connecting and waiting for an answer after SECS seconds
     #[arg(long, global = true, value_name = "SECS", default_value = DEFAULT_TIMEOUT, value_parser = parse_secs)]
     timeout: Duration,
 
-    /// How to print the answer: json (pretty on a terminal) or table
-    #[arg(
-        short = 'o',
-        long = "output",
-        global = true,
-        value_enum,
-        default_value = "json"
-    )]
-    output: OutputArg,
+    /// How to print the answer: json (pretty on a terminal) or table [default: json; table for status]
+    #[arg(short = 'o', long = "output", global = true, value_enum)]
+    output: Option<OutputArg>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -103,20 +106,26 @@ enum OutputArg {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Show routes: GET /events, or /events/<sourcetopic> for one
+    /// Show routes: all, or the one for SOURCETOPIC
     Get(GetArgs),
     /// Add routes (all or none; an existing sourcetopic is refused)
     Post(BodyArgs),
-    /// Add or update routes (PUT /events?replace=true makes the table exactly the value)
-    Put(BodyArgs),
-    /// Remove routes: --value '[{"sourcetopic":…}]', or --path /events/<sourcetopic>
+    /// Add or update a route: SOURCETOPIC SINKTOPIC, or routes as --value
+    Put(PutArgs),
+    /// Remove a route: SOURCETOPIC, or routes as --value '[{"sourcetopic":…}]'
     Delete(DeleteArgs),
     /// Make the routes exactly those of a file, showing the difference
     Apply(ApplyArgs),
+    /// One line per repeater: up, version, routes, source, sink, rates, buffer
+    Status(StatusArgs),
 }
 
 #[derive(Debug, Args)]
 struct GetArgs {
+    /// The route's source topic (default: every route)
+    #[arg(value_name = "SOURCETOPIC", conflicts_with = "path")]
+    sourcetopic: Option<String>,
+
     /// The API path; must start with /
     #[arg(long, value_name = "PATH", default_value = "/events")]
     path: String,
@@ -139,7 +148,15 @@ struct BodyArgs {
 }
 
 #[derive(Debug, Args)]
-struct DeleteArgs {
+struct PutArgs {
+    /// The route's source topic (a prefix ends in /, . is every topic)
+    #[arg(value_name = "SOURCETOPIC", conflicts_with_all = ["path", "value"])]
+    sourcetopic: Option<String>,
+
+    /// Where it publishes ({topic} and {suffix} allowed; . is the event's own topic)
+    #[arg(value_name = "SINKTOPIC")]
+    sinktopic: Option<String>,
+
     /// The API path; must start with /
     #[arg(long, value_name = "PATH", default_value = "/events")]
     path: String,
@@ -147,6 +164,32 @@ struct DeleteArgs {
     /// JSON inline, @file.json, or - for stdin
     #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
     value: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct DeleteArgs {
+    /// The source topic of the route to remove
+    #[arg(value_name = "SOURCETOPIC", conflicts_with_all = ["path", "value"])]
+    sourcetopic: Option<String>,
+
+    /// The API path; must start with /
+    #[arg(long, value_name = "PATH", default_value = "/events")]
+    path: String,
+
+    /// JSON inline, @file.json, or - for stdin
+    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
+    value: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct StatusArgs {
+    /// Redraw every --interval until Ctrl-C
+    #[arg(short = 'w', long)]
+    watch: bool,
+
+    /// Seconds between two samples (the rates are over this interval)
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_secs)]
+    interval: Duration,
 }
 
 #[derive(Debug, Args)]
@@ -200,10 +243,12 @@ impl Method {
 pub struct Conn {
     /// `--name`.
     pub name: String,
-    /// `--host`, parsed.
-    pub host: Option<Endpoint>,
+    /// `--host` values, checked (empty: the global hosts, else the local files).
+    pub hosts: Vec<HostWord>,
     /// `--token` or `APP_TOKEN`.
     pub token: Option<String>,
+    /// `--ca-file`.
+    pub ca_file: Option<PathBuf>,
     /// `--timeout`.
     pub timeout: Duration,
 }
@@ -231,6 +276,13 @@ pub enum Action {
         /// Change nothing.
         dry_run: bool,
     },
+    /// status [--watch].
+    Status {
+        /// Redraw until interrupted.
+        watch: bool,
+        /// Between two samples.
+        interval: Duration,
+    },
 }
 
 /// A checked command line.
@@ -254,18 +306,28 @@ impl Config {
     {
         let argv = std::iter::once(std::ffi::OsString::from("app-event-repeater-manage"))
             .chain(args.into_iter().map(Into::into));
-        let cli = Cli::try_parse_from(argv).map_err(ParseOutcome::from_clap)?;
-        Config::from_cli(cli, env_token).map_err(ParseOutcome::Error)
+        let argv: Vec<std::ffi::OsString> = argv.collect();
+        // Usage errors point at the help of the command typed, if any.
+        let help = help_command(&argv);
+        let cli = Cli::try_parse_from(&argv).map_err(|e| ParseOutcome::from_clap(e, &help))?;
+        Config::from_cli(cli, env_token).map_err(|e| {
+            ParseOutcome::Error(match e {
+                Error::Usage(msg) if !msg.contains("--help") => {
+                    Error::Usage(format!("{msg}; see: {help}"))
+                }
+                other => other,
+            })
+        })
     }
 
     fn from_cli(cli: Cli, env_token: Option<String>) -> Result<Config, Error> {
         let conn = &cli.conn;
         check_name(&conn.name)?;
-        let host = conn
+        let hosts = conn
             .host
-            .as_deref()
-            .map(|h| Endpoint::parse(h).map_err(|e| Error::Usage(format!("--host {e}"))))
-            .transpose()?;
+            .iter()
+            .map(|h| HostWord::parse(h).map_err(|e| Error::Usage(format!("--host {e}"))))
+            .collect::<Result<Vec<_>, _>>()?;
         let token = conn.token.clone().or(env_token).filter(|t| !t.is_empty());
         let action = match cli.command {
             Some(command) => {
@@ -285,13 +347,17 @@ impl Config {
         Ok(Config {
             conn: Conn {
                 name: conn.name.clone(),
-                host,
+                hosts,
                 token,
+                ca_file: conn.ca_file.clone(),
                 timeout: conn.timeout,
             },
             output: match conn.output {
-                OutputArg::Json => Format::Json,
-                OutputArg::Table => Format::Table,
+                Some(OutputArg::Table) => Format::Table,
+                Some(OutputArg::Json) => Format::Json,
+                // A status is read by eyes unless JSON is asked for.
+                None if matches!(action, Action::Status { .. }) => Format::Table,
+                None => Format::Json,
             },
             action,
         })
@@ -306,18 +372,52 @@ fn from_command(command: Command) -> Result<Action, Error> {
             value: value.as_deref().map(ValueSpec::parse),
         }))
     };
+    let one = |method, topic: &str, value: Option<ValueSpec>| {
+        if topic.is_empty() {
+            return Err(Error::Usage(
+                "SOURCETOPIC must not be empty (use . for every topic)".into(),
+            ));
+        }
+        Ok(Action::Send(Call {
+            method,
+            path: topic_path(topic),
+            value,
+        }))
+    };
     match command {
-        Command::Get(a) => call(Method::Get, &a.path, None),
+        Command::Get(a) => match a.sourcetopic {
+            Some(topic) => one(Method::Get, &topic, None),
+            None => call(Method::Get, &a.path, None),
+        },
         Command::Post(a) => call(Method::Post, &a.path, Some(a.value)),
-        Command::Put(a) => call(Method::Put, &a.path, Some(a.value)),
+        Command::Put(a) => match (a.sourcetopic, a.sinktopic, a.value) {
+            (Some(source), Some(sink), _) => {
+                let body = serde_json::json!({ "sinktopic": sink }).to_string();
+                one(Method::Put, &source, Some(ValueSpec::Inline(body)))
+            }
+            (Some(source), None, _) => Err(Error::Usage(format!(
+                "put {source} needs a SINKTOPIC too: put SOURCETOPIC SINKTOPIC (. for the event's own topic)"
+            ))),
+            (None, _, Some(value)) => call(Method::Put, &a.path, Some(value)),
+            (None, _, None) => Err(Error::Usage(
+                "put needs SOURCETOPIC SINKTOPIC, or the routes as --value JSON".into(),
+            )),
+        },
         Command::Delete(a) => {
+            if let Some(topic) = a.sourcetopic {
+                return one(Method::Delete, &topic, None);
+            }
             if a.value.is_none() && is_collection(&a.path) {
                 return Err(Error::Usage(
-                    "delete needs the routes to remove: --value '[{\"sourcetopic\":\"…\"}]', or --path /events/<sourcetopic>".into(),
+                    "delete needs the route to remove: delete SOURCETOPIC, or --value '[{\"sourcetopic\":\"…\"}]'".into(),
                 ));
             }
             call(Method::Delete, &a.path, a.value)
         }
+        Command::Status(a) => Ok(Action::Status {
+            watch: a.watch,
+            interval: a.interval,
+        }),
         Command::Apply(a) => Ok(Action::Apply {
             file: if a.file.as_os_str() == "-" {
                 ValueSpec::Stdin
@@ -343,7 +443,7 @@ fn old_form(
             ""
         };
         return Err(Error::Usage(format!(
-            "no command given{hint}; use get, post, put, delete or apply, see: app event-repeater manage --help"
+            "no command given{hint}; use get, post, put, delete, apply or status, see: app event-repeater manage --help"
         )));
     };
     let path = match (resource.as_deref(), path) {
@@ -385,6 +485,34 @@ fn old_form(
         path: check_path(&path)?,
         value: value.as_deref().map(ValueSpec::parse),
     }))
+}
+
+/// `/events/<topic>` with every byte of the topic that is not plainly safe
+/// in a path percent-encoded (`%` and `?` included: a topic is literal).
+pub fn topic_path(topic: &str) -> String {
+    let mut out = String::from("/events/");
+    for &b in topic.as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `app event-repeater manage [COMMAND] --help` for the command in `argv`.
+fn help_command(argv: &[std::ffi::OsString]) -> String {
+    const COMMANDS: &[&str] = &["get", "post", "put", "delete", "apply", "status"];
+    let command = argv
+        .iter()
+        .skip(1)
+        .filter_map(|a| a.to_str())
+        .find(|a| COMMANDS.contains(a));
+    match command {
+        Some(c) => format!("app event-repeater manage {c} --help"),
+        None => "app event-repeater manage --help".to_string(),
+    }
 }
 
 fn is_collection(path: &str) -> bool {
@@ -439,7 +567,7 @@ pub enum ParseOutcome {
 }
 
 impl ParseOutcome {
-    fn from_clap(e: clap::Error) -> ParseOutcome {
+    fn from_clap(e: clap::Error, help: &str) -> ParseOutcome {
         use clap::error::ErrorKind;
         match e.kind() {
             ErrorKind::DisplayHelp
@@ -459,9 +587,7 @@ impl ParseOutcome {
                     .collect();
                 let first = first.join(" ");
                 let first = first.strip_prefix("error: ").unwrap_or(&first);
-                ParseOutcome::Error(Error::Usage(format!(
-                    "{first}; see: app event-repeater manage --help"
-                )))
+                ParseOutcome::Error(Error::Usage(format!("{first}; see: {help}")))
             }
         }
     }
@@ -575,10 +701,27 @@ mod tests {
 
     #[test]
     fn host_and_token() {
-        let c = parse(&["get", "--host", "http://127.0.0.1:9/", "--token", "t"]).unwrap();
+        let c = parse(&[
+            "get",
+            "--host",
+            "http://127.0.0.1:9/",
+            "--host",
+            "edge1",
+            "-o",
+            "table",
+            "--host",
+            "@edges",
+            "--token",
+            "t",
+        ])
+        .unwrap();
         assert_eq!(
-            c.conn.host,
-            Some(Endpoint::Http("http://127.0.0.1:9".into()))
+            c.conn.hosts,
+            [
+                HostWord::Url(crate::target::Endpoint::Http("http://127.0.0.1:9".into())),
+                HostWord::Name("edge1".into()),
+                HostWord::Group("edges".into()),
+            ]
         );
         assert_eq!(c.conn.token.as_deref(), Some("t"));
         let c = Config::from_args(["get"], Some("env".into())).unwrap();
@@ -588,6 +731,54 @@ mod tests {
         assert!(parse(&["get", "--host", "ftp://x"])
             .unwrap_err()
             .contains("--host"));
+    }
+
+    #[test]
+    fn topics_as_arguments() {
+        assert_eq!(
+            call(&["get", "timer/sec/1"]),
+            spec(Method::Get, "/events/timer/sec/1", None)
+        );
+        assert_eq!(
+            call(&["delete", "a b/50%?x"]),
+            spec(Method::Delete, "/events/a%20b/50%25%3Fx", None)
+        );
+        assert_eq!(
+            call(&["put", "timer/sec/1", "/time/1s"]),
+            Call {
+                method: Method::Put,
+                path: "/events/timer/sec/1".into(),
+                value: Some(ValueSpec::Inline(r#"{"sinktopic":"/time/1s"}"#.into())),
+            }
+        );
+        let e = parse(&["put", "timer/sec/1"]).unwrap_err();
+        assert!(e.contains("needs a SINKTOPIC"), "{e}");
+        assert!(e.contains("manage put --help"), "{e}");
+        let e = parse(&["delete", "x", "--value", "[]"]).unwrap_err();
+        assert!(e.contains("cannot be used with"), "{e}");
+        assert!(e.contains("manage delete --help"), "{e}");
+    }
+
+    #[test]
+    fn status_defaults_to_a_table() {
+        let c = parse(&["status"]).unwrap();
+        assert_eq!(c.output, Format::Table);
+        assert_eq!(
+            c.action,
+            Action::Status {
+                watch: false,
+                interval: Duration::from_secs(2)
+            }
+        );
+        let c = parse(&["status", "-w", "--interval", "0.5", "-o", "json"]).unwrap();
+        assert_eq!(c.output, Format::Json);
+        assert_eq!(
+            c.action,
+            Action::Status {
+                watch: true,
+                interval: Duration::from_millis(500)
+            }
+        );
     }
 
     #[test]
@@ -620,7 +811,7 @@ mod tests {
             ),
             (&["post"], "--value"),
             (&["get", "--value", "[]"], "unexpected argument '--value'"),
-            (&["delete"], "delete needs the routes to remove"),
+            (&["delete"], "delete needs the route to remove"),
             (&["--op", "5"], "5"),
             (&["--op", "1"], "--op 1 needs --value"),
             (&["--op", "4", "--value", "[]"], "takes no --value"),

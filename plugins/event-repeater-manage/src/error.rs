@@ -1,6 +1,6 @@
 //! Every way a manager command can fail, with the message the user reads and
 //! the exit code scripts rely on (0 ok, 1 refused or failed, 2 usage, 3 not
-//! running or unreachable).
+//! running or unreachable, 4 some of several hosts failed).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -11,6 +11,8 @@ pub const EXIT_FAILURE: u8 = 1;
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code: no repeater is running there, or it cannot be reached.
 pub const EXIT_UNREACHABLE: u8 = 3;
+/// Exit code: with several hosts, at least one failed (each is reported).
+pub const EXIT_HOSTS: u8 = 4;
 
 /// A failed manager command.
 #[derive(Debug, PartialEq)]
@@ -82,6 +84,20 @@ pub enum Error {
         /// The server's own message (its JSON `error` field, or its text).
         message: String,
     },
+    /// The TLS handshake failed (unknown CA, wrong name, not TLS at all).
+    Tls {
+        /// The address.
+        target: String,
+        /// What rustls said, with a hint.
+        reason: String,
+    },
+    /// A token would go in clear text over the network; nothing was sent.
+    Insecure {
+        /// The address.
+        target: String,
+    },
+    /// With several hosts: each host's outcome, in order (`None` is success).
+    Hosts(Vec<(String, Option<Error>)>),
     /// Anything else that went wrong at run time (I/O, a garbled reply).
     Failed(String),
 }
@@ -95,7 +111,12 @@ impl Error {
             | Error::StaleSocket { .. }
             | Error::StaleListen { .. }
             | Error::Unreachable { .. } => EXIT_UNREACHABLE,
-            Error::Timeout { .. } | Error::Refused { .. } | Error::Failed(_) => EXIT_FAILURE,
+            Error::Insecure { .. } => EXIT_USAGE,
+            Error::Hosts(_) => EXIT_HOSTS,
+            Error::Timeout { .. }
+            | Error::Refused { .. }
+            | Error::Tls { .. }
+            | Error::Failed(_) => EXIT_FAILURE,
         }
     }
 }
@@ -168,6 +189,26 @@ impl fmt::Display for Error {
                     write!(f, "; give the API token with --token or APP_TOKEN")?;
                 }
                 Ok(())
+            }
+            Error::Tls { target, reason } => {
+                write!(f, "no secure connection to {target}: {reason}")
+            }
+            Error::Insecure { target } => write!(
+                f,
+                "refusing to send the API token in clear text to {target}: use https:// (the repeater's --tls-cert), a loopback address or the unix socket; nothing was sent"
+            ),
+            Error::Hosts(outcomes) => {
+                let failed = outcomes.iter().filter(|(_, e)| e.is_some()).count();
+                for (i, (host, outcome)) in outcomes.iter().enumerate() {
+                    if i > 0 {
+                        writeln!(f)?;
+                    }
+                    match outcome {
+                        None => write!(f, "{host}: ok")?,
+                        Some(e) => write!(f, "{host}: {e}")?,
+                    }
+                }
+                write!(f, "\n{failed} of {} hosts failed", outcomes.len())
             }
             Error::Failed(msg) => write!(f, "{msg}"),
         }

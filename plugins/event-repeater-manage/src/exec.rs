@@ -1,17 +1,24 @@
 //! Acting on a checked [`Config`]: read and check the value, find the
-//! repeater, send, print.
+//! repeaters, send, print. One host is talked to directly; several go
+//! through [`crate::fleet`].
 
 use std::io::{Read, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::apply::{diff, Summary};
-use crate::cli::{Action, Call, Config, Conn, Method};
+use crate::cli::{Action, Call, Config, Method};
 use crate::error::Error;
+use crate::fleet;
+use crate::hosts::{self, read_small, Defaults};
 use crate::http::{Client, Failure, Reply};
 use crate::output;
 use crate::routes::{self, Route};
-use crate::target::{self, Origin, Target};
+use crate::target::{self, Endpoint, HostWord, Origin, Target};
 use crate::value::ValueSpec;
+
+/// Largest CA file read.
+const MAX_CA_FILE: u64 = 1 << 20;
 
 /// Where a command reads and writes, and what it knows of its surroundings.
 pub struct Io<'a> {
@@ -25,38 +32,96 @@ pub struct Io<'a> {
     pub global_hosts: &'a [String],
     /// `APP_RUNTIME_DIR/plugins`.
     pub plugin_dir: &'a Path,
+    /// `app`'s config file (named hosts and groups).
+    pub config_file: &'a Path,
 }
 
 /// Runs the command.
 pub fn execute(config: &Config, io: &mut Io<'_>) -> Result<(), Error> {
     match &config.action {
-        Action::Send(call) => send(config, call, io),
-        Action::Apply { file, dry_run } => apply(&config.conn, file, *dry_run, io),
+        Action::Send(call) => {
+            // Checked before looking for the repeaters: bad JSON never goes out.
+            let body = call
+                .value
+                .as_ref()
+                .map(|v| v.load(&mut *io.stdin))
+                .transpose()?;
+            let targets = targets(config, io)?;
+            match targets.as_slice() {
+                [one] => send(config, call, body.as_deref(), one, io),
+                many => fleet::send(config, call, body.as_deref(), many, io),
+            }
+        }
+        Action::Apply { file, dry_run } => {
+            let origin = match file {
+                ValueSpec::File(path) => path.display().to_string(),
+                _ => "the routes on stdin".to_string(),
+            };
+            let text = file.read(&mut *io.stdin)?;
+            let desired = routes::from_file_text(&text, &origin)?;
+            let targets = targets(config, io)?;
+            match targets.as_slice() {
+                [one] => apply(one, &desired, *dry_run, io),
+                many => fleet::apply(many, &desired, *dry_run, io),
+            }
+        }
+        Action::Status { watch, interval } => {
+            let targets = targets(config, io)?;
+            crate::status::run(&targets, config.output, *watch, *interval, io)
+        }
     }
 }
 
-fn send(config: &Config, call: &Call, io: &mut Io<'_>) -> Result<(), Error> {
-    // Checked before looking for the repeater: bad JSON never goes out.
-    let body = call
-        .value
-        .as_ref()
-        .map(|v| v.load(&mut *io.stdin))
-        .transpose()?;
-    let remote = Remote::connect(&config.conn, io)?;
-    let reply = remote.request(call.method, &call.path, body.as_deref())?;
+/// The repeaters the command is for: `--host` values, else the global `-H`
+/// hosts, else the one named `--name` on this machine.
+pub fn targets(config: &Config, io: &Io<'_>) -> Result<Vec<Target>, Error> {
+    let conn = &config.conn;
+    let defaults = Defaults {
+        name: &conn.name,
+        token: conn.token.as_deref(),
+        ca_file: conn.ca_file.as_deref(),
+        timeout: conn.timeout,
+        config_file: io.config_file,
+    };
+    if !conn.hosts.is_empty() {
+        return hosts::resolve(&conn.hosts, &defaults);
+    }
+    if !io.global_hosts.is_empty() {
+        let words = io
+            .global_hosts
+            .iter()
+            .map(|h| {
+                HostWord::parse(h)
+                    .map_err(|e| Error::Usage(format!("the global -H/--host value {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        return hosts::resolve(&words, &defaults);
+    }
+    Ok(vec![target::find_local(
+        &conn.name,
+        conn.token.clone(),
+        conn.ca_file.clone(),
+        conn.timeout,
+        io.plugin_dir,
+    )?])
+}
+
+fn send(
+    config: &Config,
+    call: &Call,
+    body: Option<&str>,
+    target: &Target,
+    io: &mut Io<'_>,
+) -> Result<(), Error> {
+    let remote = Remote::new(target)?;
+    let reply = remote.request(call.method, &call.path, body)?;
     print(io, &output::render(&reply.body, config.output, io.pretty))
 }
 
-fn apply(conn: &Conn, file: &ValueSpec, dry_run: bool, io: &mut Io<'_>) -> Result<(), Error> {
-    let origin = match file {
-        ValueSpec::File(path) => path.display().to_string(),
-        _ => "the routes on stdin".to_string(),
-    };
-    let text = file.read(&mut *io.stdin)?;
-    let desired = routes::from_file_text(&text, &origin)?;
-    let remote = Remote::connect(conn, io)?;
+fn apply(target: &Target, desired: &[Route], dry_run: bool, io: &mut Io<'_>) -> Result<(), Error> {
+    let remote = Remote::new(target)?;
     let current = remote.routes()?;
-    let changes = diff(&current, &desired);
+    let changes = diff(&current, desired);
     if changes.is_empty() {
         return print(io, "no changes\n");
     }
@@ -67,13 +132,12 @@ fn apply(conn: &Conn, file: &ValueSpec, dry_run: bool, io: &mut Io<'_>) -> Resul
         return print(io, &text);
     }
     print(io, &text)?;
-    let body = serde_json::to_string(&desired)
-        .map_err(|e| Error::Failed(format!("cannot encode the routes: {e}")))?;
-    remote.request(Method::Put, "/events?replace=true", Some(&body))?;
+    remote.replace_routes(desired)?;
     print(io, &format!("applied: {summary}\n"))
 }
 
-fn print(io: &mut Io<'_>, text: &str) -> Result<(), Error> {
+/// Writes `text` to stdout; a closed pipe is not an error.
+pub fn print(io: &mut Io<'_>, text: &str) -> Result<(), Error> {
     match io
         .stdout
         .write_all(text.as_bytes())
@@ -90,24 +154,36 @@ fn print(io: &mut Io<'_>, text: &str) -> Result<(), Error> {
 pub struct Remote {
     target: Target,
     client: Client,
-    timeout: std::time::Duration,
 }
 
 impl Remote {
-    /// Finds the repeater `conn` names.
-    pub fn connect(conn: &Conn, io: &Io<'_>) -> Result<Remote, Error> {
-        let target = target::find(
-            &conn.name,
-            conn.host.as_ref(),
-            io.global_hosts,
-            io.plugin_dir,
-        )?;
-        let client = Client::new(&target.endpoint, conn.token.clone(), conn.timeout);
+    /// A client for `target`. Refuses to send a token in clear text over the
+    /// network, and reads the CA file of an https:// address.
+    pub fn new(target: &Target) -> Result<Remote, Error> {
+        let roots = match &target.endpoint {
+            Endpoint::Http(_) if target.token.is_some() && !target.endpoint.is_local() => {
+                return Err(Error::Insecure {
+                    target: target.described(),
+                })
+            }
+            Endpoint::Https(_) => target.ca_file.as_deref().map(load_ca).transpose()?,
+            _ => None,
+        };
+        let client = Client::with_roots(
+            &target.endpoint,
+            target.token.clone(),
+            target.timeout,
+            roots,
+        );
         Ok(Remote {
-            target,
+            target: target.clone(),
             client,
-            timeout: conn.timeout,
         })
+    }
+
+    /// The target this talks to.
+    pub fn target(&self) -> &Target {
+        &self.target
     }
 
     /// Sends a request; any non-2xx status is an error carrying the server's message.
@@ -126,19 +202,26 @@ impl Remote {
         })
     }
 
+    /// Makes the routes exactly `routes` (`PUT /events?replace=true`).
+    pub fn replace_routes(&self, routes: &[Route]) -> Result<Reply, Error> {
+        let body = serde_json::to_string(routes)
+            .map_err(|e| Error::Failed(format!("cannot encode the routes: {e}")))?;
+        self.request(Method::Put, "/events?replace=true", Some(&body))
+    }
+
     /// The current routes (`GET /events`).
     pub fn routes(&self) -> Result<Vec<Route>, Error> {
         let reply = self.request(Method::Get, "/events", None)?;
         let value: serde_json::Value = serde_json::from_str(&reply.body).map_err(|e| {
             Error::Failed(format!(
                 "the event repeater at {} answered GET /events with something that is not JSON ({e}); is it an event repeater?",
-                self.target.endpoint
+                self.target.described()
             ))
         })?;
         routes::from_server(&value).map_err(|e| {
             Error::Failed(format!(
                 "unexpected answer to GET /events from {}: {e}",
-                self.target.endpoint
+                self.target.described()
             ))
         })
     }
@@ -146,7 +229,8 @@ impl Remote {
     fn failure(&self, failure: Failure) -> Error {
         let t = &self.target;
         let name = t.name.clone();
-        let target = t.endpoint.to_string();
+        let target = t.described();
+        let tls = matches!(t.endpoint, Endpoint::Https(_));
         match (failure, &t.origin) {
             (Failure::Refused, Origin::Socket) => Error::StaleSocket {
                 name,
@@ -176,12 +260,26 @@ impl Remote {
             },
             (Failure::ConnectTimeout, _) => Error::Unreachable {
                 target,
-                reason: format!("no connection within {}s", self.timeout.as_secs_f64()),
+                reason: format!("no connection within {}s", t.timeout.as_secs_f64()),
             },
             (Failure::Timeout, _) => Error::Timeout {
                 target,
-                seconds: self.timeout.as_secs_f64(),
+                seconds: t.timeout.as_secs_f64(),
             },
+            (Failure::Tls(detail), _) => Error::Tls {
+                target,
+                reason: format!(
+                    "{detail}; check that --ca-file (or the host's ca_file) holds the CA that signed the repeater's certificate and that the certificate names this host (if the repeater serves plain HTTP, use http://)"
+                ),
+            },
+            (Failure::Closed, _) if tls => Error::Tls {
+                target,
+                reason: "the connection closed during the TLS handshake; does it serve plain http://?".into(),
+            },
+            (Failure::Insecure, _) => Error::Insecure { target },
+            (Failure::Closed, _) => Error::Failed(format!(
+                "the event repeater at {target} closed the connection without an answer; if it serves HTTPS (--tls-cert), use https://"
+            )),
             (Failure::Other(detail), _) => Error::Failed(format!(
                 "the request to the event repeater at {target} failed: {detail}"
             )),
@@ -192,8 +290,33 @@ impl Remote {
 fn socket_path(t: &Target) -> std::path::PathBuf {
     match &t.endpoint {
         crate::target::Endpoint::Unix(p) => p.clone(),
-        crate::target::Endpoint::Http(_) => std::path::PathBuf::new(),
+        Endpoint::Http(_) | Endpoint::Https(_) => std::path::PathBuf::new(),
     }
+}
+
+/// Reads the PEM certificates of a CA file.
+fn load_ca(path: &Path) -> Result<Arc<Vec<ureq::tls::Certificate<'static>>>, Error> {
+    let text = read_small(path, MAX_CA_FILE, "the CA file")?;
+    let mut certs = Vec::new();
+    for item in ureq::tls::parse_pem(text.as_bytes()) {
+        match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => certs.push(c),
+            Ok(_) => {}
+            Err(e) => {
+                return Err(Error::Usage(format!(
+                    "the CA file {} is not PEM: {e}",
+                    path.display()
+                )))
+            }
+        }
+    }
+    if certs.is_empty() {
+        return Err(Error::Usage(format!(
+            "the CA file {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+            path.display()
+        )));
+    }
+    Ok(Arc::new(certs))
 }
 
 /// The server's error message: the `error` field of its JSON, or its text.

@@ -1,9 +1,11 @@
-//! One HTTP request to the repeater's API, over its unix socket or TCP, with
-//! connect and overall timeouts, and failures sorted into what the user can
-//! act on.
+//! One HTTP request to the repeater's API, over its unix socket, TCP or TLS,
+//! with connect and overall timeouts, and failures sorted into what the user
+//! can act on.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 use ureq::Agent;
 
 use crate::target::Endpoint;
@@ -17,6 +19,8 @@ pub struct Client {
     agent: Agent,
     base: String,
     token: Option<String>,
+    /// A token would travel in clear text over the network: never send.
+    insecure: bool,
 }
 
 /// The server's answer, whatever its status.
@@ -41,6 +45,12 @@ pub enum Failure {
     ConnectTimeout,
     /// Connected, but the answer did not come in time.
     Timeout,
+    /// The TLS handshake failed.
+    Tls(String),
+    /// The peer closed the connection without an HTTP answer.
+    Closed,
+    /// Not sent: the token would cross the network in clear text.
+    Insecure,
     /// Anything else.
     Other(String),
 }
@@ -49,7 +59,23 @@ impl Client {
     /// A client for `endpoint` that gives up after `timeout` (connecting and
     /// the whole exchange alike) and sends `token` as a bearer token.
     pub fn new(endpoint: &Endpoint, token: Option<String>, timeout: Duration) -> Client {
+        Client::with_roots(endpoint, token, timeout, None)
+    }
+
+    /// [`Client::new`], verifying an https:// address against `roots` (else
+    /// Mozilla's roots).
+    pub fn with_roots(
+        endpoint: &Endpoint,
+        token: Option<String>,
+        timeout: Duration,
+        roots: Option<Arc<Vec<Certificate<'static>>>>,
+    ) -> Client {
+        let tls = TlsConfig::builder()
+            .provider(TlsProvider::Rustls)
+            .root_certs(roots.map_or(RootCerts::WebPki, RootCerts::Specific))
+            .build();
         let config = Agent::config_builder()
+            .tls_config(tls)
             .http_status_as_error(false)
             // The repeater is local: never send its traffic to an HTTP_PROXY.
             .proxy(None)
@@ -63,10 +89,14 @@ impl Client {
                 agent: Agent::with_parts(config, UnixConnector::new(path.clone()), NoResolver),
                 base: "http://localhost".to_string(),
                 token,
+                insecure: false,
             },
-            Endpoint::Http(base) => Client {
+            Endpoint::Http(base) | Endpoint::Https(base) => Client {
                 agent: Agent::new_with_config(config),
                 base: base.clone(),
+                insecure: token.is_some()
+                    && matches!(endpoint, Endpoint::Http(_))
+                    && !endpoint.is_local(),
                 token,
             },
         }
@@ -74,6 +104,9 @@ impl Client {
 
     /// Sends `method path` with an optional JSON body and returns the reply.
     pub fn send(&self, method: &str, path: &str, body: Option<&str>) -> Result<Reply, Failure> {
+        if self.insecure {
+            return Err(Failure::Insecure);
+        }
         let mut request = ureq::http::Request::builder()
             .method(method)
             .uri(format!("{}{}", self.base, path))
@@ -110,10 +143,32 @@ fn failure(e: ureq::Error) -> Failure {
             ErrorKind::NotFound => Failure::NoSocket,
             ErrorKind::PermissionDenied => Failure::Denied(io.to_string()),
             ErrorKind::TimedOut | ErrorKind::WouldBlock => Failure::Timeout,
+            ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::BrokenPipe => {
+                Failure::Closed
+            }
+            // rustls reports handshake failures as I/O errors carrying its own.
+            _ if looks_like_tls(&io.to_string()) => Failure::Tls(io.to_string()),
             _ => Failure::Other(io.to_string()),
         },
         ureq::Error::Timeout(ureq::Timeout::Connect) => Failure::ConnectTimeout,
         ureq::Error::Timeout(_) => Failure::Timeout,
+        ureq::Error::Tls(detail) => Failure::Tls(detail.to_string()),
+        ureq::Error::Rustls(e) => Failure::Tls(e.to_string()),
+        ureq::Error::Protocol(p) => Failure::Other(format!("not an HTTP answer ({p})")),
         other => Failure::Other(other.to_string()),
     }
+}
+
+fn looks_like_tls(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    [
+        "certificate",
+        "handshake",
+        "tls",
+        "alert",
+        "corrupt message",
+        "invalid message",
+    ]
+    .iter()
+    .any(|w| t.contains(w))
 }

@@ -4,6 +4,9 @@
 //! - [`cli`]: the flags, checked into a [`cli::Config`] before anything runs
 //! - [`value`]: `--value` (inline, `@file`, `-`) and JSON errors with positions
 //! - [`target`]: finding the repeater (`--host`, `-H`, its socket or listen file)
+//! - [`hosts`]: named hosts and groups from the config file
+//! - [`fleet`]: one command on several hosts at once, and its report
+//! - [`status`]: `status [--watch]` from `/healthz` and `/metrics`
 //! - [`http`] and [`unix`]: one request over TCP or a unix socket, with timeouts
 //! - [`routes`] and [`apply`]: route files and the `+`/`-`/`~` difference
 //! - [`exec`]: doing it; [`output`]: printing it; [`error`]: exit codes
@@ -14,9 +17,12 @@ pub mod cli;
 pub mod complete;
 pub mod error;
 pub mod exec;
+pub mod fleet;
+pub mod hosts;
 pub mod http;
 pub mod output;
 pub mod routes;
+pub mod status;
 pub mod target;
 pub mod unix;
 pub mod value;
@@ -88,6 +94,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
         stdout: &mut stdout.lock(),
         global_hosts: &ctx.hosts,
         plugin_dir: &plugin_dir,
+        config_file: &ctx.config,
     };
     match exec::execute(&config, &mut io) {
         Ok(()) => 0,
@@ -98,6 +105,9 @@ pub fn run(args: Vec<OsString>) -> u8 {
 /// Errors go through the SDK logger: `app-event-repeater-manage: error: …`,
 /// or a JSON line under `--log-format json`.
 fn report(e: &Error) -> u8 {
-    app_plugin::log::fatal(format_args!("{e}"));
+    // One line per host for a fleet, each with the program's prefix.
+    for line in e.to_string().lines() {
+        app_plugin::log::fatal(format_args!("{line}"));
+    }
     e.exit_code()
 }

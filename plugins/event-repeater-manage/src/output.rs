@@ -37,6 +37,74 @@ pub fn render(body: &str, format: Format, pretty: bool) -> String {
     reformat(body.trim(), pretty)
 }
 
+/// What to print for the answers of several hosts (`(host, body)` in host
+/// order): routes as one table with a HOST column, else one JSON object
+/// keyed by host (a body that is not JSON becomes a string, an empty one
+/// `null`).
+pub fn render_hosts(answers: &[(String, String)], format: Format, pretty: bool) -> String {
+    if format == Format::Table {
+        let tables: Option<Vec<(&str, Vec<Route>)>> = answers
+            .iter()
+            .map(|(host, body)| {
+                let value = serde_json::from_str::<Value>(body.trim()).ok()?;
+                Some((host.as_str(), as_routes(&value)?))
+            })
+            .collect();
+        if let Some(tables) = tables {
+            return host_table(&tables);
+        }
+    }
+    let mut json = String::from("{");
+    for (i, (host, body)) in answers.iter().enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        json.push_str(&Value::String(host.clone()).to_string());
+        json.push(':');
+        let body = body.trim();
+        if body.is_empty() {
+            json.push_str("null");
+        } else if serde_json::from_str::<Value>(body).is_ok() {
+            json.push_str(body);
+        } else {
+            json.push_str(&Value::String(body.to_string()).to_string());
+        }
+    }
+    json.push('}');
+    reformat(&json, pretty)
+}
+
+fn host_table(tables: &[(&str, Vec<Route>)]) -> String {
+    const HOST: &str = "HOST";
+    const SOURCE: &str = "SOURCE TOPIC";
+    let hw = tables
+        .iter()
+        .map(|(h, _)| h.chars().count())
+        .chain([HOST.len()])
+        .max()
+        .unwrap_or(HOST.len());
+    let sw = tables
+        .iter()
+        .flat_map(|(_, routes)| routes.iter().map(|r| r.sourcetopic.chars().count()))
+        .chain([SOURCE.len()])
+        .max()
+        .unwrap_or(SOURCE.len());
+    let mut out = format!("{HOST:<hw$}  {SOURCE:<sw$}  SINK TOPIC\n");
+    for (host, routes) in tables {
+        if routes.is_empty() {
+            out.push_str(&format!("{host:<hw$}  (no routes)\n"));
+        }
+        for r in routes {
+            out.push_str(&format!(
+                "{host:<hw$}  {:<sw$}  {}\n",
+                r.sourcetopic,
+                r.sink()
+            ));
+        }
+    }
+    out
+}
+
 /// Re-lays out JSON text that is known to be valid, keeping the server's key
 /// order (a parsed `Value` would sort the keys): compact, or indented by two
 /// spaces like `serde_json::to_string_pretty`. Ends with a newline.
@@ -218,6 +286,33 @@ mod tests {
         assert_eq!(
             render(r#"{"ok":true}"#, Format::Table, false),
             "{\"ok\":true}\n"
+        );
+    }
+
+    #[test]
+    fn several_hosts_are_keyed_or_get_a_host_column() {
+        let answers = vec![
+            ("e1".to_string(), ROUTES.to_string()),
+            ("http://127.0.0.1:2".to_string(), "[]".to_string()),
+        ];
+        assert_eq!(
+            render_hosts(&answers, Format::Table, false),
+            "HOST                SOURCE TOPIC               SINK TOPIC\n\
+             e1                  timer/sec/1                /time/1s\n\
+             e1                  timer/msec/100/long/topic  .\n\
+             http://127.0.0.1:2  (no routes)\n"
+        );
+        let json = render_hosts(&answers, Format::Json, false);
+        let v: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["e1"][0]["sourcetopic"], "timer/sec/1");
+        assert_eq!(v["http://127.0.0.1:2"], serde_json::json!([]));
+        let odd = vec![
+            ("a".to_string(), "".to_string()),
+            ("b".to_string(), "x".to_string()),
+        ];
+        assert_eq!(
+            render_hosts(&odd, Format::Json, false),
+            "{\"a\":null,\"b\":\"x\"}\n"
         );
     }
 

@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::error::Error;
 
@@ -14,11 +15,14 @@ pub enum Endpoint {
     Unix(PathBuf),
     /// A base URL, `http://host:port` (no trailing `/`).
     Http(String),
+    /// A base URL, `https://host:port` (no trailing `/`).
+    Https(String),
 }
 
 impl Endpoint {
     /// Parses `unix:///path.sock`, an absolute socket path, `http://host:port`,
-    /// or `tcp://host:port` (the original repeater's listen files).
+    /// `https://host:port`, or `tcp://host:port` (the original repeater's
+    /// listen files).
     pub fn parse(url: &str) -> Result<Endpoint, String> {
         let url = url.trim();
         if let Some(path) = url.strip_prefix("unix://") {
@@ -32,51 +36,133 @@ impl Endpoint {
         if url.starts_with('/') {
             return Ok(Endpoint::Unix(PathBuf::from(url)));
         }
-        let rest = if let Some(rest) = url.strip_prefix("http://") {
-            rest
+        let (tls, rest) = if let Some(rest) = url.strip_prefix("http://") {
+            (false, rest)
         } else if let Some(rest) = url.strip_prefix("tcp://") {
-            rest
-        } else if url.starts_with("https://") {
-            return Err(format!(
-                "'{url}' uses https, which the repeater's API does not serve; use http:// on a loopback or trusted address"
-            ));
+            (false, rest)
+        } else if let Some(rest) = url.strip_prefix("https://") {
+            (true, rest)
         } else {
             return Err(format!(
-                "'{url}' is not an API address; use unix:///path/to.sock or http://127.0.0.1:PORT"
+                "'{url}' is not an API address; use unix:///path/to.sock, http://127.0.0.1:PORT or https://HOST:PORT"
             ));
         };
         let rest = rest.trim_end_matches('/');
         let authority = rest.split('/').next().unwrap_or_default();
-        if authority.is_empty() || authority.contains(['?', '#', ' ']) {
+        if authority.is_empty() || authority.contains(['?', '#', ' ', '@']) {
             return Err(format!("'{url}' has no host; use http://127.0.0.1:PORT"));
         }
-        Ok(Endpoint::Http(format!("http://{rest}")))
+        Ok(if tls {
+            Endpoint::Https(format!("https://{rest}"))
+        } else {
+            Endpoint::Http(format!("http://{rest}"))
+        })
     }
+
+    /// Whether the address stays on this machine: a unix socket, or a TCP
+    /// host that is `localhost` or a loopback IP (`127.0.0.0/8`, `::1`).
+    pub fn is_local(&self) -> bool {
+        let url = match self {
+            Endpoint::Unix(_) => return true,
+            Endpoint::Http(u) | Endpoint::Https(u) => u,
+        };
+        let authority = url
+            .split_once("://")
+            .map_or("", |(_, rest)| rest.split('/').next().unwrap_or_default());
+        is_loopback_host(host_of(authority))
+    }
+}
+
+/// The host of `host:port`, `[v6]:port`, or `host`.
+fn host_of(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or_default();
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => authority,
+    }
+}
+
+/// `localhost` or a loopback IP address (in any form the resolver accepts
+/// for IPv4, such as `127.1`).
+pub fn is_loopback_host(host: &str) -> bool {
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return ip.is_loopback();
+    }
+    // Short IPv4 forms (`127.1`): the first number is the first octet.
+    let parts: Vec<&str> = host.split('.').collect();
+    parts.len() <= 4
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && parts[0] == "127"
 }
 
 impl fmt::Display for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Endpoint::Unix(path) => write!(f, "unix://{}", path.display()),
-            Endpoint::Http(url) => write!(f, "{url}"),
+            Endpoint::Http(url) | Endpoint::Https(url) => write!(f, "{url}"),
         }
+    }
+}
+
+/// A `--host`/`-H` word before the config file is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostWord {
+    /// An address.
+    Url(Endpoint),
+    /// A name from the config file's `hosts`.
+    Name(String),
+    /// `@group`: every member of the config file's `groups.<group>`.
+    Group(String),
+}
+
+impl HostWord {
+    /// An address (anything with `://`, or an absolute socket path), `@group`,
+    /// or a host name (letters, digits, `-`, `_`, `.`).
+    pub fn parse(word: &str) -> Result<HostWord, String> {
+        let word = word.trim();
+        if word.contains("://") || word.starts_with('/') {
+            return Endpoint::parse(word).map(HostWord::Url);
+        }
+        let (group, name) = match word.strip_prefix('@') {
+            Some(g) => (true, g),
+            None => (false, word),
+        };
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            return Err(format!(
+                "'{word}' is neither an API address (unix:///path/to.sock, http://127.0.0.1:PORT, https://HOST:PORT) nor a host name or @group from the config file"
+            ));
+        }
+        Ok(if group {
+            HostWord::Group(name.to_string())
+        } else {
+            HostWord::Name(name.to_string())
+        })
     }
 }
 
 /// Where the address came from, which decides what a failure to connect means.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
-    /// `--host`.
-    HostFlag,
-    /// The global `app -H` flag, through the context.
-    GlobalHost,
+    /// `--host` or the global `app -H` flag.
+    Given,
     /// The socket `<name>.sock` in the runtime directory.
     Socket,
     /// The URL in this `<name>.listen` file.
     ListenFile(PathBuf),
 }
 
-/// The repeater to talk to and how it was found.
+/// A repeater to talk to, how it was found, and how to talk to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     /// Its address.
@@ -85,29 +171,51 @@ pub struct Target {
     pub origin: Origin,
     /// The `--name` in force (for messages).
     pub name: String,
+    /// The config file's name for it, when it came from there.
+    pub host_name: Option<String>,
+    /// The bearer token to send.
+    pub token: Option<String>,
+    /// CA certificates (PEM file) for an https:// address.
+    pub ca_file: Option<PathBuf>,
+    /// `--timeout`: connecting and the whole exchange.
+    pub timeout: Duration,
 }
 
-/// Chooses the repeater: `host` (from `--host`) first, then the first global
-/// host, then the runtime files of `name` in `plugin_dir`.
-pub fn find(
+impl Target {
+    /// How reports and output name it: the host name, else the address.
+    pub fn label(&self) -> String {
+        self.host_name
+            .clone()
+            .unwrap_or_else(|| self.endpoint.to_string())
+    }
+
+    /// How messages name it: `edge1 (https://…)`, or the address.
+    pub fn described(&self) -> String {
+        match &self.host_name {
+            Some(n) => format!("{n} ({})", self.endpoint),
+            None => self.endpoint.to_string(),
+        }
+    }
+}
+
+/// The repeater named `name` on this machine: the runtime files of `name` in
+/// `plugin_dir` (its socket, else its listen file).
+pub fn find_local(
     name: &str,
-    host: Option<&Endpoint>,
-    global_hosts: &[String],
+    token: Option<String>,
+    ca_file: Option<PathBuf>,
+    timeout: Duration,
     plugin_dir: &Path,
 ) -> Result<Target, Error> {
     let target = |endpoint, origin| Target {
         endpoint,
         origin,
         name: name.to_string(),
+        host_name: None,
+        token: token.clone(),
+        ca_file: ca_file.clone(),
+        timeout,
     };
-    if let Some(endpoint) = host {
-        return Ok(target(endpoint.clone(), Origin::HostFlag));
-    }
-    if let Some(global) = global_hosts.first() {
-        let endpoint = Endpoint::parse(global)
-            .map_err(|e| Error::Usage(format!("the global -H/--host value {e}")))?;
-        return Ok(target(endpoint, Origin::GlobalHost));
-    }
     let socket = plugin_dir.join(format!("{name}.sock"));
     // symlink_metadata: a socket file is there even when nobody listens on it,
     // and then we want to say "stale", not "not running".
@@ -128,6 +236,34 @@ pub fn find(
         name: name.to_string(),
         socket,
     })
+}
+
+/// The first of: `host`, the first global host, the runtime files of `name`
+/// (what shell completion looks up; commands use [`crate::exec::targets`]).
+pub fn find(
+    name: &str,
+    host: Option<&Endpoint>,
+    global_hosts: &[String],
+    plugin_dir: &Path,
+) -> Result<Target, Error> {
+    let given = |endpoint| Target {
+        endpoint,
+        origin: Origin::Given,
+        name: name.to_string(),
+        host_name: None,
+        token: None,
+        ca_file: None,
+        timeout: Duration::from_secs(5),
+    };
+    if let Some(endpoint) = host {
+        return Ok(given(endpoint.clone()));
+    }
+    if let Some(global) = global_hosts.first() {
+        let endpoint = Endpoint::parse(global)
+            .map_err(|e| Error::Usage(format!("the global -H/--host value {e}")))?;
+        return Ok(given(endpoint));
+    }
+    find_local(name, None, None, Duration::from_secs(5), plugin_dir)
 }
 
 /// Checks a `--name` by the SDK's one rule for instance names.
@@ -170,10 +306,15 @@ mod tests {
             Endpoint::parse("unix:///a.sock").unwrap().to_string(),
             "unix:///a.sock"
         );
+        assert_eq!(
+            Endpoint::parse("https://edge1.example.org:7070/").unwrap(),
+            Endpoint::Https("https://edge1.example.org:7070".into())
+        );
         for bad in [
             "unix://rel.sock",
             "ftp://x",
-            "https://h:1",
+            "https://",
+            "http://u:p@h:1",
             "http://",
             "localhost:80",
         ] {
@@ -182,30 +323,44 @@ mod tests {
     }
 
     #[test]
-    fn host_flag_wins_over_everything() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("r.sock"), "").unwrap();
-        let flag = Endpoint::Http("http://127.0.0.1:1".into());
-        let t = find("r", Some(&flag), &["unix:///g.sock".into()], dir.path()).unwrap();
-        assert_eq!((t.endpoint, t.origin), (flag, Origin::HostFlag));
+    fn local_addresses() {
+        for local in [
+            "unix:///a.sock",
+            "http://127.0.0.1:1",
+            "http://127.1:1",
+            "https://localhost:1",
+            "http://[::1]:7",
+            "http://127.0.0.9",
+        ] {
+            assert!(Endpoint::parse(local).unwrap().is_local(), "{local}");
+        }
+        for remote in [
+            "http://10.0.0.1:1",
+            "https://example.org:1",
+            "http://[fe80::1]:7",
+            "http://128.0.0.1",
+        ] {
+            assert!(!Endpoint::parse(remote).unwrap().is_local(), "{remote}");
+        }
     }
 
     #[test]
-    fn global_host_wins_over_files() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("r.sock"), "").unwrap();
-        let t = find(
-            "r",
-            None,
-            &["unix:///g.sock".into(), "http://127.0.0.1:2".into()],
-            dir.path(),
-        )
-        .unwrap();
-        assert_eq!(t.endpoint, Endpoint::Unix("/g.sock".into()));
-        assert_eq!(t.origin, Origin::GlobalHost);
-        let err = find("r", None, &["bogus".into()], dir.path()).unwrap_err();
-        assert_eq!(err.exit_code(), 2);
-        assert!(err.to_string().contains("-H"), "{err}");
+    fn host_words() {
+        assert_eq!(
+            HostWord::parse("http://127.0.0.1:1").unwrap(),
+            HostWord::Url(Endpoint::Http("http://127.0.0.1:1".into()))
+        );
+        assert_eq!(
+            HostWord::parse("edge-1").unwrap(),
+            HostWord::Name("edge-1".into())
+        );
+        assert_eq!(
+            HostWord::parse("@edges").unwrap(),
+            HostWord::Group("edges".into())
+        );
+        for bad in ["@", "a b", "localhost:80", "ftp://x", ""] {
+            assert!(HostWord::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -213,13 +368,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let listen = dir.path().join("r.listen");
         std::fs::write(&listen, "http://127.0.0.1:4567\n").unwrap();
-        let t = find("r", None, &[], dir.path()).unwrap();
+        let t = find_local("r", None, None, Duration::from_secs(1), dir.path()).unwrap();
         assert_eq!(t.endpoint, Endpoint::Http("http://127.0.0.1:4567".into()));
         assert_eq!(t.origin, Origin::ListenFile(listen));
 
         let socket = dir.path().join("r.sock");
         std::fs::write(&socket, "").unwrap();
-        let t = find("r", None, &[], dir.path()).unwrap();
+        let t = find_local("r", None, None, Duration::from_secs(1), dir.path()).unwrap();
         assert_eq!(t.endpoint, Endpoint::Unix(socket));
         assert_eq!(t.origin, Origin::Socket);
     }
@@ -227,7 +382,7 @@ mod tests {
     #[test]
     fn nothing_there_is_not_running() {
         let dir = tempfile::tempdir().unwrap();
-        let err = find("r1", None, &[], dir.path()).unwrap_err();
+        let err = find_local("r1", None, None, Duration::from_secs(1), dir.path()).unwrap_err();
         assert_eq!(
             err,
             Error::NotRunning {
@@ -241,7 +396,7 @@ mod tests {
     fn garbage_listen_file_is_reported() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("r.listen"), "nonsense").unwrap();
-        let err = find("r", None, &[], dir.path()).unwrap_err();
+        let err = find_local("r", None, None, Duration::from_secs(1), dir.path()).unwrap_err();
         assert!(err.to_string().contains("r.listen"), "{err}");
     }
 

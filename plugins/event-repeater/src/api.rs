@@ -38,6 +38,32 @@ pub struct ApiState {
     pub buffer: Arc<Buffer>,
     pub source: String,
     pub sink: String,
+    /// When the repeater started, for uptime and the start time.
+    pub started: Started,
+}
+
+/// The start of the process, on both clocks: the wall clock for the start
+/// time reported, the monotonic one for the uptime.
+#[derive(Debug, Clone, Copy)]
+pub struct Started {
+    pub wall: std::time::SystemTime,
+    pub mono: std::time::Instant,
+}
+
+impl Started {
+    pub fn now() -> Started {
+        Started {
+            wall: std::time::SystemTime::now(),
+            mono: std::time::Instant::now(),
+        }
+    }
+
+    /// Seconds since the Unix epoch.
+    pub fn unix_secs(&self) -> u64 {
+        self.wall
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    }
 }
 
 type St = State<Arc<ApiState>>;
@@ -343,6 +369,9 @@ async fn healthz(State(st): St) -> Response {
         &serde_json::json!({
             "status": if source && sink { "ok" } else { "degraded" },
             "name": st.name,
+            "version": app_plugin::context::APP_VERSION,
+            "started_unix": st.started.unix_secs(),
+            "uptime_secs": st.started.mono.elapsed().as_secs(),
             "source": { "url": st.source, "connected": source },
             "sink": { "url": st.sink, "connected": sink },
             "routes": routes,
@@ -355,9 +384,20 @@ async fn healthz(State(st): St) -> Response {
 
 async fn metrics(State(st): St) -> Response {
     let routes = st.routes.lock().await.len();
-    let text = st
+    let mut text = st
         .metrics
         .render(&st.buffer.stats(), &current(&st.table), routes);
+    // What `manage status` shows besides the counters.
+    text.push_str(&format!(
+        "# HELP app_event_repeater_build_info The repeater's version.\n\
+         # TYPE app_event_repeater_build_info gauge\n\
+         app_event_repeater_build_info{{version=\"{}\"}} 1\n\
+         # HELP app_event_repeater_start_time_seconds When the repeater started, in seconds since the Unix epoch.\n\
+         # TYPE app_event_repeater_start_time_seconds gauge\n\
+         app_event_repeater_start_time_seconds {}\n",
+        app_plugin::context::APP_VERSION,
+        st.started.unix_secs()
+    ));
     (
         [(
             header::CONTENT_TYPE,

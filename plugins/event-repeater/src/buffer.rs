@@ -7,6 +7,11 @@
 //! decides: drop the oldest queued events, drop the new one, or block the
 //! router (which stops reading the source). Every drop is counted and logged
 //! with a rate-limited warning.
+//!
+//! The buffer also keeps the [`Ledger`] of the checkpoint under the same
+//! lock: every event the router sees is recorded in arrival order (accepted
+//! here, or skipped as done at once), and a record is done when the sink
+//! [`Buffer::release`]s it or the overflow policy drops it.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,17 +22,19 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::checkpoint::Ledger;
 use crate::metrics::{inc, Metrics};
 use app_plugin::log::{RateLimited, WARN};
 
-/// What to do when the buffer is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// What to do when the buffer is full (the command line's
+/// `--overflow` maps onto it in [`crate::config`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overflow {
-    /// Drop the oldest waiting events to make room (the default).
+    /// Drop the oldest waiting events to make room.
     DropOldest,
     /// Drop the event that does not fit.
     DropNewest,
-    /// Wait for room: stop reading the source.
+    /// Wait for room: stop reading the source (the default).
     Block,
 }
 
@@ -50,6 +57,8 @@ pub struct Record {
     pub sink_topic: String,
     /// The event as one line of JSON.
     pub payload: Bytes,
+    /// The SSE event id in force when it arrived (the NATS sink's dedup key).
+    pub id: Option<Arc<str>>,
 }
 
 impl Record {
@@ -59,16 +68,9 @@ impl Record {
     }
 }
 
-/// A snapshot of the buffer, for `/metrics` and `/healthz`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BufferStats {
-    pub queued: usize,
-    pub queued_bytes: usize,
-    pub inflight: usize,
-    pub inflight_bytes: usize,
-    pub max_events: usize,
-    pub max_bytes: usize,
-}
+// The gauges are plain numbers defined next to their rendering, so that
+// `metrics` does not depend on this module (which counts into `metrics`).
+pub use crate::metrics::BufferStats;
 
 #[derive(Debug, Default)]
 struct Inner {
@@ -76,6 +78,7 @@ struct Inner {
     queued_bytes: usize,
     inflight: usize,
     inflight_bytes: usize,
+    ledger: Ledger,
 }
 
 pub struct Buffer {
@@ -97,8 +100,22 @@ impl Buffer {
         policy: Overflow,
         metrics: Arc<Metrics>,
     ) -> Buffer {
+        Buffer::resuming(max_events, max_bytes, policy, metrics, None)
+    }
+
+    /// A buffer whose checkpoint starts at `checkpoint` (loaded at start).
+    pub fn resuming(
+        max_events: usize,
+        max_bytes: usize,
+        policy: Overflow,
+        metrics: Arc<Metrics>,
+        checkpoint: Option<String>,
+    ) -> Buffer {
         Buffer {
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(Inner {
+                ledger: Ledger::new(checkpoint),
+                ..Inner::default()
+            }),
             data: Notify::new(),
             space: Notify::new(),
             max_events: max_events.max(1),
@@ -122,14 +139,27 @@ impl Buffer {
             && inner.queued_bytes + inner.inflight_bytes + cost <= self.max_bytes
     }
 
-    /// Takes an event in, applying the overflow policy. Returns whether it was
-    /// accepted; `false` means dropped (counted) or, with `block`, that
-    /// `cancel` fired while waiting for room.
+    /// Records an event that is done on arrival (not routed, invalid or
+    /// refused), so the checkpoint can move past it.
+    pub fn skip(&self, id: Option<&str>) {
+        self.lock().ledger.skip(id);
+    }
+
+    /// The checkpoint (see [`crate::checkpoint`]) and its version.
+    pub fn checkpoint(&self) -> (Option<Arc<str>>, u64) {
+        self.lock().ledger.checkpoint()
+    }
+
+    /// Takes an event (source event id `id`) in, applying the overflow
+    /// policy. Returns whether it was accepted; `false` means dropped
+    /// (counted) or, with `block`, that `cancel` fired while waiting for room
+    /// (then the event is not done, and the checkpoint stays before it).
     pub async fn push(
         &self,
         source_topic: String,
         sink_topic: String,
         payload: Bytes,
+        id: Option<&str>,
         cancel: &CancellationToken,
     ) -> bool {
         let cost = payload.len() + sink_topic.len();
@@ -144,6 +174,7 @@ impl Buffer {
                             break;
                         };
                         inner.queued_bytes -= old.cost();
+                        inner.ledger.done(old.seq);
                         dropped += 1;
                     }
                     if dropped > 0 {
@@ -156,11 +187,13 @@ impl Buffer {
                 if self.fits(&inner, cost) {
                     let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
                     inner.queued_bytes += cost;
+                    inner.ledger.accept(seq, id);
                     inner.queue.push_back(Record {
                         seq,
                         source_topic,
                         sink_topic,
                         payload,
+                        id: id.map(Arc::from),
                     });
                     drop(inner);
                     inc(&self.metrics.accepted);
@@ -168,6 +201,8 @@ impl Buffer {
                     return true;
                 }
                 if self.policy != Overflow::Block {
+                    inner.ledger.skip(id);
+                    drop(inner);
                     inc(&self.metrics.dropped_overflow);
                     self.warn_drop(1, "the new event was");
                     return false;
@@ -202,11 +237,13 @@ impl Buffer {
         taken
     }
 
-    /// An in-flight event is done (acknowledged, refused or given up).
-    pub fn release(&self, cost: usize) {
+    /// An in-flight event is done (acknowledged, refused or given up); its
+    /// room is free and the checkpoint may move past it.
+    pub fn release(&self, rec: &Record) {
         let mut inner = self.lock();
         inner.inflight = inner.inflight.saturating_sub(1);
-        inner.inflight_bytes = inner.inflight_bytes.saturating_sub(cost);
+        inner.inflight_bytes = inner.inflight_bytes.saturating_sub(rec.cost());
+        inner.ledger.done(rec.seq);
         drop(inner);
         self.space.notify_one();
     }
@@ -251,6 +288,7 @@ mod tests {
             "s".into(),
             "t".into(),
             Bytes::from(payload.to_string()),
+            Some(payload),
             &CancellationToken::new(),
         )
         .await
@@ -292,7 +330,7 @@ mod tests {
         // Nothing queued can be dropped for room: the new event goes.
         assert!(!push(&b, "3").await);
         assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 1);
-        b.release(taken[0].cost());
+        b.release(&taken[0]);
         assert!(push(&b, "4").await);
         assert_eq!(b.stats().inflight, 1);
         assert_eq!(b.stats().queued, 1);
@@ -318,18 +356,48 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!waiter.is_finished());
         let t = b.take(1);
-        b.release(t[0].cost());
+        b.release(&t[0]);
         assert!(waiter.await.unwrap());
         assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 0);
         let cancel = CancellationToken::new();
         let b3 = b.clone();
         let c2 = cancel.clone();
         let waiter = tokio::spawn(async move {
-            b3.push("s".into(), "t".into(), Bytes::from_static(b"3"), &c2)
+            b3.push("s".into(), "t".into(), Bytes::from_static(b"3"), None, &c2)
                 .await
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
         cancel.cancel();
         assert!(!waiter.await.unwrap());
+    }
+
+    fn checkpoint(b: &Buffer) -> Option<String> {
+        b.checkpoint().0.map(|s| s.to_string())
+    }
+
+    #[tokio::test]
+    async fn the_checkpoint_follows_releases_and_drops_in_arrival_order() {
+        let (b, _) = buffer(2, 1000, Overflow::DropOldest);
+        assert_eq!(checkpoint(&b), None);
+        push(&b, "1").await;
+        b.skip(Some("2"));
+        push(&b, "3").await;
+        assert_eq!(checkpoint(&b), None, "1 is not done");
+        // 4 pushes 1 out (dropped and counted: done).
+        push(&b, "4").await;
+        assert_eq!(checkpoint(&b).as_deref(), Some("2"));
+        let taken = b.take(2);
+        b.release(&taken[1]);
+        assert_eq!(checkpoint(&b).as_deref(), Some("2"), "3 is not done");
+        b.release(&taken[0]);
+        assert_eq!(checkpoint(&b).as_deref(), Some("4"));
+        // drop-newest: the dropped event is done too.
+        let (b, _) = buffer(1, 1000, Overflow::DropNewest);
+        push(&b, "5").await;
+        assert!(!push(&b, "6").await);
+        assert_eq!(checkpoint(&b), None);
+        let t = b.take(1);
+        b.release(&t[0]);
+        assert_eq!(checkpoint(&b).as_deref(), Some("6"));
     }
 }

@@ -5,8 +5,6 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::buffer::Overflow;
-
 pub const AFTER_HELP: &str = "\
 Exit codes: 0 stopped cleanly (SIGTERM/SIGINT); 1 runtime failure (another instance \
 running, cannot bind the socket, unreadable state file); 2 usage error.
@@ -37,6 +35,8 @@ pub enum Command {
 pub enum SinkProtocol {
     /// Publish to an MQTT broker.
     Mqtt,
+    /// Publish to NATS: JetStream at QoS 1 and 2, core NATS at QoS 0.
+    Nats,
     /// Write one JSON line per event to stderr.
     Stderr,
 }
@@ -61,16 +61,23 @@ pub struct RunArgs {
     #[arg(long, default_value = "event-time")]
     pub source: String,
 
-    /// MQTT broker: tcp://HOST:PORT, mqtt://HOST:PORT, mqtts://HOST:PORT (TLS) or HOST:PORT.
-    #[arg(long, default_value = "tcp://localhost:1883")]
-    pub sink: String,
+    /// The broker: for MQTT tcp://, mqtt:// or mqtts:// (TLS) HOST:PORT
+    /// (default tcp://localhost:1883); for NATS nats:// or tls:// HOST:PORT
+    /// (default nats://localhost:4222), repeatable: the cluster's seed servers.
+    #[arg(long, value_name = "URL")]
+    pub sink: Vec<String>,
 
     /// Where events go.
-    #[arg(long, value_enum, default_value = "mqtt")]
+    #[arg(
+        long,
+        visible_alias = "sink-protocol",
+        value_enum,
+        default_value = "mqtt"
+    )]
     pub sinkprotocol: SinkProtocol,
 
     /// Repeat every event that no route matches under its own topic.
-    #[arg(long)]
+    #[arg(long, visible_alias = "allow-all")]
     pub allowall: bool,
 
     /// Also serve the API on TCP HOST:PORT (port 0 picks one; see NAME.listen).
@@ -121,13 +128,44 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_size)]
     pub buffer_bytes: usize,
 
-    /// What to do when the buffer is full.
-    #[arg(long, value_enum, default_value = "drop-oldest")]
-    pub overflow: Overflow,
+    /// What to do when the buffer is full: block stops reading the source
+    /// until there is room (nothing dropped); drop-oldest/drop-newest drop
+    /// (counted) to stay current with a source that cannot replay.
+    #[arg(long, value_enum, default_value = "block")]
+    pub overflow: OverflowPolicy,
+
+    /// Keep the resume checkpoint (NAME.checkpoint beside the routes file)
+    /// and subscribe from it at start; off subscribes to live events only.
+    #[arg(long, value_enum, value_name = "on|off", default_value = "on")]
+    pub checkpoint: Switch,
 
     /// Unacknowledged publishes allowed on the wire at once (QoS 1 and 2).
     #[arg(long, value_name = "N", default_value = "1000", value_parser = clap::value_parser!(u16).range(1..))]
     pub inflight: u16,
+
+    /// JetStream stream for --sinkprotocol nats; created if missing (see docs/event-repeater.md).
+    #[arg(long, value_name = "NAME", default_value = "EVENTS")]
+    pub nats_stream: String,
+
+    /// Replicas of the stream when the repeater creates it (1, 3 or 5 in a JetStream cluster).
+    #[arg(long, value_name = "N", default_value = "1", value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub nats_replicas: u8,
+
+    /// Source identity in each Nats-Msg-Id (SOURCE_ID:SSE_ID); default: the --source address.
+    #[arg(long, value_name = "ID")]
+    pub source_id: Option<String>,
+
+    /// NATS credentials file (.creds: JWT and NKey seed).
+    #[arg(long, value_name = "FILE")]
+    pub creds: Option<PathBuf>,
+
+    /// NATS authentication token.
+    #[arg(long, env = "APP_NATS_TOKEN", hide_env_values = true)]
+    pub nats_token: Option<String>,
+
+    /// How long a publish may wait for its acknowledgement before it is sent again.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub ack_timeout: std::time::Duration,
 
     /// Bearer token required on the TCP API (needed for a non-loopback --listen).
     #[arg(long, env = "APP_TOKEN", hide_env_values = true)]
@@ -137,9 +175,42 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
     pub max_packet_size: usize,
 
-    /// How long SIGTERM waits for unacknowledged publishes (e.g. 5s, 500ms).
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    /// How long SIGTERM waits for unacknowledged publishes (e.g. 5s, 500ms; at most 1h).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_drain_timeout)]
     pub drain_timeout: std::time::Duration,
+}
+
+/// `--overflow`: what to do when the buffer is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OverflowPolicy {
+    /// Wait for room: stop reading the source (the default).
+    Block,
+    /// Drop the oldest waiting events to make room.
+    DropOldest,
+    /// Drop the event that does not fit.
+    DropNewest,
+}
+
+/// An on/off flag value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
+}
+
+/// The longest `--drain-timeout`: a stop that waits longer than this is a
+/// hang to whoever stops the repeater.
+pub const MAX_DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// `--drain-timeout`: a duration of at most [`MAX_DRAIN_TIMEOUT`].
+pub fn parse_drain_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(text)?;
+    if d > MAX_DRAIN_TIMEOUT {
+        return Err(format!(
+            "{text:?} is longer than the maximum of 1h; use a shorter duration"
+        ));
+    }
+    Ok(d)
 }
 
 /// Parses `1048576`, `1MiB`, `1M`, `512KiB`, `64k`, `1GiB`.
@@ -166,21 +237,28 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("{text:?} is not a usable size"))
 }
 
-/// Parses `5s`, `500ms`, `2m`, or a plain number of seconds.
+/// Parses `5s`, `500ms`, `2m`, `1h`, or a plain number of seconds; a value
+/// too large to represent is an error, never a wrap-around.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     use std::time::Duration;
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration; use e.g. 5s or 500ms"))?;
-    match unit {
-        "" | "s" => Ok(Duration::from_secs(n)),
-        "ms" => Ok(Duration::from_millis(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        _ => Err(format!("{text:?}: unknown unit; use ms, s or m")),
+    let too_long = || format!("{text:?} is too long a duration");
+    if num.is_empty() {
+        return Err(format!("{text:?} is not a duration; use e.g. 5s or 500ms"));
     }
+    let n: u64 = num.parse().map_err(|_| too_long())?;
+    let secs_per = match unit {
+        "ms" => return Ok(Duration::from_millis(n)),
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        _ => return Err(format!("{text:?}: unknown unit; use ms, s, m or h")),
+    };
+    n.checked_mul(secs_per)
+        .map(Duration::from_secs)
+        .ok_or_else(too_long)
 }
 
 #[cfg(test)]
@@ -206,6 +284,44 @@ mod tests {
         );
         assert_eq!(parse_duration("7"), Ok(std::time::Duration::from_secs(7)));
         assert!(parse_duration("soon").is_err());
+        assert_eq!(
+            parse_duration("2h"),
+            Ok(std::time::Duration::from_secs(7200))
+        );
+        // Issue 11: this overflowed (a panic, or a wrapped tiny value).
+        assert!(parse_duration("999999999999999999m")
+            .unwrap_err()
+            .contains("too long"));
+        assert!(parse_duration("99999999999999999999999s")
+            .unwrap_err()
+            .contains("too long"));
+    }
+
+    #[test]
+    fn drain_timeout_is_capped_with_a_clear_error() {
+        let err = Cli::try_parse_from(["x", "run", "--drain-timeout", "999999999999999999m"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--drain-timeout"), "{err}");
+        assert!(err.contains("too long"), "{err}");
+        let err = Cli::try_parse_from(["x", "run", "--drain-timeout", "61m"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("maximum of 1h"), "{err}");
+        assert!(Cli::try_parse_from(["x", "run", "--drain-timeout", "1h"]).is_ok());
+    }
+
+    #[test]
+    fn kebab_case_aliases() {
+        let cli =
+            Cli::try_parse_from(["x", "run", "--sink-protocol", "stderr", "--allow-all"]).unwrap();
+        let Command::Run(a) = cli.command;
+        assert_eq!(a.sinkprotocol, SinkProtocol::Stderr);
+        assert!(a.allowall);
+        let cli =
+            Cli::try_parse_from(["x", "run", "--sinkprotocol", "stderr", "--allowall"]).unwrap();
+        let Command::Run(a) = cli.command;
+        assert!(a.allowall && a.sinkprotocol == SinkProtocol::Stderr);
     }
 
     #[test]
@@ -214,10 +330,11 @@ mod tests {
         let Command::Run(a) = cli.command;
         assert_eq!(a.name, "event-repeater");
         assert_eq!(a.source, "event-time");
-        assert_eq!(a.sink, "tcp://localhost:1883");
+        assert!(a.sink.is_empty());
         assert_eq!(a.sinkprotocol, SinkProtocol::Mqtt);
         assert_eq!(a.qos, Qos::AtLeastOnce);
-        assert_eq!(a.overflow, Overflow::DropOldest);
+        assert_eq!(a.overflow, OverflowPolicy::Block);
+        assert_eq!(a.checkpoint, Switch::On);
         assert_eq!(a.max_packet_size, 1 << 20);
         assert_eq!(a.drain_timeout, std::time::Duration::from_secs(5));
     }

@@ -20,7 +20,7 @@ use crate::config::{join_host_port, split_host_port, Config, SinkConfig};
 use crate::metrics::Metrics;
 use crate::relay::{Relay, SharedTable};
 use crate::routes::Table;
-use crate::sink::{mqtt::MqttSink, Drain};
+use crate::sink::{mqtt::MqttSink, nats::NatsSink, Drain};
 use crate::source::Source;
 
 /// Runs the repeater; `Err` is a start-up failure (exit 1).
@@ -36,6 +36,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
 
 async fn run_async(cfg: Config) -> Result<(), String> {
     let routes = crate::state::load(&cfg.state_file)?;
+    let (checkpoint_file, resume_after) = crate::checkpoint::open(&cfg)?;
     // Handlers first, so that a signal during start-up still cleans up.
     let mut sigterm =
         signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
@@ -75,11 +76,12 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         .map_err(|e| format!("cannot listen on {}: {e}", files.socket().display()))?;
 
     let metrics = Arc::new(Metrics::default());
-    let buffer = Arc::new(Buffer::new(
+    let buffer = Arc::new(Buffer::resuming(
         cfg.buffer_events,
         cfg.buffer_bytes,
         cfg.overflow,
         metrics.clone(),
+        resume_after.clone(),
     ));
     let table: SharedTable = Arc::new(RwLock::new(Arc::new(Table::build(
         &routes,
@@ -88,6 +90,7 @@ async fn run_async(cfg: Config) -> Result<(), String> {
     ))));
     let (sink_url, max_packet) = match &cfg.sink {
         SinkConfig::Mqtt(m) => (m.url(), Some(m.max_packet_size)),
+        SinkConfig::Nats(n) => (n.url(), None),
         SinkConfig::Stderr => ("stderr".to_string(), None),
     };
     let state = Arc::new(ApiState {
@@ -100,6 +103,7 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         buffer: buffer.clone(),
         source: cfg.source.to_string(),
         sink: sink_url.clone(),
+        started: api::Started::now(),
     });
 
     let api_stop = CancellationToken::new();
@@ -140,8 +144,18 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         relay,
         metrics: metrics.clone(),
         max_event: cfg.max_event_size.saturating_mul(2).max(1 << 20) + 64 * 1024,
+        resume_after,
     };
     let source_task = tokio::spawn(source.run(stop.clone()));
+    let checkpoint_stop = CancellationToken::new();
+    let checkpoint_task = checkpoint_file.map(|file| {
+        let b = buffer.clone();
+        tokio::spawn(crate::checkpoint::keep(
+            file,
+            move || b.checkpoint(),
+            checkpoint_stop.clone(),
+        ))
+    });
     let drain = Drain {
         stop: stop.clone(),
         timeout: cfg.drain_timeout,
@@ -150,6 +164,14 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         SinkConfig::Mqtt(m) => tokio::spawn(
             MqttSink {
                 cfg: m.clone(),
+                buffer: buffer.clone(),
+                metrics: metrics.clone(),
+            }
+            .run(drain),
+        ),
+        SinkConfig::Nats(n) => tokio::spawn(
+            NatsSink {
+                cfg: n.clone(),
                 buffer: buffer.clone(),
                 metrics: metrics.clone(),
             }
@@ -195,6 +217,11 @@ async fn run_async(cfg: Config) -> Result<(), String> {
     metrics
         .dropped_shutdown
         .fetch_add(undelivered as u64, Ordering::Relaxed);
+    // Last checkpoint, synced; undelivered events stay after it.
+    checkpoint_stop.cancel();
+    if let Some(task) = checkpoint_task {
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
     let accepted = metrics.accepted.load(Ordering::Relaxed);
     if undelivered > 0 {
         warn!(

@@ -4,7 +4,8 @@
 //! Data flows through one module per step:
 //! [`source`] (SSE reader, with [`sse`] parsing and [`event`] decoding) →
 //! [`relay`] (routing by [`routes`]) → [`buffer`] (bounded, with an overflow
-//! policy) → [`sink`] ([`sink::mqtt`] or [`sink::stderr`]).
+//! policy) → [`sink`] ([`sink::mqtt`] or [`sink::stderr`]); [`checkpoint`]
+//! keeps the id to resume from after a restart.
 //! Around it: [`api`] (REST, errors in [`api_error`]), [`state`] (the routes
 //! file), [`metrics`], [`app_plugin::instance`] (socket, pid, listen files),
 //! [`daemon`] (lifecycle and shutdown), and the command line in [`cli`],
@@ -18,6 +19,7 @@ pub mod api;
 pub mod api_error;
 pub mod backoff;
 pub mod buffer;
+pub mod checkpoint;
 pub mod cli;
 pub mod complete;
 pub mod config;

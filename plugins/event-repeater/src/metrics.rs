@@ -4,8 +4,18 @@
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::buffer::BufferStats;
 use crate::routes::Table;
+
+/// A snapshot of the buffer, for `/metrics` and `/healthz`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferStats {
+    pub queued: usize,
+    pub queued_bytes: usize,
+    pub inflight: usize,
+    pub inflight_bytes: usize,
+    pub max_events: usize,
+    pub max_bytes: usize,
+}
 
 /// Every counter; all relaxed atomics, read without a lock.
 #[derive(Debug, Default)]
@@ -26,6 +36,8 @@ pub struct Metrics {
     pub sink_connected: AtomicBool,
     pub source_disconnects: AtomicU64,
     pub sink_disconnects: AtomicU64,
+    /// Events the source said it skipped for us (never received).
+    pub missed: AtomicU64,
 }
 
 pub fn inc(c: &AtomicU64) {
@@ -65,6 +77,13 @@ impl Metrics {
             "counter",
             "Events read from the source.",
             get(&self.received),
+        );
+        simple(
+            &mut o,
+            "events_missed_total",
+            "counter",
+            "Events the source reported it skipped for this reader (it no longer held them).",
+            get(&self.missed),
         );
         simple(&mut o, "events_invalid_total", "counter", "Events from the source that were not usable JSON events (not JSON, no topic, oversized, not UTF-8).", get(&self.invalid));
         simple(

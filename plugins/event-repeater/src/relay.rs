@@ -78,8 +78,10 @@ impl Relay {
         }
     }
 
-    /// Counts an event the SSE parser had to discard.
-    pub fn discarded(&self, why: &str) {
+    /// Counts an event the SSE parser had to discard (`id`: the last event
+    /// id in force).
+    pub fn discarded(&self, why: &str, id: Option<&str>) {
+        self.buffer.skip(id);
         inc(&self.metrics.received);
         inc(&self.metrics.invalid);
         self.invalid_warning.log(WARN, || {
@@ -87,12 +89,15 @@ impl Relay {
         });
     }
 
-    /// Routes one event's data; waits only under `--overflow block`.
-    pub async fn handle(&self, data: &str, cancel: &CancellationToken) {
+    /// Routes one event's data (`id`: the SSE event id in force); waits
+    /// only under `--overflow block`. Every event that is not accepted into
+    /// the buffer is recorded as done for the checkpoint.
+    pub async fn handle(&self, data: &str, id: Option<&str>, cancel: &CancellationToken) {
         inc(&self.metrics.received);
         let event = match Event::parse(data) {
             Ok(e) => e,
             Err(e) => {
+                self.buffer.skip(id);
                 inc(&self.metrics.invalid);
                 self.invalid_warning
                     .log(WARN, || format!("discarded an event from the source: {e}"));
@@ -101,6 +106,7 @@ impl Relay {
         };
         let table = current(&self.table);
         let Some(decision) = table.route(&event.topic) else {
+            self.buffer.skip(id);
             inc(&self.metrics.unrouted);
             let topic = event.topic.clone();
             self.unrouted_note.log(DEBUG, || {
@@ -110,6 +116,7 @@ impl Relay {
         };
         if let Some(max) = self.max_packet {
             if let Some((reason, why)) = mqtt_refusal(&decision.sink_topic, event.json.len(), max) {
+                self.buffer.skip(id);
                 match reason {
                     "too_large" => inc(&self.metrics.failed_too_large),
                     _ => inc(&self.metrics.failed_invalid_topic),
@@ -125,6 +132,7 @@ impl Relay {
                 event.topic,
                 decision.sink_topic,
                 Bytes::from(event.json),
+                id,
                 cancel,
             )
             .await;
@@ -162,11 +170,15 @@ mod tests {
         ));
         let relay = Relay::new(table, buffer.clone(), metrics.clone(), Some(200));
         let c = CancellationToken::new();
-        relay.handle(r#"{"topic":"a","data":1}"#, &c).await;
-        relay.handle(r#"{"topic":"zzz"}"#, &c).await;
-        relay.handle("not json", &c).await;
+        relay
+            .handle(r#"{"topic":"a","data":1}"#, Some("1"), &c)
+            .await;
+        relay.handle(r#"{"topic":"zzz"}"#, Some("2"), &c).await;
+        relay.handle("not json", Some("3"), &c).await;
         let big = format!(r#"{{"topic":"bad","data":"{}"}}"#, "x".repeat(300));
-        relay.handle(&big, &c).await;
+        relay.handle(&big, Some("4"), &c).await;
+        // Only the accepted event holds the checkpoint back.
+        assert_eq!(buffer.checkpoint().0, None);
         let taken = buffer.take(10);
         assert_eq!(taken.len(), 1);
         assert_eq!(taken[0].sink_topic, "x/a");
@@ -176,6 +188,8 @@ mod tests {
         assert_eq!(metrics.invalid.load(Ordering::Relaxed), 1);
         assert_eq!(metrics.failed_too_large.load(Ordering::Relaxed), 1);
         assert_eq!(metrics.accepted.load(Ordering::Relaxed), 1);
+        buffer.release(&taken[0]);
+        assert_eq!(buffer.checkpoint().0.as_deref(), Some("4"));
     }
 
     #[test]

@@ -224,7 +224,7 @@ impl Routes {
             .collect();
         if !existing.is_empty() {
             return Err(ApiError::conflict(format!(
-                "a route already exists for sourcetopic {}; use PUT to change it",
+                "a route already exists for sourcetopic {}; use PUT to change it (app event-repeater manage put SOURCETOPIC SINKTOPIC)",
                 quote_list(&existing)
             )));
         }

@@ -4,6 +4,14 @@
 //! source goes away, sending `Last-Event-ID` so that a source which keeps
 //! history can replay what was missed. A lost source is logged once, and its
 //! return once, however many retries lie between.
+//!
+//! The first subscription sends the checkpoint loaded at start (see
+//! [`crate::checkpoint`]); later ones the last id received. A source that
+//! answers a resume with an id that is not newer (it restarted, or its ids
+//! are unrelated) is followed anyway, with one warning. A comment in which
+//! the source says it skipped events (`events A..B are no longer held`, as
+//! event-time writes for a slow or late reader) is counted in
+//! `events_missed_total` and warned about once.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -38,17 +46,54 @@ pub struct Source {
     pub metrics: Arc<Metrics>,
     /// Largest SSE line / event accepted from the source.
     pub max_event: usize,
+    /// The checkpoint to resume after, from the file.
+    pub resume_after: Option<String>,
+}
+
+/// The events a source comment says were skipped: `… events A..B are no
+/// longer held …` → `B - A + 1`.
+pub fn skipped_in_comment(comment: &str) -> Option<u64> {
+    let at = comment.find("events ")?;
+    let rest = &comment[at + "events ".len()..];
+    let (range, tail) = rest.split_once(' ')?;
+    if !tail.starts_with("are no longer held") {
+        return None;
+    }
+    let (a, b) = range.split_once("..")?;
+    let (a, b): (u64, u64) = (a.parse().ok()?, b.parse().ok()?);
+    (b >= a).then(|| b - a + 1)
+}
+
+/// Whether `got` answers a resume after `asked` with an id that is not
+/// newer: both numbers and `got <= asked`, or one a number and the other not.
+fn not_newer(asked: &str, got: &str) -> bool {
+    match (asked.parse::<u64>(), got.parse::<u64>()) {
+        (Ok(a), Ok(g)) => g <= a,
+        (Ok(_), Err(_)) | (Err(_), Ok(_)) => true,
+        (Err(_), Err(_)) => false,
+    }
+}
+
+/// Warnings given at most once per process.
+#[derive(Default)]
+struct Once {
+    resume: bool,
+    missed: bool,
+    gone: bool,
 }
 
 impl Source {
     /// Runs until `cancel` fires.
     pub async fn run(self, cancel: CancellationToken) {
         let mut parser = Parser::new(self.max_event, self.max_event);
+        parser.set_last_id(self.resume_after.clone());
+        let mut once = Once::default();
         let mut backoff = Backoff::network();
         let mut down_since: Option<Instant> = None;
         let mut ever_connected = false;
         loop {
             parser.reset();
+            let asked = parser.last_id().map(str::to_string);
             let response = tokio::select! {
                 r = self.subscribe(parser.last_id()) => r,
                 _ = cancel.cancelled() => return,
@@ -74,7 +119,8 @@ impl Source {
                         None => {}
                     }
                     ever_connected = true;
-                    self.stream(body, &mut parser, &cancel).await
+                    self.stream(body, &mut parser, asked, &mut once, &cancel)
+                        .await
                 }
             };
             self.metrics
@@ -111,6 +157,8 @@ impl Source {
         &self,
         mut body: Incoming,
         parser: &mut Parser,
+        mut asked: Option<String>,
+        once: &mut Once,
         cancel: &CancellationToken,
     ) -> End {
         let mut items = Vec::new();
@@ -131,16 +179,45 @@ impl Source {
             for item in items.drain(..) {
                 match item {
                     Item::Event(ev) => {
-                        self.relay.handle(&ev.data, cancel).await;
+                        if let (Some(a), Some(got)) = (&asked, &ev.id) {
+                            if !once.resume && not_newer(a, got) {
+                                once.resume = true;
+                                warn!(
+                                    "the event source {} answered a resume after event id {a} with event id {got}, which is not newer (did it restart, or change its ids?); relaying from there",
+                                    self.addr
+                                );
+                            }
+                            asked = None;
+                        }
+                        self.relay.handle(&ev.data, ev.id.as_deref(), cancel).await;
                         if cancel.is_cancelled() {
                             return End::Cancelled;
                         }
                     }
-                    Item::Oversized => self
+                    Item::Oversized => self.relay.discarded(
+                        &format!("a line or event over {} bytes", self.max_event),
+                        parser.last_id(),
+                    ),
+                    Item::InvalidUtf8 => self
                         .relay
-                        .discarded(&format!("a line or event over {} bytes", self.max_event)),
-                    Item::InvalidUtf8 => self.relay.discarded("the data is not UTF-8"),
+                        .discarded("the data is not UTF-8", parser.last_id()),
                     Item::Retry(_) => {}
+                    Item::Comment(text) => {
+                        if let Some(n) = skipped_in_comment(&text) {
+                            self.metrics.missed.fetch_add(n, Ordering::Relaxed);
+                            if !once.missed {
+                                once.missed = true;
+                                warn!(
+                                    "the event source {} skipped events for this repeater: {text:?}; see events_missed_total in /metrics",
+                                    self.addr
+                                );
+                            }
+                        } else if text.contains("no longer held") && !once.gone {
+                            // Skipped, but the source cannot say how many.
+                            once.gone = true;
+                            warn!("the event source {} says: {text:?}", self.addr);
+                        }
+                    }
                 }
             }
         }
@@ -210,3 +287,34 @@ impl Source {
 
 trait IoStream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> IoStream for T {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skip_notices_from_event_time_are_counted() {
+        assert_eq!(
+            skipped_in_comment("lagged: events 3..7 are no longer held and were skipped"),
+            Some(5)
+        );
+        assert_eq!(
+            skipped_in_comment(
+                "events 10..10 are no longer held; replaying from the oldest held event"
+            ),
+            Some(1)
+        );
+        assert_eq!(skipped_in_comment("keep-alive"), None);
+        assert_eq!(skipped_in_comment("events 9..3 are no longer held"), None);
+        assert_eq!(skipped_in_comment("events a..b are no longer held"), None);
+    }
+
+    #[test]
+    fn resumes_answered_with_older_or_unrelated_ids() {
+        assert!(not_newer("100", "100"));
+        assert!(not_newer("100", "5"));
+        assert!(!not_newer("100", "101"));
+        assert!(not_newer("100", "abc"));
+        assert!(!not_newer("abc", "abd"));
+    }
+}

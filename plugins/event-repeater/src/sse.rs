@@ -4,7 +4,9 @@
 //! Lines end with CRLF, LF or CR (a CRLF split across two chunks counts once);
 //! `data:` lines accumulate, joined by `\n`; `id:` sets the last event id
 //! (kept for `Last-Event-ID` on reconnect); `event:` and `retry:` are kept;
-//! lines starting with `:` are comments; a blank line dispatches the event.
+//! lines starting with `:` are comments (handed on, as a source may say
+//! something in them: event-time names events it skipped); a blank line
+//! dispatches the event.
 //! Every line and every event is bounded: an overlong one is discarded whole
 //! and reported, so a hostile source cannot make the reader grow without
 //! bound or lose track of where the next event starts.
@@ -30,6 +32,8 @@ pub enum Item {
     InvalidUtf8,
     /// The source asked for this reconnection delay (`retry:`), in ms.
     Retry(u64),
+    /// A comment line, without the leading `:` and one space.
+    Comment(String),
 }
 
 #[derive(Debug)]
@@ -171,7 +175,10 @@ impl Parser {
 
     fn field(&mut self, line: &[u8], out: &mut Vec<Item>) {
         if line[0] == b':' {
-            return; // a comment
+            let text = &line[1..];
+            let text = text.strip_prefix(b" ").unwrap_or(text);
+            out.push(Item::Comment(String::from_utf8_lossy(text).into_owned()));
+            return;
         }
         let (name, value) = match line.iter().position(|&b| b == b':') {
             Some(i) => {
@@ -278,16 +285,27 @@ mod tests {
     fn every_byte_in_its_own_chunk() {
         let text = b"id: 7\r\ndata: {\"x\":1}\r\n: comment\r\ndata: two\r\n\r\n";
         let chunks: Vec<&[u8]> = text.chunks(1).collect();
-        assert_eq!(parse_chunks(&chunks), vec![ev("{\"x\":1}\ntwo", Some("7"))]);
+        assert_eq!(
+            parse_chunks(&chunks),
+            vec![
+                Item::Comment("comment".into()),
+                ev("{\"x\":1}\ntwo", Some("7"))
+            ]
+        );
     }
 
     #[test]
-    fn ids_persist_and_comments_and_unknown_fields_are_ignored() {
+    fn ids_persist_comments_are_reported_and_unknown_fields_are_ignored() {
         let out =
             parse_chunks(&[b":hello\nid: 1\nfoo: bar\ndata: x\n\ndata: y\n\nid\ndata: z\n\n"]);
         assert_eq!(
             out,
-            vec![ev("x", Some("1")), ev("y", Some("1")), ev("z", Some(""))]
+            vec![
+                Item::Comment("hello".into()),
+                ev("x", Some("1")),
+                ev("y", Some("1")),
+                ev("z", Some(""))
+            ]
         );
     }
 

@@ -3,9 +3,14 @@
 //!
 //! Format: `{"version":1,"routes":[{"sourcetopic":…,"sinktopic":…},…]}`; a bare
 //! array of routes is accepted too, for hand-written files.
+//!
+//! The file is private (0600) in a directory created private (0700): routes
+//! say where events go. Only a regular file is read (a FIFO or a device is
+//! refused instead of blocking or reading forever), up to [`MAX_STATE`].
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -26,17 +31,83 @@ enum AnyDocument {
     Bare(Vec<RouteSpec>),
 }
 
+/// The largest state file read: far above any route table in use, small
+/// enough that a wrong path (a log, a device) is refused quickly.
+pub const MAX_STATE: u64 = 64 << 20;
+
+/// Reads `path` if it is a regular file of at most `max` bytes; `Ok(None)`
+/// if it does not exist. Opened non-blocking, so a FIFO cannot hang the
+/// open, and checked on the open file, so nothing can be swapped in between.
+pub fn read_regular(path: &Path, max: u64) -> Result<Option<String>, String> {
+    let mut file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        let t = meta.file_type();
+        let kind = if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_dir() {
+            "a directory"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        return Err(format!(
+            "{} is {kind}, not a regular file; pass a regular file (or a path that does not exist yet)",
+            path.display()
+        ));
+    }
+    if meta.len() > max {
+        return Err(format!(
+            "{} is {} bytes, over the limit of {max}; is it the right file?",
+            path.display(),
+            meta.len()
+        ));
+    }
+    let mut text = String::new();
+    (&mut file)
+        .take(max + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if text.len() as u64 > max {
+        return Err(format!(
+            "{} grew over the limit of {max} bytes while being read",
+            path.display()
+        ));
+    }
+    Ok(Some(text))
+}
+
+/// Creates `dir` (and missing parents) with mode 0700 if it does not exist.
+/// An existing directory is left as it is: it may be the user's.
+pub fn private_dir(dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// Reads the routes from `path`; a missing file means no routes.
 pub fn load(path: &Path) -> Result<Routes, String> {
-    let text = match fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Routes::default()),
-        Err(e) => {
-            return Err(format!(
-                "cannot read the state file {}: {e}",
-                path.display()
-            ))
-        }
+    let text = match read_regular(path, MAX_STATE) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(Routes::default()),
+        Err(e) => return Err(format!("the state file (--state): {e}")),
     };
     if text.trim().is_empty() {
         return Ok(Routes::default());
@@ -79,7 +150,7 @@ pub fn save(path: &Path, routes: &Routes) -> io::Result<()> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
+    private_dir(dir)?;
     let doc = Document {
         version: 1,
         routes: routes.list(),
@@ -92,7 +163,10 @@ pub fn save(path: &Path, routes: &Routes) -> io::Result<()> {
             .write(true)
             .create(true)
             .truncate(true)
+            .mode(0o600)
             .open(&tmp)?;
+        // A temp file left by a crash may have had another mode.
+        f.set_permissions(fs::Permissions::from_mode(0o600))?;
         f.write_all(&text)?;
         f.sync_all()?;
         drop(f);
@@ -151,5 +225,31 @@ mod tests {
             .contains("not a valid routes document"));
         fs::write(&path, r#"[{"sourcetopic":""}]"#).unwrap();
         assert!(load(&path).unwrap_err().contains("invalid route"));
+    }
+
+    #[test]
+    fn the_file_is_private_in_a_private_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new/sub/r.routes.json");
+        save(&path, &Routes::default()).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        assert_eq!(mode(&dir.path().join("new")), 0o700);
+    }
+
+    #[test]
+    fn special_files_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = load(&fifo).unwrap_err();
+        assert!(e.contains("is a FIFO, not a regular file"), "{e}");
+        let e = load(dir.path()).unwrap_err();
+        assert!(e.contains("a directory"), "{e}");
+        let e = load(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("a device"), "{e}");
     }
 }

@@ -25,7 +25,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app_plugin::instance::InstanceFiles;
-use axum::serve::ListenerExt;
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -188,15 +187,20 @@ pub async fn serve(config: Config) -> Result<(), String> {
         std::process::id()
     );
 
-    let unix_server = axum::serve(unix, app.clone());
+    let unix_server = server::serve(
+        || async { unix.accept().await.map(|(s, _)| s) },
+        app.clone(),
+    );
     let tcp_server = async move {
         match tcp {
             Some((l, _)) => {
-                let l = l.tap_io(|stream| {
+                let accept = || async {
+                    let (s, _) = l.accept().await?;
                     // Events are small writes; don't let Nagle hold them back.
-                    let _ = stream.set_nodelay(true);
-                });
-                axum::serve(l, app).await
+                    let _ = s.set_nodelay(true);
+                    Ok(s)
+                };
+                server::serve(accept, app).await
             }
             None => std::future::pending().await,
         }

@@ -1,9 +1,15 @@
 //! One subscriber's Server-Sent Events stream.
 //!
 //! The stream sends, in order: a `: subscribed` comment; the held events the
-//! client missed (after its `Last-Event-ID`); then live events. Events that
-//! arrive together are sent as one chunk (up to [`MAX_CHUNK`] bytes), and a
-//! `: keep-alive` comment goes out after every idle keep-alive period.
+//! client missed (after its `Last-Event-ID`), read from the history one
+//! chunk at a time as the connection takes them; then live events. Events
+//! that arrive together are sent as one chunk (up to [`MAX_CHUNK`] bytes),
+//! and a `: keep-alive` comment goes out after every idle keep-alive period.
+//!
+//! Memory per subscriber is bounded in bytes: the subscriber itself holds
+//! at most one chunk (replay is never copied out of the history whole), the
+//! live channel is one ring shared by all subscribers, and the connection
+//! buffers at most [`crate::server::MAX_CONN_BUFFER`] more.
 //!
 //! Slow subscribers: the live channel never waits. A subscriber that falls
 //! more than [`crate::hub::LIVE_CAPACITY`] events behind is re-subscribed at
@@ -29,7 +35,7 @@ use crate::hub::Hub;
 use crate::topics::Filter;
 
 /// The largest chunk written at once when many events are pending.
-pub const MAX_CHUNK: usize = 64 * 1024;
+pub const MAX_CHUNK: usize = 32 * 1024;
 
 /// The comment sent when the stream has been idle for a keep-alive period.
 pub const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
@@ -39,8 +45,12 @@ struct Subscriber {
     hub: Arc<Hub>,
     filter: Filter,
     live: Receiver<Published>,
-    /// Held events still to send, oldest first.
-    replay: std::vec::IntoIter<Published>,
+    /// Replay position: the held events after it, up to `upto`, are still to send.
+    pos: u64,
+    upto: u64,
+    /// Whether a gap found while replaying is the first one (the
+    /// `Last-Event-ID` was older than the history) or a lag.
+    initial: bool,
     /// A comment to send before anything else.
     notice: Option<Bytes>,
     /// The highest sequence number this subscriber has seen (sent or not
@@ -58,19 +68,26 @@ pub fn stream(
     last_event_id: Option<u64>,
     keep_alive: Duration,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
-    let sub = hub.subscribe(filter, last_event_id);
+    let sub = hub.subscribe(last_event_id);
     let mut notice = BytesMut::from(&b": subscribed\n\n"[..]);
-    if let Some((from, to)) = sub.missed {
-        notice.extend_from_slice(
-            format!(": events {from}..{to} are no longer held; replaying from the oldest held event\n\n")
+    match sub.foreign {
+        Some(0) | None => {}
+        Some(id) if id > sub.head => notice.extend_from_slice(
+            format!(": event id {id} is ahead of this server's last event {}; replaying everything held\n\n", sub.head)
                 .as_bytes(),
-        );
+        ),
+        Some(id) => notice.extend_from_slice(
+            format!(": events after id {id} from an earlier run of this server are no longer held; replaying this run's events from id {}\n\n", sub.from + 1)
+                .as_bytes(),
+        ),
     }
     let state = Subscriber {
         hub,
         filter,
         live: sub.live,
-        replay: sub.replay.into_iter(),
+        pos: sub.from,
+        upto: sub.head,
+        initial: true,
         notice: Some(notice.freeze()),
         seen: sub.head,
         keep_alive,
@@ -90,8 +107,11 @@ impl Subscriber {
             if let Some(notice) = self.notice.take() {
                 return Some(notice);
             }
-            if self.replay.len() > 0 {
-                return Some(self.replay_chunk());
+            if self.pos < self.upto {
+                if let Some(chunk) = self.replay_chunk() {
+                    return Some(chunk);
+                }
+                continue;
             }
             let idle = tokio::time::sleep_until(self.last_write + self.keep_alive);
             tokio::select! {
@@ -109,16 +129,38 @@ impl Subscriber {
         }
     }
 
-    /// Up to [`MAX_CHUNK`] bytes of replayed events.
-    fn replay_chunk(&mut self) -> Bytes {
-        let mut buf = BytesMut::new();
-        while buf.len() < MAX_CHUNK {
-            match self.replay.next() {
-                Some(event) => buf.extend_from_slice(&event.frame),
-                None => break,
+    /// The next chunk of replay (about [`MAX_CHUNK`] bytes), preceded by a
+    /// comment if events were no longer held; `None` if nothing in the part
+    /// looked at was for this subscriber.
+    fn replay_chunk(&mut self) -> Option<Bytes> {
+        let chunk = self.hub.read(self.filter, self.pos, self.upto, MAX_CHUNK);
+        self.pos = chunk.pos;
+        let mut out = BytesMut::new();
+        if let Some((from, to)) = chunk.missed {
+            if self.initial {
+                out.extend_from_slice(
+                    format!(": events {from}..{to} are no longer held; replaying from the oldest held event\n\n")
+                        .as_bytes(),
+                );
+            } else {
+                app_plugin::log!(
+                    app_plugin::log::WARN,
+                    "a subscriber fell behind; events {from}..{to} were no longer held and are skipped for it"
+                );
+                out.extend_from_slice(
+                    format!(
+                        ": lagged: events {from}..{to} are no longer held and were skipped\n\n"
+                    )
+                    .as_bytes(),
+                );
             }
         }
-        buf.freeze()
+        self.initial = false;
+        if out.is_empty() {
+            return (!chunk.frames.is_empty()).then(|| chunk.frames.freeze());
+        }
+        out.extend_from_slice(&chunk.frames);
+        Some(out.freeze())
     }
 
     /// `first` and whatever else is already waiting, as one chunk; `None`
@@ -165,20 +207,13 @@ impl Subscriber {
     }
 
     /// After falling behind the live channel: subscribe again from the last
-    /// event seen and queue the held events after it.
+    /// event seen and replay the held events after it.
     fn catch_up(&mut self) {
-        let sub = self.hub.subscribe(self.filter, Some(self.seen));
+        let sub = self.hub.subscribe(Some(self.seen));
         self.live = sub.live;
-        self.replay = sub.replay.into_iter();
-        if let Some((from, to)) = sub.missed {
-            app_plugin::log!(
-                app_plugin::log::WARN,
-                "a subscriber fell behind; events {from}..{to} were no longer held and are skipped for it"
-            );
-            self.notice = Some(Bytes::from(format!(
-                ": lagged: events {from}..{to} are no longer held and were skipped\n\n"
-            )));
-        }
+        self.pos = sub.from;
+        self.upto = sub.head;
+        self.initial = false;
         self.seen = sub.head;
     }
 }

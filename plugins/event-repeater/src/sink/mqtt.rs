@@ -374,7 +374,7 @@ impl MqttSink {
                     _ => inc(&self.metrics.failed_invalid_topic),
                 }
                 refused.log(WARN, || format!("refused an event: {why}"));
-                self.buffer.release(rec.cost());
+                self.buffer.release(&rec);
                 continue;
             }
             if let Err(rec) = book.hand_over(rec, el) {
@@ -383,7 +383,7 @@ impl MqttSink {
                     "internal: no room for an event after checking; it is dropped (please report)"
                 );
                 inc(&self.metrics.dropped_overflow);
-                self.buffer.release(rec.cost());
+                self.buffer.release(&rec);
                 return;
             }
         }
@@ -423,7 +423,7 @@ impl MqttSink {
                     // QoS 0: done once written.
                     inc(&self.metrics.published);
                     inc(&self.metrics.acked);
-                    self.buffer.release(rec.cost());
+                    self.buffer.release(&rec);
                 }
                 Some((None, true)) => inc(&self.metrics.republished),
                 Some((None, false)) => inc(&self.metrics.published),
@@ -443,7 +443,7 @@ impl MqttSink {
         match rec {
             Some(rec) => {
                 inc(&self.metrics.acked);
-                self.buffer.release(rec.cost());
+                self.buffer.release(&rec);
             }
             None => debug!("acknowledgement for packet id {pkid}, which is not in our book"),
         }
@@ -482,6 +482,7 @@ mod tests {
             source_topic: "s".into(),
             sink_topic: "t".into(),
             payload: Bytes::from(seq.to_string()),
+            id: None,
         }
     }
 

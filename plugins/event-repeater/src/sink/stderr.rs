@@ -51,7 +51,7 @@ pub async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, drain: Drain) -> us
             } else {
                 inc(&metrics.failed_sink);
             }
-            buffer.release(rec.cost());
+            buffer.release(rec);
         }
         if let Some(d) = drain.deadline(&mut deadline) {
             if tokio::time::Instant::now() >= d {
@@ -76,6 +76,7 @@ mod tests {
             source_topic: "timer/sec/1".into(),
             sink_topic: "a\"b".into(),
             payload: Bytes::from_static(br#"{"topic":"timer/sec/1"}"#),
+            id: None,
         };
         let v: serde_json::Value = serde_json::from_slice(&line(&rec)).unwrap();
         assert_eq!(v["source_topic"], "timer/sec/1");

@@ -1,0 +1,408 @@
+//! Named hosts and host groups from `app`'s config file, and turning the
+//! `--host`/`-H` words into [`Target`]s:
+//!
+//! ```json
+//! {"hosts": {"edge1": {"url": "https://edge1.example.org:7070",
+//!                      "token_file": "~/.config/app/edge1.token",
+//!                      "ca_file": "~/.config/app/fleet-ca.pem"}},
+//!  "groups": {"edges": ["edge1", "edge2"]}}
+//! ```
+//!
+//! A named host's `token_file` and `ca_file` apply to it; `--token`
+//! (`APP_TOKEN`) and `--ca-file` apply to the hosts that have none.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::target::{Endpoint, HostWord, Origin, Target};
+
+/// Largest config file read.
+const MAX_CONFIG: u64 = 1 << 20;
+/// Largest token file read.
+const MAX_TOKEN: u64 = 64 * 1024;
+
+/// One entry of `"hosts"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedHost {
+    /// Its API address.
+    pub endpoint: Endpoint,
+    /// Where its bearer token is (first line).
+    pub token_file: Option<PathBuf>,
+    /// The CA certificates its https:// certificate chains to.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// The `hosts` and `groups` of the config file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inventory {
+    /// Where they were read from (for messages).
+    pub path: PathBuf,
+    /// By name.
+    pub hosts: BTreeMap<String, NamedHost>,
+    /// Group name → member words (host names or addresses).
+    pub groups: BTreeMap<String, Vec<String>>,
+}
+
+/// Reads a small regular file as UTF-8 text: refuses anything else (a FIFO
+/// would block, `/dev/zero` would never end) and anything over `max` bytes.
+pub fn read_small(path: &Path, max: u64, what: &str) -> Result<String, Error> {
+    let fail = |why: String| Error::Usage(format!("cannot read {what} {}: {why}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(fail("not a regular file".into()));
+    }
+    if meta.len() > max {
+        return Err(fail(format!(
+            "it is {} bytes, over the limit of {max}",
+            meta.len()
+        )));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(max + 1).read_to_string(&mut text))
+        .map_err(|e| fail(e.to_string()))?;
+    if text.len() as u64 > max {
+        return Err(fail(format!("it grew over the limit of {max} bytes")));
+    }
+    Ok(text)
+}
+
+/// `~/x` is under the home directory; a relative path is relative to the
+/// directory of the config file.
+fn expand(path: &str, base: &Path) -> PathBuf {
+    if let Some(rest) = path.strip_prefix("~/") {
+        if let Some(home) = std::env::var_os("HOME") {
+            return PathBuf::from(home).join(rest);
+        }
+    }
+    let p = PathBuf::from(path);
+    if p.is_absolute() {
+        p
+    } else {
+        base.join(p)
+    }
+}
+
+impl Inventory {
+    /// Reads the config file at `path`; a missing file has no hosts.
+    pub fn load(path: &Path) -> Result<Inventory, Error> {
+        if !path.exists() {
+            return Ok(Inventory {
+                path: path.to_path_buf(),
+                ..Inventory::default()
+            });
+        }
+        let text = read_small(path, MAX_CONFIG, "the config file")?;
+        Inventory::parse(&text, path)
+    }
+
+    /// Reads the `hosts` and `groups` of config text read from `path`.
+    pub fn parse(text: &str, path: &Path) -> Result<Inventory, Error> {
+        let bad =
+            |what: String| Error::Usage(format!("the config file {}: {what}", path.display()));
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            bad(format!(
+                "not valid JSON ({e}); fix it, or use addresses with --host"
+            ))
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let mut inv = Inventory {
+            path: path.to_path_buf(),
+            ..Inventory::default()
+        };
+        let hosts = match value.get("hosts") {
+            None | Some(Value::Null) => serde_json::Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => {
+                return Err(bad(
+                    "\"hosts\" must be an object of name: {\"url\": …}".into()
+                ))
+            }
+        };
+        for (name, entry) in &hosts {
+            check_host_name(name).map_err(|e| bad(format!("hosts: {e}")))?;
+            let field = |key: &str| -> Result<Option<String>, Error> {
+                match entry.get(key) {
+                    None | Some(Value::Null) => Ok(None),
+                    Some(Value::String(s)) => Ok(Some(s.clone())),
+                    Some(_) => Err(bad(format!("hosts.{name}.{key} must be a string"))),
+                }
+            };
+            if !entry.is_object() {
+                return Err(bad(format!(
+                    "hosts.{name} must be an object like {{\"url\": \"https://host:7070\"}}"
+                )));
+            }
+            if let Some(key) = entry.as_object().and_then(|o| {
+                o.keys()
+                    .find(|k| !["url", "token_file", "ca_file"].contains(&k.as_str()))
+            }) {
+                return Err(bad(format!(
+                    "hosts.{name}.{key} is unknown; a host has url, token_file and ca_file"
+                )));
+            }
+            let url = field("url")?.ok_or_else(|| bad(format!("hosts.{name} has no \"url\"")))?;
+            let endpoint =
+                Endpoint::parse(&url).map_err(|e| bad(format!("hosts.{name}.url {e}")))?;
+            inv.hosts.insert(
+                name.clone(),
+                NamedHost {
+                    endpoint,
+                    token_file: field("token_file")?.map(|p| expand(&p, base)),
+                    ca_file: field("ca_file")?.map(|p| expand(&p, base)),
+                },
+            );
+        }
+        match value.get("groups") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                for (group, members) in m {
+                    check_host_name(group).map_err(|e| bad(format!("groups: {e}")))?;
+                    let list = members
+                        .as_array()
+                        .and_then(|a| {
+                            a.iter()
+                                .map(|v| v.as_str().map(String::from))
+                                .collect::<Option<Vec<_>>>()
+                        })
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "groups.{group} must be a list of host names or addresses"
+                            ))
+                        })?;
+                    inv.groups.insert(group.clone(), list);
+                }
+            }
+            Some(_) => return Err(bad("\"groups\" must be an object of name: [host, …]".into())),
+        }
+        Ok(inv)
+    }
+
+    fn unknown(&self, what: &str, name: &str, known: Vec<&String>) -> Error {
+        let known = if known.is_empty() {
+            "none are defined".to_string()
+        } else {
+            format!(
+                "known: {}",
+                known
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        Error::Usage(format!(
+            "no {what} '{name}' in the config file {} ({known})",
+            self.path.display()
+        ))
+    }
+}
+
+fn check_host_name(name: &str) -> Result<(), String> {
+    match HostWord::parse(name) {
+        Ok(HostWord::Name(_)) => Ok(()),
+        _ => Err(format!(
+            "'{name}' is not a usable name (letters, digits, -, _ and . only)"
+        )),
+    }
+}
+
+/// What resolving needs besides the words.
+pub struct Defaults<'a> {
+    /// `--name`.
+    pub name: &'a str,
+    /// `--token` or `APP_TOKEN`.
+    pub token: Option<&'a str>,
+    /// `--ca-file`.
+    pub ca_file: Option<&'a Path>,
+    /// `--timeout`.
+    pub timeout: std::time::Duration,
+    /// The config file, read only when a name or group is used.
+    pub config_file: &'a Path,
+}
+
+/// The targets the words name, in order, each once. The config file is read
+/// only when a word is a name or a group.
+pub fn resolve(words: &[HostWord], d: &Defaults<'_>) -> Result<Vec<Target>, Error> {
+    let needs_config = words.iter().any(|w| !matches!(w, HostWord::Url(_)));
+    let inv = if needs_config {
+        Inventory::load(d.config_file)?
+    } else {
+        Inventory::default()
+    };
+    let mut out: Vec<Target> = Vec::new();
+    let mut push = |t: Target| {
+        if !out
+            .iter()
+            .any(|o| o.endpoint == t.endpoint && o.host_name == t.host_name)
+        {
+            out.push(t);
+        }
+    };
+    for word in words {
+        match word {
+            HostWord::Url(e) => push(given(e.clone(), None, d)),
+            HostWord::Name(n) => push(named(&inv, n, d)?),
+            HostWord::Group(g) => {
+                let members = inv
+                    .groups
+                    .get(g)
+                    .ok_or_else(|| inv.unknown("group", g, inv.groups.keys().collect()))?;
+                if members.is_empty() {
+                    return Err(Error::Usage(format!(
+                        "the group '{g}' in {} is empty",
+                        inv.path.display()
+                    )));
+                }
+                for m in members {
+                    match HostWord::parse(m) {
+                        Ok(HostWord::Url(e)) => push(given(e, None, d)),
+                        Ok(HostWord::Name(n)) => push(named(&inv, &n, d)?),
+                        _ => {
+                            return Err(Error::Usage(format!(
+                                "groups.{g} in {}: '{m}' is not a host name or an address (groups do not nest)",
+                                inv.path.display()
+                            )))
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn given(endpoint: Endpoint, host_name: Option<String>, d: &Defaults<'_>) -> Target {
+    Target {
+        endpoint,
+        origin: Origin::Given,
+        name: d.name.to_string(),
+        host_name,
+        token: d.token.map(String::from),
+        ca_file: d.ca_file.map(Path::to_path_buf),
+        timeout: d.timeout,
+    }
+}
+
+fn named(inv: &Inventory, name: &str, d: &Defaults<'_>) -> Result<Target, Error> {
+    let host = inv
+        .hosts
+        .get(name)
+        .ok_or_else(|| inv.unknown("host", name, inv.hosts.keys().collect()))?;
+    let mut t = given(host.endpoint.clone(), Some(name.to_string()), d);
+    if let Some(file) = &host.token_file {
+        let text = read_small(file, MAX_TOKEN, &format!("the token file of host '{name}'"))?;
+        let token = text.lines().next().unwrap_or_default().trim().to_string();
+        if token.is_empty() {
+            return Err(Error::Usage(format!(
+                "the token file {} of host '{name}' is empty; put the token on its first line",
+                file.display()
+            )));
+        }
+        t.token = Some(token);
+    }
+    if let Some(ca) = &host.ca_file {
+        t.ca_file = Some(ca.clone());
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults<'a>(config: &'a Path) -> Defaults<'a> {
+        Defaults {
+            name: "event-repeater",
+            token: Some("flag"),
+            ca_file: None,
+            timeout: std::time::Duration::from_secs(1),
+            config_file: config,
+        }
+    }
+
+    #[test]
+    fn names_groups_and_addresses_resolve_in_order_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("e1.token"), "secret1\nignored\n").unwrap();
+        let config = dir.path().join("config.json");
+        std::fs::write(
+            &config,
+            r#"{"aliases": {}, "hosts": {
+                 "e1": {"url": "https://e1.example.org:7070", "token_file": "e1.token", "ca_file": "/ca.pem"},
+                 "e2": {"url": "http://127.0.0.1:2"}},
+               "groups": {"edges": ["e1", "e2", "http://127.0.0.1:3"]}}"#,
+        )
+        .unwrap();
+        let words: Vec<HostWord> = ["@edges", "e1", "http://127.0.0.1:4"]
+            .iter()
+            .map(|w| HostWord::parse(w).unwrap())
+            .collect();
+        let t = resolve(&words, &defaults(&config)).unwrap();
+        let labels: Vec<String> = t.iter().map(Target::label).collect();
+        assert_eq!(
+            labels,
+            ["e1", "e2", "http://127.0.0.1:3", "http://127.0.0.1:4"]
+        );
+        assert_eq!(t[0].token.as_deref(), Some("secret1"));
+        assert_eq!(t[0].ca_file.as_deref(), Some(Path::new("/ca.pem")));
+        assert_eq!(t[0].described(), "e1 (https://e1.example.org:7070)");
+        assert_eq!(t[1].token.as_deref(), Some("flag"));
+    }
+
+    #[test]
+    fn unknown_names_list_the_known_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config.json");
+        std::fs::write(
+            &config,
+            r#"{"hosts": {"e1": {"url": "http://127.0.0.1:1"}}}"#,
+        )
+        .unwrap();
+        let err = resolve(&[HostWord::Name("e9".into())], &defaults(&config)).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("no host 'e9'"), "{err}");
+        assert!(err.to_string().contains("known: e1"), "{err}");
+        let err = resolve(&[HostWord::Group("g".into())], &defaults(&config)).unwrap_err();
+        assert!(err.to_string().contains("none are defined"), "{err}");
+    }
+
+    #[test]
+    fn addresses_alone_never_read_the_config() {
+        let words = [HostWord::Url(Endpoint::Http("http://127.0.0.1:1".into()))];
+        let t = resolve(&words, &defaults(Path::new("/dev/zero"))).unwrap();
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn bad_config_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config.json");
+        let word = [HostWord::Name("e1".into())];
+        for (text, want) in [
+            ("{", "not valid JSON"),
+            (r#"{"hosts": []}"#, "must be an object"),
+            (r#"{"hosts": {"e1": {}}}"#, "no \"url\""),
+            (r#"{"hosts": {"e1": {"url": "ftp://x"}}}"#, "hosts.e1.url"),
+            (
+                r#"{"hosts": {"e1": {"url": "http://h:1", "tok": 1}}}"#,
+                "hosts.e1.tok is unknown",
+            ),
+            (
+                r#"{"hosts": {"e1": {"url": "http://h:1", "token_file": "none"}}}"#,
+                "token file of host 'e1'",
+            ),
+        ] {
+            std::fs::write(&config, text).unwrap();
+            let err = resolve(&word, &defaults(&config)).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{text}");
+            assert!(err.to_string().contains(want), "{text}: {err}");
+        }
+        let err = resolve(&word, &defaults(dir.path())).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+}

@@ -1,0 +1,455 @@
+//! `status [--watch]`: one line per repeater, from its `/healthz` and
+//! `/metrics`, sampled twice `--interval` apart so that the rates are over
+//! that interval. `--watch` keeps sampling and redraws the table in place
+//! until Ctrl-C.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::cli::Method;
+use crate::error::Error;
+use crate::exec::{print, Io, Remote};
+use crate::fleet;
+use crate::output::Format;
+use crate::target::Target;
+
+/// What one host said at one moment.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    /// Why it could not be read (then it is down).
+    pub error: Option<String>,
+    /// `/healthz`.
+    pub health: Value,
+    /// The counters and gauges of `/metrics`, by full name with labels.
+    pub metrics: BTreeMap<String, f64>,
+}
+
+impl Sample {
+    fn metric(&self, name: &str) -> Option<f64> {
+        self.metrics
+            .get(&format!("app_event_repeater_{name}"))
+            .copied()
+    }
+
+    /// Sum of every series of a family (every label set).
+    fn family(&self, name: &str) -> Option<f64> {
+        let full = format!("app_event_repeater_{name}");
+        let mut found = None;
+        for (k, v) in &self.metrics {
+            if k == &full || k.starts_with(&format!("{full}{{")) {
+                *found.get_or_insert(0.0) += v;
+            }
+        }
+        found
+    }
+}
+
+/// One line of the table (and one object of `-o json`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Row {
+    /// The host as given (name or address).
+    pub host: String,
+    /// The repeater's `--name`.
+    pub name: Option<String>,
+    /// `up`, `degraded` (source or sink not connected) or `down`.
+    pub state: String,
+    /// Why it is down.
+    pub error: Option<String>,
+    /// The repeater's version.
+    pub version: Option<String>,
+    /// Routes in its table.
+    pub routes: Option<u64>,
+    /// The source's address and whether it is connected.
+    pub source: Option<String>,
+    /// Whether the source stream is open.
+    pub source_connected: Option<bool>,
+    /// The sink (the broker's URL, or stderr).
+    pub sink: Option<String>,
+    /// Whether the sink is connected.
+    pub sink_connected: Option<bool>,
+    /// Events read from the source per second over the interval.
+    pub received_per_sec: Option<f64>,
+    /// Events the sink acknowledged per second over the interval.
+    pub acked_per_sec: Option<f64>,
+    /// Events waiting in the buffer or in flight.
+    pub buffered: Option<u64>,
+    /// Events dropped since the start (overflow, shutdown).
+    pub dropped: Option<u64>,
+    /// Seconds since it started.
+    pub uptime_secs: Option<u64>,
+}
+
+/// Reads `/healthz` and `/metrics` of one repeater.
+pub fn sample(remote: &Remote) -> Sample {
+    let health = remote.request(Method::Get, "/healthz", None).and_then(|r| {
+        serde_json::from_str::<Value>(&r.body).map_err(|e| {
+            Error::Failed(format!(
+                "/healthz is not JSON ({e}); is it an event repeater?"
+            ))
+        })
+    });
+    let health = match health {
+        Ok(h) => h,
+        Err(e) => {
+            return Sample {
+                error: Some(e.to_string()),
+                ..Sample::default()
+            }
+        }
+    };
+    let metrics = match remote.request(Method::Get, "/metrics", None) {
+        Ok(r) => parse_metrics(&r.body),
+        Err(e) => {
+            return Sample {
+                error: Some(e.to_string()),
+                health,
+                ..Sample::default()
+            }
+        }
+    };
+    Sample {
+        error: None,
+        health,
+        metrics,
+    }
+}
+
+/// The Prometheus text format: `name{labels} value` lines.
+pub fn parse_metrics(text: &str) -> BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter_map(|(k, v)| Some((k.trim().to_string(), v.trim().parse().ok()?)))
+        .collect()
+}
+
+/// A row from the sample before (if any) and the sample now, `elapsed` apart.
+pub fn row(host: &str, before: Option<&Sample>, now: &Sample, elapsed: Duration) -> Row {
+    let h = &now.health;
+    let text = |v: &Value| v.as_str().map(String::from);
+    let rate = |name: &str| {
+        let before = before?.metric(name)?;
+        let now = now.metric(name)?;
+        let secs = elapsed.as_secs_f64();
+        // A restart between the samples resets the counters: no rate then.
+        (secs > 0.0 && now >= before).then(|| (now - before) / secs)
+    };
+    let state = match (&now.error, h["status"].as_str()) {
+        (Some(_), _) => "down",
+        (None, Some("ok")) => "up",
+        (None, _) => "degraded",
+    };
+    let buffered = now
+        .metric("events_buffered")
+        .zip(now.metric("events_inflight"))
+        .map(|(b, i)| (b + i) as u64);
+    Row {
+        host: host.to_string(),
+        name: text(&h["name"]),
+        state: state.to_string(),
+        error: now.error.clone(),
+        version: text(&h["version"]),
+        routes: h["routes"].as_u64(),
+        source: text(&h["source"]["url"]),
+        source_connected: h["source"]["connected"].as_bool(),
+        sink: text(&h["sink"]["url"]),
+        sink_connected: h["sink"]["connected"].as_bool(),
+        received_per_sec: rate("events_received_total"),
+        acked_per_sec: rate("events_acked_total"),
+        buffered,
+        dropped: now.family("events_dropped_total").map(|d| d as u64),
+        uptime_secs: h["uptime_secs"].as_u64(),
+    }
+}
+
+/// `3d4h`, `2h05m`, `4m07s`, `12s`.
+pub fn duration(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}d{h}h")
+    } else if h > 0 {
+        format!("{h}h{m:02}m")
+    } else if m > 0 {
+        format!("{m}m{s:02}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
+fn rate(r: Option<f64>) -> String {
+    match r {
+        None => "-".into(),
+        Some(r) if r >= 100.0 || r == 0.0 => format!("{r:.0}"),
+        Some(r) => format!("{r:.1}"),
+    }
+}
+
+fn link(url: &Option<String>, connected: Option<bool>) -> String {
+    match (url, connected) {
+        (Some(u), Some(true)) => format!("ok {u}"),
+        (Some(u), Some(false)) => format!("DOWN {u}"),
+        _ => "-".into(),
+    }
+}
+
+/// The rows as an aligned table, one line each.
+pub fn table(rows: &[Row]) -> String {
+    let header = [
+        "HOST", "NAME", "STATE", "VERSION", "ROUTES", "SOURCE", "SINK", "IN/S", "ACKED/S",
+        "BUFFERED", "DROPPED", "UPTIME",
+    ];
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            if r.state == "down" {
+                let mut cells = vec![r.host.clone(), r.name.clone().unwrap_or("-".into())];
+                cells.push("down".into());
+                cells.push(r.error.clone().unwrap_or_default());
+                return cells;
+            }
+            vec![
+                r.host.clone(),
+                r.name.clone().unwrap_or("-".into()),
+                r.state.clone(),
+                r.version.clone().unwrap_or("-".into()),
+                opt(r.routes),
+                link(&r.source, r.source_connected),
+                link(&r.sink, r.sink_connected),
+                rate(r.received_per_sec),
+                rate(r.acked_per_sec),
+                opt(r.buffered),
+                opt(r.dropped),
+                r.uptime_secs.map_or("-".to_string(), duration),
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &cells {
+        // A down host's reason is free text at the end: it does not widen columns.
+        let n = if row.len() < header.len() {
+            row.len() - 1
+        } else {
+            row.len()
+        };
+        for (i, c) in row.iter().take(n).enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut out = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(c);
+            } else {
+                out.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+        out
+    };
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let mut out = line(&header);
+    for row in &cells {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+/// Set by the SIGINT handler: `--watch` stops at the next check.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Catches Ctrl-C so that `--watch` can leave the screen tidy and exit 0.
+fn catch_sigint() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
+}
+
+/// Sleeps `d`, waking early on Ctrl-C; false when interrupted.
+fn pause(d: Duration) -> bool {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50).min(end - Instant::now()));
+    }
+    !INTERRUPTED.load(Ordering::SeqCst)
+}
+
+fn render(rows: &[Row], format: Format, pretty: bool) -> String {
+    match format {
+        Format::Table => table(rows),
+        Format::Json => {
+            let text = serde_json::to_string(rows).unwrap_or_else(|_| "[]".into());
+            crate::output::reformat(&text, pretty)
+        }
+    }
+}
+
+/// Runs `status`: a table, or a JSON array of rows (with `--watch`, one
+/// array per line per interval).
+pub fn run(
+    targets: &[Target],
+    format: Format,
+    watch: bool,
+    interval: Duration,
+    io: &mut Io<'_>,
+) -> Result<(), Error> {
+    if watch {
+        catch_sigint();
+    }
+    let labels: Vec<String> = targets.iter().map(Target::label).collect();
+    let mut before = fleet_samples(targets);
+    let mut at = Instant::now();
+    let mut first = true;
+    loop {
+        if !pause(interval) {
+            // Ctrl-C: leave the cursor below the table.
+            return print(io, "\n");
+        }
+        let now = fleet_samples(targets);
+        let elapsed = at.elapsed();
+        at = Instant::now();
+        let rows: Vec<Row> = labels
+            .iter()
+            .zip(before.iter().zip(&now))
+            .map(|(l, (b, n))| row(l, Some(b), n, elapsed))
+            .collect();
+        let text = render(&rows, format, io.pretty && !watch);
+        if !watch {
+            print(io, &text)?;
+            return outcome(targets, &rows);
+        }
+        if format == Format::Json {
+            // A stream of arrays, one per interval, one per line.
+            print(io, &text)?;
+        } else {
+            // Home, then each line cleared to its end, then the rest of the
+            // screen: redraws in place without flicker.
+            let mut screen = String::from(if first { "\x1b[H\x1b[2J" } else { "\x1b[H" });
+            for l in text.lines() {
+                screen.push_str(l);
+                screen.push_str("\x1b[K\n");
+            }
+            screen.push_str(&format!(
+                "every {}s, Ctrl-C to stop\x1b[K\n\x1b[J",
+                interval.as_secs_f64()
+            ));
+            print(io, &screen)?;
+        }
+        first = false;
+        before = now;
+    }
+}
+
+fn fleet_samples(targets: &[Target]) -> Vec<Sample> {
+    fleet::each(targets, |r| Ok(sample(r)))
+        .into_iter()
+        .map(|s| {
+            s.unwrap_or_else(|e| Sample {
+                error: Some(e.to_string()),
+                ..Sample::default()
+            })
+        })
+        .collect()
+}
+
+/// A down host makes the exit code non-zero (3 for one host, 4 for several).
+fn outcome(targets: &[Target], rows: &[Row]) -> Result<(), Error> {
+    if rows.iter().all(|r| r.state != "down") {
+        return Ok(());
+    }
+    if let [one] = rows {
+        return Err(Error::Unreachable {
+            target: targets[0].described(),
+            reason: one.error.clone().unwrap_or_default(),
+        });
+    }
+    fleet::outcome(
+        targets,
+        rows.iter()
+            .map(|r| r.error.clone().map(Error::Failed))
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(health: Value, metrics: &str) -> Sample {
+        Sample {
+            error: None,
+            health,
+            metrics: parse_metrics(metrics),
+        }
+    }
+
+    #[test]
+    fn rates_are_over_the_interval() {
+        let health = serde_json::json!({
+            "status": "ok", "name": "r1", "version": "0.3.0", "routes": 2, "uptime_secs": 3725,
+            "source": {"url": "event-time", "connected": true},
+            "sink": {"url": "tcp://127.0.0.1:1883", "connected": true}
+        });
+        let a = sample(health.clone(), "app_event_repeater_events_received_total 100\napp_event_repeater_events_acked_total 90\n");
+        let b = sample(
+            health,
+            "# HELP x\napp_event_repeater_events_received_total 300\napp_event_repeater_events_acked_total 290\n\
+             app_event_repeater_events_buffered 3\napp_event_repeater_events_inflight 7\n\
+             app_event_repeater_events_dropped_total{reason=\"overflow\"} 4\napp_event_repeater_events_dropped_total{reason=\"shutdown\"} 1\n",
+        );
+        let r = row("e1", Some(&a), &b, Duration::from_secs(2));
+        assert_eq!(r.received_per_sec, Some(100.0));
+        assert_eq!(r.acked_per_sec, Some(100.0));
+        assert_eq!(r.buffered, Some(10));
+        assert_eq!(r.dropped, Some(5));
+        assert_eq!(r.state, "up");
+        let t = table(&[r]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[0].starts_with("HOST  NAME  STATE  VERSION  ROUTES  SOURCE"),
+            "{t}"
+        );
+        assert!(lines[1].contains("ok tcp://127.0.0.1:1883"), "{t}");
+        assert!(lines[1].ends_with("1h02m"), "{t}");
+    }
+
+    #[test]
+    fn a_down_host_says_why() {
+        let down = Sample {
+            error: Some("connection refused".into()),
+            ..Sample::default()
+        };
+        let r = row("e2", None, &down, Duration::from_secs(1));
+        assert_eq!(r.state, "down");
+        assert!(table(&[r])
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with("down   connection refused"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration(5), "5s");
+        assert_eq!(duration(65), "1m05s");
+        assert_eq!(duration(7260), "2h01m");
+        assert_eq!(duration(90000), "1d1h");
+    }
+}

@@ -1,0 +1,396 @@
+//! The checkpoint: the id of the newest source event such that it and every
+//! event before it (in arrival order) are done — acknowledged by the sink,
+//! counted as dropped or refused, or not routed.
+//!
+//! [`Ledger`] computes it in memory (the buffer updates it under its lock);
+//! [`CheckpointFile`] keeps it beside the routes file, written atomically
+//! (temp file + rename) at most every [`INTERVAL`] while it moves and once at
+//! a clean shutdown, so a restart after `kill -9` subscribes with
+//! `Last-Event-ID: <checkpoint>` and the source replays what was in flight,
+//! buffered, or sent while the repeater was down.
+//!
+//! Events not yet delivered at shutdown are not done: the checkpoint stays
+//! before them, so the next start asks the source for them again.
+
+use std::collections::VecDeque;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How often the checkpoint is written while it moves.
+pub const INTERVAL: Duration = Duration::from_millis(100);
+
+/// The largest checkpoint file read (an id is one SSE line; this is generous).
+const MAX_FILE: u64 = 64 * 1024;
+
+/// Accepted events not yet done, in acceptance order, and the id of the last
+/// event that arrived.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    /// Acceptance sequence number of `pending[0]`.
+    front: u64,
+    /// For each accepted event from `front` on: the id in force before it
+    /// arrived (the checkpoint while it is the oldest not done), and whether
+    /// it is done.
+    pending: VecDeque<(Option<Arc<str>>, bool)>,
+    /// The id of the newest event that arrived.
+    last: Option<Arc<str>>,
+    /// Bumped whenever the checkpoint may have changed.
+    version: u64,
+}
+
+impl Ledger {
+    /// The checkpoint starts at `id` (the one loaded at start, if any).
+    pub fn new(id: Option<String>) -> Ledger {
+        Ledger {
+            last: id.map(Arc::from),
+            ..Ledger::default()
+        }
+    }
+
+    fn arrive(&mut self, id: Option<&str>) {
+        if let Some(id) = id {
+            if self.last.as_deref() != Some(id) {
+                self.last = Some(Arc::from(id));
+            }
+        }
+        if self.pending.is_empty() {
+            self.version += 1;
+        }
+    }
+
+    /// An event that is done on arrival (unrouted, invalid, refused, or
+    /// dropped because the buffer was full).
+    pub fn skip(&mut self, id: Option<&str>) {
+        self.arrive(id);
+    }
+
+    /// An event accepted under acceptance number `seq` (consecutive).
+    pub fn accept(&mut self, seq: u64, id: Option<&str>) {
+        if self.pending.is_empty() {
+            self.front = seq;
+        }
+        debug_assert_eq!(self.front + self.pending.len() as u64, seq);
+        self.pending.push_back((self.last.clone(), false));
+        self.arrive(id);
+    }
+
+    /// Accepted event `seq` is done.
+    pub fn done(&mut self, seq: u64) {
+        let Some(i) = seq.checked_sub(self.front) else {
+            return;
+        };
+        let Some(entry) = self.pending.get_mut(i as usize) else {
+            return;
+        };
+        entry.1 = true;
+        if i == 0 {
+            while self.pending.front().is_some_and(|e| e.1) {
+                self.pending.pop_front();
+                self.front += 1;
+            }
+            self.version += 1;
+        }
+    }
+
+    /// The current checkpoint and its version.
+    pub fn checkpoint(&self) -> (Option<Arc<str>>, u64) {
+        let id = match self.pending.front() {
+            Some((before, _)) => before.clone(),
+            None => self.last.clone(),
+        };
+        (id, self.version)
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Document {
+    version: u32,
+    /// The source the checkpoint belongs to, as `--source` resolved it.
+    source: String,
+    last_event_id: String,
+}
+
+/// The checkpoint file of one repeater.
+#[derive(Debug, Clone)]
+pub struct CheckpointFile {
+    path: PathBuf,
+    source: String,
+}
+
+/// What was found at start.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Loaded {
+    /// No file (first start, or a source that never sent an id).
+    None,
+    /// The id to resume after.
+    Resume(String),
+    /// A checkpoint for another source: not used.
+    OtherSource(String),
+}
+
+impl CheckpointFile {
+    /// The file beside `state_file`: `NAME.routes.json` → `NAME.checkpoint`,
+    /// any other name gets `.checkpoint` appended.
+    pub fn beside(state_file: &Path, source: String) -> CheckpointFile {
+        let name = state_file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "event-repeater".into());
+        let base = name.strip_suffix(".routes.json").unwrap_or(&name);
+        CheckpointFile {
+            path: state_file.with_file_name(format!("{base}.checkpoint")),
+            source,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the checkpoint; an `Err` is a file that exists and cannot be
+    /// used (not a regular file, too large, not a checkpoint).
+    pub fn load(&self) -> Result<Loaded, String> {
+        let Some(text) = crate::state::read_regular(&self.path, MAX_FILE)? else {
+            return Ok(Loaded::None);
+        };
+        if text.trim().is_empty() {
+            return Ok(Loaded::None);
+        }
+        let doc: Document = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "the checkpoint file {} is not valid ({e}); remove it to start from the source's live events",
+                self.path.display()
+            )
+        })?;
+        if doc.version != 1 {
+            return Err(format!(
+                "the checkpoint file {} has version {}; this repeater reads version 1",
+                self.path.display(),
+                doc.version
+            ));
+        }
+        if doc.source != self.source {
+            return Ok(Loaded::OtherSource(doc.source));
+        }
+        Ok(Loaded::Resume(doc.last_event_id))
+    }
+
+    /// Writes `id` atomically (temp file, rename), mode 0600; `sync` also
+    /// flushes file and directory to disk (at shutdown). Without `sync` the
+    /// rename is still atomic for other processes and survives the
+    /// repeater's own crash; only a power loss can take it back to an
+    /// earlier checkpoint, which means more duplicates, not losses.
+    pub fn save(&self, id: &str, sync: bool) -> io::Result<()> {
+        let doc = Document {
+            version: 1,
+            source: self.source.clone(),
+            last_event_id: id.to_string(),
+        };
+        let mut text = serde_json::to_vec(&doc).map_err(io::Error::other)?;
+        text.push(b'\n');
+        let dir = self
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        crate::state::private_dir(dir)?;
+        let result = (|| {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.set_permissions(fs::Permissions::from_mode(0o600))?;
+            f.write_all(&text)?;
+            if sync {
+                f.sync_all()?;
+            }
+            drop(f);
+            fs::rename(&tmp, &self.path)?;
+            if sync {
+                File::open(dir)?.sync_all()?;
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+}
+
+/// The checkpoint file for `cfg` (none with `--checkpoint off`) and the id
+/// to resume after; an `Err` is a checkpoint file that cannot be used.
+pub fn open(
+    cfg: &crate::config::Config,
+) -> Result<(Option<CheckpointFile>, Option<String>), String> {
+    if !cfg.checkpoint {
+        return Ok((None, None));
+    }
+    let file = CheckpointFile::beside(&cfg.state_file, cfg.source.to_string());
+    let resume = match file.load()? {
+        Loaded::None => None,
+        Loaded::Resume(id) => {
+            app_plugin::info!(
+                "resuming after event id {id} (checkpoint {})",
+                file.path().display()
+            );
+            Some(id)
+        }
+        Loaded::OtherSource(other) => {
+            app_plugin::warn!(
+                "the checkpoint {} is for the source {other}, not {}; starting from the source's live events",
+                file.path().display(),
+                cfg.source
+            );
+            None
+        }
+    };
+    Ok((Some(file), resume))
+}
+
+/// Writes the checkpoint `current()` returns every [`INTERVAL`] while its
+/// version moves, until `stop` fires; then once more, synced to disk. Write
+/// errors are logged once and retried at the next change.
+pub async fn keep<F>(file: CheckpointFile, current: F, stop: tokio_util::sync::CancellationToken)
+where
+    F: Fn() -> (Option<Arc<str>>, u64) + Send + 'static,
+{
+    let mut saved: Option<Arc<str>> = None;
+    let mut seen_version = None;
+    let mut warned = false;
+    let mut ticks = tokio::time::interval(INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let last = tokio::select! {
+            _ = ticks.tick() => false,
+            _ = stop.cancelled() => true,
+        };
+        let (id, version) = current();
+        if !last && seen_version == Some(version) {
+            continue;
+        }
+        seen_version = Some(version);
+        let Some(id) = id else {
+            if last {
+                return;
+            }
+            continue;
+        };
+        if !last && saved.as_deref() == Some(&*id) {
+            continue;
+        }
+        let f = file.clone();
+        let write = id.clone();
+        let result = tokio::task::spawn_blocking(move || f.save(&write, last))
+            .await
+            .unwrap_or_else(|e| Err(io::Error::other(e.to_string())));
+        match result {
+            Ok(()) => saved = Some(id),
+            Err(e) if !warned || last => {
+                warned = true;
+                app_plugin::error!(
+                    "cannot write the checkpoint {}: {e}; a restart may replay more events than necessary, or none if it is never written",
+                    file.path().display()
+                );
+            }
+            Err(_) => {}
+        }
+        if last {
+            return;
+        }
+    }
+}
+
+/// The whole text of `path` (tests only).
+#[cfg(test)]
+fn read_all(path: &Path) -> String {
+    use std::io::Read;
+    let mut s = String::new();
+    File::open(path).unwrap().read_to_string(&mut s).unwrap();
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cp(l: &Ledger) -> Option<String> {
+        l.checkpoint().0.map(|s| s.to_string())
+    }
+
+    #[test]
+    fn the_checkpoint_waits_for_the_oldest_event_not_done() {
+        let mut l = Ledger::new(Some("0".into()));
+        assert_eq!(cp(&l).as_deref(), Some("0"));
+        l.accept(1, Some("1"));
+        l.skip(Some("2")); // unrouted: done at once
+        l.accept(2, Some("3"));
+        l.accept(3, Some("4"));
+        assert_eq!(cp(&l).as_deref(), Some("0"));
+        // 3 acked before 1: nothing moves.
+        l.done(2);
+        assert_eq!(cp(&l).as_deref(), Some("0"));
+        l.done(1);
+        // 1, 2 (skipped) and 3 are done; 4 is not.
+        assert_eq!(cp(&l).as_deref(), Some("3"));
+        l.done(3);
+        assert_eq!(cp(&l).as_deref(), Some("4"));
+        l.skip(Some("5"));
+        assert_eq!(cp(&l).as_deref(), Some("5"));
+        // Unknown or repeated numbers change nothing.
+        l.done(3);
+        l.done(99);
+        assert_eq!(cp(&l).as_deref(), Some("5"));
+    }
+
+    #[test]
+    fn the_version_moves_only_when_the_checkpoint_may_have() {
+        let mut l = Ledger::new(None);
+        let v0 = l.checkpoint().1;
+        l.accept(1, Some("a"));
+        let v1 = l.checkpoint().1;
+        assert_eq!(v1, v0, "accepting does not move the checkpoint");
+        l.skip(Some("b"));
+        assert_eq!(l.checkpoint().1, v1, "behind a pending event");
+        l.done(1);
+        assert!(l.checkpoint().1 > v1);
+        assert_eq!(cp(&l).as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn file_round_trip_is_private_and_source_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("r.routes.json");
+        let f = CheckpointFile::beside(&state, "http://a".into());
+        assert_eq!(f.path(), dir.path().join("r.checkpoint"));
+        assert_eq!(f.load(), Ok(Loaded::None));
+        f.save("42", false).unwrap();
+        f.save("43", true).unwrap();
+        assert_eq!(f.load(), Ok(Loaded::Resume("43".into())));
+        let mode = fs::metadata(f.path()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert!(read_all(f.path()).contains("\"last_event_id\":\"43\""));
+        let other = CheckpointFile::beside(&state, "http://b".into());
+        assert_eq!(other.load(), Ok(Loaded::OtherSource("http://a".into())));
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "a temp file was left behind");
+        fs::write(f.path(), "{").unwrap();
+        assert!(f.load().unwrap_err().contains("remove it"));
+        let custom = CheckpointFile::beside(Path::new("/x/routes"), String::new());
+        assert_eq!(custom.path(), Path::new("/x/routes.checkpoint"));
+    }
+}

@@ -1,0 +1,182 @@
+//! What `plugin install` accepts as a URL, and how one is shown.
+//!
+//! - `http://` and `https://` are downloaded; `file:///path` is the local
+//!   path it names (`%XX` escapes decoded); any other `scheme://` is refused
+//!   with a clear message instead of being read as a relative file name.
+//! - A password in a URL (`http://user:pass@host/…`) is never shown nor
+//!   recorded: [`redact`] replaces it with `***`.
+//! - A redirect is followed only to another http(s) URL ([`follow`]).
+
+/// What a `scheme://…` text is, as far as `plugin install` cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// Not a URL: a path.
+    Path,
+    /// `http://` or `https://`.
+    Http,
+    /// `file://`: the local path it names.
+    File(String),
+    /// A `file://` URL naming another host, or that cannot be decoded.
+    BadFile,
+    /// Any other scheme (its name, lower-cased).
+    Unsupported(String),
+}
+
+/// The mask that replaces a password.
+pub const MASK: &str = "***";
+
+/// The scheme of `text` when it starts like a URL (`scheme://`), lower-cased.
+pub fn scheme(text: &str) -> Option<String> {
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then(|| scheme.to_ascii_lowercase())
+}
+
+/// Classifies what the user typed.
+pub fn kind(text: &str) -> Kind {
+    match scheme(text).as_deref() {
+        None => Kind::Path,
+        Some("http" | "https") => Kind::Http,
+        Some("file") => {
+            let rest = &text["file://".len()..];
+            // file:///path and file://localhost/path name this machine.
+            let path = rest.strip_prefix("localhost").unwrap_or(rest);
+            match (path.starts_with('/'), percent_decode(path)) {
+                (true, Some(decoded)) => Kind::File(decoded),
+                _ => Kind::BadFile,
+            }
+        }
+        Some(other) => Kind::Unsupported(other.to_string()),
+    }
+}
+
+/// `url` with the password of its user info replaced by [`MASK`].
+pub fn redact(url: &str) -> String {
+    let Some((start, end)) = password_span(url) else {
+        return url.to_string();
+    };
+    format!("{}{MASK}{}", &url[..start], &url[end..])
+}
+
+/// Whether `url` carries a password (a recorded one is always [`MASK`]).
+pub fn has_password(url: &str) -> bool {
+    password_span(url).is_some()
+}
+
+/// Byte range of the password in `scheme://user:password@host…`.
+fn password_span(url: &str) -> Option<(usize, usize)> {
+    let authority_start = url.find("://")? + 3;
+    let rest = &url[authority_start..];
+    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_len];
+    let at = authority.rfind('@')?;
+    let colon = authority[..at].find(':')?;
+    Some((authority_start + colon + 1, authority_start + at))
+}
+
+/// Where a redirect from `base` to `location` leads, if it is an http(s)
+/// URL; otherwise the scheme it named.
+pub fn follow(base: &str, location: &str) -> Result<String, String> {
+    if let Some(scheme) = scheme_of_reference(location) {
+        return match scheme.as_str() {
+            "http" | "https" => Ok(location.to_string()),
+            _ => Err(scheme),
+        };
+    }
+    let base_scheme = scheme(base).unwrap_or_else(|| "http".into());
+    let after = base.find("://").map_or(0, |i| i + 3);
+    let path_start = base[after..]
+        .find(['/', '?', '#'])
+        .map_or(base.len(), |i| after + i);
+    Ok(if let Some(rest) = location.strip_prefix("//") {
+        format!("{base_scheme}://{rest}")
+    } else if location.starts_with('/') {
+        format!("{}{location}", &base[..path_start])
+    } else {
+        // Relative to the base's directory (its query and fragment dropped).
+        let path_end = base[path_start..]
+            .find(['?', '#'])
+            .map_or(base.len(), |i| path_start + i);
+        let dir_end = base[path_start..path_end]
+            .rfind('/')
+            .map_or(path_start, |i| path_start + i);
+        format!("{}/{location}", &base[..dir_end])
+    })
+}
+
+/// The scheme of a redirect target (`scheme:` before any `/`, `?` or `#`).
+fn scheme_of_reference(location: &str) -> Option<String> {
+    let colon = location.find(':')?;
+    let scheme = &location[..colon];
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then(|| scheme.to_ascii_lowercase())
+}
+
+/// Decodes `%XX` escapes; `None` when one is malformed or the result is not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds() {
+        assert_eq!(kind("bin/app-x"), Kind::Path);
+        assert_eq!(kind("/a/b:c"), Kind::Path);
+        assert_eq!(kind("HTTPS://h/app-x"), Kind::Http);
+        assert_eq!(
+            kind("file:///tmp/my%20dir/app-x"),
+            Kind::File("/tmp/my dir/app-x".into())
+        );
+        assert_eq!(
+            kind("file://localhost/tmp/app-x"),
+            Kind::File("/tmp/app-x".into())
+        );
+        assert_eq!(kind("file://otherhost/tmp/app-x"), Kind::BadFile);
+        assert_eq!(kind("ftp://h/app-x"), Kind::Unsupported("ftp".into()));
+    }
+
+    #[test]
+    fn passwords_are_redacted_and_nothing_else() {
+        assert_eq!(redact("http://u:p%40ss@h:8/a@b"), "http://u:***@h:8/a@b");
+        assert_eq!(redact("https://user@h/x"), "https://user@h/x");
+        assert_eq!(redact("https://h/x?a=b:c@d"), "https://h/x?a=b:c@d");
+        assert!(has_password("http://u:@h/"));
+        assert!(!has_password("http://u@h/"));
+    }
+
+    #[test]
+    fn redirects_resolve_and_only_to_http() {
+        let base = "http://h:1/dir/app-x?v=1";
+        assert_eq!(follow(base, "https://o/app-y").unwrap(), "https://o/app-y");
+        assert_eq!(
+            follow(base, "/other/app-y").unwrap(),
+            "http://h:1/other/app-y"
+        );
+        assert_eq!(follow(base, "app-y").unwrap(), "http://h:1/dir/app-y");
+        assert_eq!(follow(base, "//o/app-y").unwrap(), "http://o/app-y");
+        assert_eq!(follow(base, "file:///etc/passwd").unwrap_err(), "file");
+        assert_eq!(follow(base, "FTP://o/x").unwrap_err(), "ftp");
+    }
+}
