@@ -40,6 +40,8 @@ pub struct ApiState {
     pub sink: String,
     /// When the repeater started, for uptime and the start time.
     pub started: Started,
+    /// `--max-routes`: a change that would grow the table past it is refused.
+    pub max_routes: usize,
 }
 
 /// The start of the process, on both clocks: the wall clock for the start
@@ -248,6 +250,18 @@ async fn change_now<T>(
 ) -> Result<T, ApiError> {
     let mut routes = st.routes.lock().await;
     let (next, out) = f(&routes)?;
+    // A table already over the limit (from a state file written with a
+    // higher one) may shrink or change, never grow.
+    if next.len() > st.max_routes && next.len() > routes.len() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "the change would make {} routes; the limit is {} (--max-routes); nothing was changed",
+                next.len(),
+                st.max_routes
+            ),
+        ));
+    }
     let path = st.state_file.clone();
     let to_save = next.clone();
     let saved = tokio::task::spawn_blocking(move || crate::state::save(&path, &to_save))
