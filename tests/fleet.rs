@@ -810,3 +810,96 @@ fn idle_connections_cannot_starve_the_api() {
         "closed after {waited:?}"
     );
 }
+
+/// The source topics in the repeater's state file, sorted.
+fn state_file_topics(sb: &Sandbox, name: &str) -> Vec<String> {
+    let path = sb
+        .data_dir()
+        .join("event-repeater")
+        .join(format!("{name}.routes.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let doc: Value = serde_json::from_str(&text).unwrap_or(json!({"routes": []}));
+    let mut topics: Vec<String> = doc["routes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r["sourcetopic"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    topics.sort();
+    topics
+}
+
+#[test]
+fn a_change_completes_even_when_the_client_hangs_up_at_once() {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    let sb = Sandbox::new();
+    let r = repeater(&sb, "hangup").start();
+    let send_and_close = |method: &str, path: &str, body: &str| {
+        let mut s = UnixStream::connect(r.socket()).expect("connect");
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).expect("send");
+        // Gone before any answer.
+        drop(s);
+    };
+    // A change happens whole or not at all: after each hang-up the live
+    // table and the state file agree.
+    let live = || -> Vec<String> { routes_of(&r).into_iter().map(|(s, _)| s).collect() };
+    for i in 0..30 {
+        send_and_close(
+            "POST",
+            "/events",
+            &format!(r#"{{"sourcetopic":"t/{i:02}"}}"#),
+        );
+        if i % 3 == 2 {
+            send_and_close("DELETE", &format!("/events/t/{:02}", i - 1), "");
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        let agreed = wait_for(Duration::from_secs(5), || {
+            let now = live();
+            (state_file_topics(&sb, "hangup") == now).then_some(())
+        });
+        assert!(
+            agreed.is_some(),
+            "after request {i}: live {:?}, file {:?}",
+            live(),
+            state_file_topics(&sb, "hangup")
+        );
+    }
+}
+
+#[test]
+fn api_answers_odd_requests_with_json() {
+    let sb = Sandbox::new();
+    let r = repeater(&sb, "odd").env("APP_TOKEN", "tok").start();
+    // A path that is not UTF-8 once decoded.
+    let (status, body) = r.get("/events/%ff%fe");
+    assert_eq!(status, 400, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"));
+    assert_eq!(v["status"], 400);
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("source topic")),
+        "{v}"
+    );
+    // The bearer scheme is case-insensitive.
+    let url = r.url();
+    let addr = common::http::Addr::from_url(&url);
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let resp = common::http::request(
+            &addr,
+            "GET",
+            "/events",
+            &[("Authorization", &format!("{scheme} tok"))],
+        );
+        assert_eq!(resp.status, 200, "{scheme}: {resp:?}");
+    }
+    let resp = common::http::request(&addr, "GET", "/events", &[("Authorization", "bearer nope")]);
+    assert_eq!(resp.status, 401);
+}
