@@ -903,3 +903,47 @@ fn api_answers_odd_requests_with_json() {
     let resp = common::http::request(&addr, "GET", "/events", &[("Authorization", "bearer nope")]);
     assert_eq!(resp.status, 401);
 }
+
+#[test]
+fn max_routes_and_a_bounded_metrics_page() {
+    let sb = Sandbox::new();
+    let r = repeater(&sb, "cap").args(["--max-routes", "1100"]).start();
+    let many = |n: usize| {
+        let items: Vec<Value> = (0..n)
+            .map(|i| json!({"sourcetopic": format!("t/{i:05}"), "sinktopic": "/x"}))
+            .collect();
+        Value::Array(items).to_string()
+    };
+    let (status, body) = r.send_json("PUT", "/events?replace=true", &many(1050));
+    assert_eq!(status, 200, "{body}");
+    // Past the limit: refused whole, with a JSON error naming the flag.
+    let (status, body) = r.send_json("PUT", "/events?replace=true", &many(1101));
+    assert_eq!(status, 422, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("JSON error");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("--max-routes")),
+        "{v}"
+    );
+    let (status, _) = r.send_json(
+        "POST",
+        "/events",
+        r#"[{"sourcetopic":"a"},{"sourcetopic":"b"}]"#,
+    );
+    assert_eq!(status, 201);
+    let (status, _) = r.send_json("POST", "/events", &many(1101).replace("t/", "u/"));
+    assert_eq!(status, 422);
+    assert_eq!(routes_of(&r).len(), 1052);
+    // /metrics: at most 1000 per-route series, and how many were left out.
+    let m = r.metrics();
+    let series = m
+        .keys()
+        .filter(|k| k.starts_with("app_event_repeater_route_events_total{"))
+        .count();
+    assert_eq!(series, 1000);
+    assert_eq!(
+        m.get("app_event_repeater_route_series_omitted"),
+        Some(&52.0)
+    );
+}

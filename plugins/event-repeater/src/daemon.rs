@@ -114,6 +114,7 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         source: cfg.source.to_string(),
         sink: sink_url.clone(),
         started: api::Started::now(),
+        max_routes: cfg.max_routes,
     });
 
     let api_stop = CancellationToken::new();
