@@ -24,6 +24,7 @@ pub mod cli;
 pub mod complete;
 pub mod config;
 pub mod daemon;
+pub mod error;
 pub mod event;
 pub mod metrics;
 pub mod relay;
@@ -67,13 +68,13 @@ pub fn run(args: Vec<OsString>) -> u8 {
     match words.first().map(String::as_str) {
         Some("__app_metadata") => {
             println!("{}", metadata());
-            return 0;
+            return error::code::OK;
         }
         Some("__complete") => {
             for line in complete::complete(&words[1..]) {
                 println!("{line}");
             }
-            return 0;
+            return error::code::OK;
         }
         _ => {}
     }
@@ -88,42 +89,31 @@ pub fn run(args: Vec<OsString>) -> u8 {
                 "{}; see `app event-repeater run --help`",
                 first_line(&e)
             ));
-            return 2;
+            return error::code::USAGE;
         }
         Err(e) => {
             // --help and --version.
             let _ = e.print();
-            return 0;
+            return error::code::OK;
         }
     };
-    let ctx = match app_plugin::context::Context::load() {
-        Ok(c) => c,
+    let cli::Command::Run(run_args) = cli.command;
+    match start(&run_args) {
+        Ok(()) => error::code::OK,
         Err(e) => {
             app_plugin::log::fatal(format_args!("{e}"));
-            return 2;
-        }
-    };
-    match cli.command {
-        cli::Command::Run(run_args) => {
-            let password = std::env::var("APP_MQTT_PASSWORD").ok();
-            let cfg = match config::Config::new(&run_args, &ctx, password) {
-                Ok(c) => c,
-                Err(e) => {
-                    app_plugin::log::fatal(format_args!(
-                        "{e}; see `app event-repeater run --help`"
-                    ));
-                    return 2;
-                }
-            };
-            match daemon::run(cfg) {
-                Ok(()) => 0,
-                Err(e) => {
-                    app_plugin::log::fatal(format_args!("{e}"));
-                    1
-                }
-            }
+            e.exit_code()
         }
     }
+}
+
+/// `run`: the context, the configuration, then the daemon until a signal.
+fn start(run_args: &cli::RunArgs) -> Result<(), error::Error> {
+    let ctx =
+        app_plugin::context::Context::load().map_err(|e| error::Error::Context(e.to_string()))?;
+    let password = std::env::var("APP_MQTT_PASSWORD").ok();
+    let cfg = config::Config::new(run_args, &ctx, password).map_err(error::Error::Usage)?;
+    daemon::run(cfg)
 }
 
 /// The message of a clap error without clap's `error: ` tag and usage
