@@ -1,36 +1,52 @@
 #!/usr/bin/env bash
-# Installs `app` and every shipped plugin (app-event-time, app-event-repeater,
-# app-event-repeater-manage, app-listener-tracer, …) into one directory, so that
-# `app <plugin>` finds the shipped plugins beside the `app` binary.
+# Installs `app` into PREFIX/bin and the plugins shipped with it
+# (app-event-time, app-event-repeater, app-event-repeater-manage,
+# app-listener-tracer, …) and its helper app_fetch into PREFIX/libexec/app,
+# where `app` finds them (relative to its own location, like git's
+# libexec/git-core). Only that directory is trusted for shipped plugins, not
+# the shared bin directory.
 #
-#   ./install.sh                 # into ~/.cargo/bin (or $CARGO_HOME/bin)
-#   ./install.sh --prefix DIR    # into DIR/bin
+#   ./install.sh                 # PREFIX = $CARGO_HOME (~/.cargo): ~/.cargo/bin/app, ~/.cargo/libexec/app/
+#   ./install.sh --prefix DIR    # DIR/bin/app, DIR/libexec/app/
 #
 # One build of the whole workspace; `cargo install --path .` alone would
 # install only `app`.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-bindir="${CARGO_HOME:-$HOME/.cargo}/bin"
+prefix="${CARGO_HOME:-$HOME/.cargo}"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --prefix) bindir="${2:?--prefix needs a directory}/bin"; shift 2 ;;
-    --prefix=*) bindir="${1#--prefix=}/bin"; shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
+    --prefix=*) prefix="${1#--prefix=}"; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown argument '$1'; see ./install.sh --help" >&2; exit 2 ;;
   esac
 done
+bindir="$prefix/bin"
+libexec="$prefix/libexec/app"
 
 cargo build --release --locked --workspace --bins
-mkdir -p "$bindir"
-# app_fetch downloads for `app plugin install`; it must sit beside app.
-bins=(target/release/app target/release/app_fetch)
+mkdir -p "$bindir" "$libexec"
+# app_fetch downloads for `app plugin install`; app looks for it in libexec.
+shipped=(target/release/app_fetch)
 for f in target/release/app-*; do
   # Only executables, not the .d dependency files cargo leaves beside them.
-  [ -f "$f" ] && [ -x "$f" ] && bins+=("$f")
+  [ -f "$f" ] && [ -x "$f" ] && shipped+=("$f")
 done
-install -m 0755 "${bins[@]}" "$bindir/"
-echo "installed into $bindir: ${bins[*]##*/}"
+install -m 0755 target/release/app "$bindir/"
+install -m 0755 "${shipped[@]}" "$libexec/"
+echo "installed app into $bindir"
+echo "installed into $libexec: ${shipped[*]##*/}"
+# Earlier versions of this script put the shipped files beside app; there
+# they would be found through PATH after the new ones: remove them.
+for f in "${shipped[@]}"; do
+  old="$bindir/${f##*/}"
+  if [ -f "$old" ]; then
+    rm -f "$old"
+    echo "removed the copy an earlier install left at $old"
+  fi
+done
 case ":$PATH:" in
   *":$bindir:"*) ;;
   *) echo "note: $bindir is not on your PATH; add it, e.g. export PATH=\"$bindir:\$PATH\"" ;;

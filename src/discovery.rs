@@ -1,10 +1,16 @@
 //! Where plugins are: the search path, and enumerating what is on it.
 //!
 //! Order, duplicates removed: `APP_PLUGIN_PATH` (colon-separated), the
-//! directory holding the `app` binary (shipped plugins, like git's
-//! exec-path), the user plugin directory, then `PATH`. Empty and relative
-//! entries are skipped: a relative directory would make the meaning of a
-//! command depend on the current directory.
+//! shipped plugin directory ([`shipped_dir`]: `<prefix>/libexec/app` for an
+//! `app` in `<prefix>/bin`, like git's exec-path), the user plugin
+//! directory, then `PATH`. Empty and relative entries are skipped: a
+//! relative directory would make the meaning of a command depend on the
+//! current directory.
+//!
+//! The directory of the `app` binary itself is not searched (unless it is
+//! a cargo build directory, see [`shipped_dir`]): it is often a shared bin
+//! directory (`~/.cargo/bin`, `/usr/local/bin`) where any `app-*` that
+//! anything installed would otherwise be trusted.
 //!
 //! Looking up one name only checks that name in each directory; only
 //! [`SearchPath::enumerate`] reads directories (for `plugin list`, `help`
@@ -25,7 +31,7 @@ pub const COMPLETE_PREFIX: &str = "app_complete-";
 pub enum Origin {
     /// From `APP_PLUGIN_PATH`.
     PluginPath,
-    /// The directory of the `app` binary itself.
+    /// The shipped plugin directory ([`shipped_dir`]).
     AppDir,
     /// The user plugin directory (`APP_DATA_DIR/plugins`).
     UserDir,
@@ -106,12 +112,12 @@ impl SearchPath {
         search
     }
 
-    /// The search path of this process: `APP_PLUGIN_PATH`, the directory of
-    /// `app_exe` (the running `app`), `user_dir`, `PATH`.
+    /// The search path of this process: `APP_PLUGIN_PATH`, the shipped
+    /// plugin directory of `app_exe` (the running `app`), `user_dir`, `PATH`.
     pub fn from_env(app_exe: Option<&Path>, user_dir: &Path) -> SearchPath {
         SearchPath::new(
             std::env::var_os("APP_PLUGIN_PATH").as_deref(),
-            app_exe.and_then(Path::parent),
+            app_exe.and_then(shipped_dir).as_deref(),
             user_dir,
             std::env::var_os("PATH").as_deref(),
         )
@@ -207,6 +213,29 @@ impl SearchPath {
     }
 }
 
+/// Where the plugins shipped with `app` (and its helper `app_fetch`) live,
+/// found from the `app` binary `app_exe` (as git finds `libexec/git-core`):
+/// 1. `<dir of app>/../libexec/app`, when it is a directory: an installed
+///    `app` (`<prefix>/bin/app` with `<prefix>/libexec/app/`, as
+///    `install.sh` lays it out);
+/// 2. else the directory of `app` itself, but only when it is a cargo build
+///    directory (`target/debug`, `target/release`: cargo keeps its
+///    `.cargo-lock` there), where a workspace build puts every binary side
+///    by side; that is how `cargo run` and the tests find the plugins.
+///
+/// Nothing else: a plain bin directory holding `app` is shared with other
+/// programs and is not trusted.
+pub fn shipped_dir(app_exe: &Path) -> Option<PathBuf> {
+    let bin = app_exe.parent()?;
+    let libexec = bin
+        .parent()
+        .map(|prefix| prefix.join("libexec").join("app"));
+    if let Some(dir) = libexec.filter(|d| d.is_dir()) {
+        return Some(dir);
+    }
+    bin.join(".cargo-lock").is_file().then(|| bin.to_path_buf())
+}
+
 /// One file found by [`SearchPath::enumerate`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -238,6 +267,20 @@ fn file_kind(path: &Path) -> Option<FileKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shipped_dir_is_libexec_or_a_cargo_build_dir_never_a_plain_bin_dir() {
+        let root = tempfile::tempdir().unwrap();
+        let bin = root.path().join("bin");
+        fs::create_dir_all(&bin).unwrap();
+        let app = bin.join("app");
+        assert_eq!(shipped_dir(&app), None);
+        fs::write(bin.join(".cargo-lock"), "").unwrap();
+        assert_eq!(shipped_dir(&app), Some(bin.clone()));
+        let libexec = root.path().join("libexec/app");
+        fs::create_dir_all(&libexec).unwrap();
+        assert_eq!(shipped_dir(&app), Some(libexec));
+    }
 
     #[test]
     fn order_is_plugin_path_app_dir_user_dir_path_without_duplicates() {

@@ -67,3 +67,81 @@ fn a_plugin_that_is_a_broken_link_cannot_run_and_is_listed_as_a_problem() {
         "{warnings}"
     );
 }
+
+/// `app` installed as `<prefix>/bin/app`, with `app_fetch` and one shipped
+/// plugin in `<prefix>/libexec/app/`, and a stranger's `app-*` in the same
+/// bin directory (as `cargo install` of anything would put there).
+#[test]
+fn shipped_plugins_are_found_and_trusted_in_libexec_and_the_bin_dir_is_not_trusted() {
+    let sb = Sandbox::new();
+    let prefix = sb.path().join("prefix");
+    let bin = prefix.join("bin");
+    let libexec = prefix.join("libexec/app");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&libexec).unwrap();
+    let app = bin.join("app");
+    std::fs::copy(common::app_bin(), &app).unwrap();
+    std::fs::copy(common::plugin_bin("app_fetch"), libexec.join("app_fetch")).unwrap();
+    let asked = sb.path().join("asked");
+    let plugin = |desc: &str| {
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = __app_metadata ]; then\n  echo {desc} >> {}\n  echo '{{\"apiVersion\":\"app.plugin/v1\",\"description\":\"{desc}\"}}'\n  exit 0\nfi\necho {desc} ran\n",
+            asked.display()
+        )
+    };
+    common::write_executable(&libexec.join("app-shipped"), &plugin("shipped-one"));
+    common::write_executable(&bin.join("app-stranger"), &plugin("stranger"));
+    let list = |path: &str| {
+        sb.command(&app)
+            .args(["plugin", "list"])
+            .env("PATH", path)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // The bin directory off PATH: only the shipped plugin is there.
+    // Columns are padded: compare words.
+    let words = |out: &Output| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let out = list("/usr/bin:/bin");
+    let text = words(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        text.contains(&format!(
+            "shipped {} shipped shipped-one",
+            libexec.join("app-shipped").display()
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("stranger"), "{text}");
+    // On PATH, the stranger is found through PATH and never asked anything.
+    let out = list(&format!("{}:/usr/bin:/bin", bin.display()));
+    let text = words(&out);
+    assert!(
+        text.contains(&format!(
+            "stranger {} PATH",
+            bin.join("app-stranger").display()
+        )),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&asked).unwrap_or_default(),
+        "shipped-one\n",
+        "only the shipped plugin may be asked for metadata"
+    );
+    // The helper is found in libexec too.
+    let src = common::write_executable(&sb.path().join("app-local"), "#!/bin/sh\necho local\n");
+    let out = sb
+        .command(&app)
+        .args(["plugin", "install", src.to_str().unwrap()])
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}

@@ -197,6 +197,18 @@ fn list(session: &Session) -> Result<i32> {
             .map(|p| p.found.path.as_os_str().len())
             .max()
             .unwrap_or(0);
+        // Where each one was found, and whether it is trusted (asked for
+        // metadata and completions): a PATH entry is not, unless the config says so.
+        let place = |p: &crate::inventory::Plugin| match p.found.origin {
+            Origin::Path if session.config.is_trusted(&p.name) => "PATH, trusted",
+            origin => origin.label(),
+        };
+        let place_width = inventory
+            .plugins
+            .iter()
+            .map(|p| place(p).len())
+            .max()
+            .unwrap_or(0);
         for p in &inventory.plugins {
             let path = p.found.path.display().to_string();
             let installed = records
@@ -215,9 +227,10 @@ fn list(session: &Session) -> Result<i32> {
                 })
                 .unwrap_or_default();
             let line = format!(
-                "{:name_width$}  {:path_width$}  {}{installed}",
+                "{:name_width$}  {:path_width$}  {:place_width$}  {}{installed}",
                 inventory.typed_name(p),
                 path,
+                place(p),
                 p.description().unwrap_or("")
             );
             // Descriptions and versions come from plugins, paths from file

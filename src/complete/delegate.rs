@@ -10,9 +10,8 @@
 
 use std::ffi::OsString;
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -83,16 +82,14 @@ pub fn run(
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        // Its own process group, so that on timeout whatever it started dies too.
-        .process_group(0);
+        .stderr(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);
     }
-    // A shell that kills `app` mid-TAB must not leave the delegate behind.
-    crate::exec::die_with_app(&mut cmd, libc::SIGKILL);
-    let mut child = cmd.spawn().ok()?;
-    let mut stdout = child.stdout.take()?;
+    // Its own process group, killed as a whole once it is done, on timeout,
+    // or when a shell kills `app` mid-TAB: nothing it started stays behind.
+    let mut child = crate::exec::OwnChild::spawn(&mut cmd, true).ok()?;
+    let mut stdout = child.child().stdout.take()?;
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut buf = Vec::new();
@@ -101,39 +98,10 @@ pub fn run(
     });
     let deadline = Instant::now() + timeout;
     let output = rx.recv_timeout(timeout).ok();
-    let status = match output {
-        // stdout closed: the delegate is done, or gets the rest of its time.
-        Some(_) => wait_until(&mut child, deadline),
-        None => None,
-    };
-    if status.is_none() {
-        kill_group(&child);
-        let _ = child.wait();
-    }
-    let ok = status.is_some_and(|s| s.success());
+    // stdout closed: the delegate is done, or gets the rest of its time.
+    let exited =
+        output.is_some() && child.exited_within(deadline.saturating_duration_since(Instant::now()));
+    let status = child.finish().ok();
+    let ok = exited && status.is_some_and(|s| s.success());
     String::from_utf8(output?).ok().filter(|_| ok)
-}
-
-fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            _ => return None,
-        }
-    }
-}
-
-/// SIGKILL to the delegate's process group (it leads its own, see `run`).
-fn kill_group(child: &Child) {
-    let Ok(pgid) = libc::pid_t::try_from(child.id()) else {
-        return;
-    };
-    // SAFETY: killpg only sends a signal; the group is the one the child was
-    // started in, which the child (not yet reaped) still holds.
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
-    }
 }

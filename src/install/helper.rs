@@ -17,9 +17,7 @@ use std::ffi::OsString;
 use std::io::Read;
 #[cfg(feature = "fetch")]
 use std::io::Write;
-#[cfg(feature = "fetch")]
-use std::path::Path;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
@@ -106,19 +104,30 @@ pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
     }
 }
 
-/// Where the helper is: beside the running `app` (as `cargo install` puts
-/// it), else on `PATH`.
+/// Where the helper is: in the shipped plugin directory (see
+/// [`crate::discovery::shipped_dir`]), else beside the running `app`, else
+/// on `PATH`.
 fn locate() -> Result<PathBuf> {
-    let beside = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|d| d.join(HELPER)))
-        .filter(|p| p.is_file());
-    beside.or_else(|| which::which(HELPER).ok()).ok_or_else(|| Error::Fetch {
-        message: format!(
-            "{HELPER} (which downloads and unpacks plugins for app) is not installed beside app nor on PATH; reinstall app with its helper (cargo install --path . installs both)"
-        ),
-        code: code::FAILURE,
-    })
+    let exe = std::env::current_exe().ok();
+    let shipped = exe
+        .as_deref()
+        .and_then(crate::discovery::shipped_dir)
+        .map(|d| d.join(HELPER));
+    let beside = exe
+        .as_deref()
+        .and_then(Path::parent)
+        .map(|d| d.join(HELPER));
+    [shipped, beside]
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_file())
+        .or_else(|| which::which(HELPER).ok())
+        .ok_or_else(|| Error::Fetch {
+            message: format!(
+                "{HELPER} (which downloads and unpacks plugins for app) is not installed in app's libexec directory, beside app, nor on PATH; reinstall app with ./install.sh, which installs both"
+            ),
+            code: code::FAILURE,
+        })
 }
 
 #[cfg(feature = "fetch")]

@@ -11,7 +11,7 @@
 
 use std::fs;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -256,5 +256,150 @@ impl Drop for Subscriber {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A real `nats-server` with JetStream (`-js`), its store in a temp dir,
+/// on a free port on 127.0.0.1; optionally one node of a cluster whose
+/// routes are on loopback. Controllable like [`Broker`]; killed on drop.
+/// `None` (after the skip line naming the `nats-server` package) when it is
+/// not installed, a failure under `APP_TEST_REQUIRE_ALL=1`.
+pub struct NatsServer {
+    child: Option<Child>,
+    pub port: u16,
+    dir: tempfile::TempDir,
+    exe: PathBuf,
+    paused: bool,
+}
+
+impl NatsServer {
+    /// One server with JetStream.
+    pub fn start() -> Option<NatsServer> {
+        let exe = require("nats-server", "nats-server")?;
+        Some(NatsServer::with_config(exe, free_port(), |_| String::new()))
+    }
+
+    /// `n` servers with JetStream, clustered over routes on loopback; every
+    /// one is up when this returns (the cluster may still elect its leader).
+    pub fn cluster(n: usize) -> Option<Vec<NatsServer>> {
+        let exe = require("nats-server", "nats-server")?;
+        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
+        let routes: Vec<String> = ports
+            .iter()
+            .map(|(_, r)| format!("nats-route://127.0.0.1:{r}"))
+            .collect();
+        let servers = ports
+            .iter()
+            .map(|&(port, route)| {
+                NatsServer::with_config(exe.clone(), port, |_| {
+                    format!(
+                        "cluster {{\n  name: app-test\n  listen: 127.0.0.1:{route}\n  routes: [{}]\n}}\n",
+                        routes.join(", ")
+                    )
+                })
+            })
+            .collect();
+        Some(servers)
+    }
+
+    fn with_config(exe: PathBuf, port: u16, extra: impl Fn(&Path) -> String) -> NatsServer {
+        let dir = tempfile::Builder::new()
+            .prefix("app-nats-")
+            .tempdir()
+            .expect("temp dir");
+        let conf = format!(
+            "server_name: n{port}\nlisten: 127.0.0.1:{port}\nlog_file: \"{}\"\njetstream {{\n  store_dir: \"{}\"\n}}\n{}",
+            dir.path().join("nats.log").display(),
+            dir.path().join("js").display(),
+            extra(dir.path())
+        );
+        fs::write(dir.path().join("nats.conf"), conf).expect("write nats.conf");
+        let mut s = NatsServer {
+            child: None,
+            port,
+            dir,
+            exe,
+            paused: false,
+        };
+        s.spawn();
+        s
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new(&self.exe)
+            .arg("-c")
+            .arg(self.dir.path().join("nats.conf"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nats-server");
+        self.child = Some(child);
+        let port = self.port;
+        let up = wait_for(Duration::from_secs(15), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+        });
+        assert!(
+            up.is_some(),
+            "nats-server did not listen on {port}: {}",
+            self.log()
+        );
+    }
+
+    /// `nats://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// The server's own log, for assertion messages.
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir.path().join("nats.log")).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: i32) {
+        if let Some(c) = &self.child {
+            // SAFETY: kill with a pid we spawned and a valid signal number.
+            unsafe { libc::kill(c.id() as i32, sig) };
+        }
+    }
+
+    fn reap(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.wait();
+        }
+    }
+
+    /// Hard stop (SIGKILL); the store stays for [`NatsServer::restart`].
+    pub fn kill(&mut self) {
+        self.signal(libc::SIGKILL);
+        self.reap();
+        self.paused = false;
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&mut self) {
+        self.signal(libc::SIGSTOP);
+        self.paused = true;
+    }
+
+    pub fn resume(&mut self) {
+        if self.paused {
+            self.signal(libc::SIGCONT);
+            self.paused = false;
+        }
+    }
+
+    /// Starts again on the same port with the same store (after kill).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "restart() needs kill() first");
+        self.spawn();
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        self.resume();
+        self.signal(libc::SIGKILL);
+        self.reap();
     }
 }

@@ -28,8 +28,41 @@ pub enum Mode {
     Subscribe(SubscribeArgs),
     /// Turn bench/relay.sh's JSON lines into the Markdown table.
     Report(ReportArgs),
+    /// Read a JetStream stream back and count it (per subject, numbered events).
+    NatsRead(NatsReadArgs),
+    /// Publish numbered events straight into JetStream with an in-flight window.
+    NatsPublish(NatsPublishArgs),
     /// Print a free TCP port on 127.0.0.1.
     Port,
+}
+
+#[derive(Debug, Args)]
+pub struct NatsReadArgs {
+    /// NATS server URL.
+    #[arg(long, default_value = "nats://127.0.0.1:4222")]
+    pub server: String,
+    /// The stream to read from its first message to its last.
+    #[arg(long, default_value = "EVENTS")]
+    pub stream: String,
+    /// Count the numbered events 1..=EXPECT (missing, duplicated); 0 = only
+    /// count messages per subject.
+    #[arg(long, default_value_t = 0)]
+    pub expect: u64,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct NatsPublishArgs {
+    /// NATS server URL.
+    #[arg(long, default_value = "nats://127.0.0.1:4222")]
+    pub server: String,
+    /// Unacknowledged publishes at once (the repeater's --inflight).
+    #[arg(long, default_value_t = 1000)]
+    pub inflight: u16,
+    #[command(flatten)]
+    pub gen: GenArgs,
 }
 
 /// What the two generators share.

@@ -4,9 +4,11 @@
 //! - [`payload`]: the benchmark event and reading its number and send time back;
 //! - [`tally`]: missing, duplicated, out-of-order counts and latency percentiles;
 //! - [`publish`], [`sse`], [`subscribe`]: the three traffic modes;
+//! - [`nats`]: reading a JetStream stream back, and the direct JetStream publisher;
 //! - [`report`]: the Markdown table from the benchmark's JSON lines.
 
 pub mod cli;
+pub mod nats;
 pub mod payload;
 pub mod publish;
 pub mod report;
@@ -41,6 +43,8 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
             cli::Mode::Sse(a) => sse::run(a).await,
             cli::Mode::Subscribe(a) => subscribe::run(a).await,
             cli::Mode::Report(a) => report::run(&a.results),
+            cli::Mode::NatsRead(a) => nats::read(a).await,
+            cli::Mode::NatsPublish(a) => nats::publish(a).await,
             cli::Mode::Port => std::net::TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())
                 .map(|a| println!("{}", a.port()))

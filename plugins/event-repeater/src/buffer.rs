@@ -57,6 +57,8 @@ pub struct Record {
     pub sink_topic: String,
     /// The event as one line of JSON.
     pub payload: Bytes,
+    /// The SSE event id in force when it arrived (the NATS sink's dedup key).
+    pub id: Option<Arc<str>>,
 }
 
 impl Record {
@@ -191,6 +193,7 @@ impl Buffer {
                         source_topic,
                         sink_topic,
                         payload,
+                        id: id.map(Arc::from),
                     });
                     drop(inner);
                     inc(&self.metrics.accepted);

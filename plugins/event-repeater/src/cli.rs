@@ -35,6 +35,8 @@ pub enum Command {
 pub enum SinkProtocol {
     /// Publish to an MQTT broker.
     Mqtt,
+    /// Publish to NATS: JetStream at QoS 1 and 2, core NATS at QoS 0.
+    Nats,
     /// Write one JSON line per event to stderr.
     Stderr,
 }
@@ -59,9 +61,11 @@ pub struct RunArgs {
     #[arg(long, default_value = "event-time")]
     pub source: String,
 
-    /// MQTT broker: tcp://HOST:PORT, mqtt://HOST:PORT, mqtts://HOST:PORT (TLS) or HOST:PORT.
-    #[arg(long, default_value = "tcp://localhost:1883")]
-    pub sink: String,
+    /// The broker: for MQTT tcp://, mqtt:// or mqtts:// (TLS) HOST:PORT
+    /// (default tcp://localhost:1883); for NATS nats:// or tls:// HOST:PORT
+    /// (default nats://localhost:4222), repeatable: the cluster's seed servers.
+    #[arg(long, value_name = "URL")]
+    pub sink: Vec<String>,
 
     /// Where events go.
     #[arg(
@@ -138,6 +142,30 @@ pub struct RunArgs {
     /// Unacknowledged publishes allowed on the wire at once (QoS 1 and 2).
     #[arg(long, value_name = "N", default_value = "1000", value_parser = clap::value_parser!(u16).range(1..))]
     pub inflight: u16,
+
+    /// JetStream stream for --sinkprotocol nats; created if missing (see docs/event-repeater.md).
+    #[arg(long, value_name = "NAME", default_value = "EVENTS")]
+    pub nats_stream: String,
+
+    /// Replicas of the stream when the repeater creates it (1, 3 or 5 in a JetStream cluster).
+    #[arg(long, value_name = "N", default_value = "1", value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub nats_replicas: u8,
+
+    /// Source identity in each Nats-Msg-Id (SOURCE_ID:SSE_ID); default: the --source address.
+    #[arg(long, value_name = "ID")]
+    pub source_id: Option<String>,
+
+    /// NATS credentials file (.creds: JWT and NKey seed).
+    #[arg(long, value_name = "FILE")]
+    pub creds: Option<PathBuf>,
+
+    /// NATS authentication token.
+    #[arg(long, env = "APP_NATS_TOKEN", hide_env_values = true)]
+    pub nats_token: Option<String>,
+
+    /// How long a publish may wait for its acknowledgement before it is sent again.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub ack_timeout: std::time::Duration,
 
     /// Bearer token required on the TCP API (needed for a non-loopback --listen).
     #[arg(long, env = "APP_TOKEN", hide_env_values = true)]
@@ -302,7 +330,7 @@ mod tests {
         let Command::Run(a) = cli.command;
         assert_eq!(a.name, "event-repeater");
         assert_eq!(a.source, "event-time");
-        assert_eq!(a.sink, "tcp://localhost:1883");
+        assert!(a.sink.is_empty());
         assert_eq!(a.sinkprotocol, SinkProtocol::Mqtt);
         assert_eq!(a.qos, Qos::AtLeastOnce);
         assert_eq!(a.overflow, OverflowPolicy::Block);

@@ -50,9 +50,41 @@ impl MqttConfig {
     }
 }
 
+/// NATS settings (`--sinkprotocol nats`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NatsConfig {
+    /// Seed servers as `nats://HOST:PORT` or `tls://HOST:PORT`.
+    pub servers: Vec<String>,
+    pub tls: bool,
+    pub ca_file: Option<PathBuf>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub token: Option<String>,
+    pub creds: Option<PathBuf>,
+    pub qos: Qos,
+    pub inflight: u16,
+    pub stream: String,
+    /// How long the repeater's own stream keeps messages.
+    pub stream_max_age: Duration,
+    /// Replicas of the stream if the repeater creates it.
+    pub stream_replicas: usize,
+    /// The first part of every `Nats-Msg-Id`.
+    pub source_id: String,
+    pub ack_timeout: Duration,
+    /// The client name the server shows (monitoring, logs).
+    pub client_name: String,
+}
+
+impl NatsConfig {
+    pub fn url(&self) -> String {
+        self.servers.join(",")
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SinkConfig {
     Mqtt(MqttConfig),
+    Nats(NatsConfig),
     Stderr,
 }
 
@@ -109,18 +141,38 @@ impl Config {
                 args.buffer_bytes, args.max_packet_size
             ));
         }
+        let password = match (&args.password_file, env_password) {
+            (Some(file), _) => Some(read_password(file)?),
+            (None, Some(p)) if !p.is_empty() => Some(p),
+            _ => None,
+        };
+        if password.is_some() && args.username.is_none() {
+            return Err(
+                "a password was given (APP_MQTT_PASSWORD or --password-file) but no --username"
+                    .into(),
+            );
+        }
+        if args.sinkprotocol != SinkProtocol::Nats {
+            for (flag, set) in [
+                ("--creds", args.creds.is_some()),
+                ("--nats-token (APP_NATS_TOKEN)", args.nats_token.is_some()),
+                ("--source-id", args.source_id.is_some()),
+            ] {
+                if set {
+                    return Err(format!("{flag} only applies to --sinkprotocol nats"));
+                }
+            }
+        }
         let sink = match args.sinkprotocol {
             SinkProtocol::Stderr => SinkConfig::Stderr,
+            SinkProtocol::Nats => SinkConfig::Nats(nats_config(args, &name, &source, password)?),
             SinkProtocol::Mqtt => {
-                let (host, port, tls) = parse_sink(&args.sink)?;
-                let password = match (&args.password_file, env_password) {
-                    (Some(file), _) => Some(read_password(file)?),
-                    (None, Some(p)) if !p.is_empty() => Some(p),
-                    _ => None,
+                let sink = match args.sink.as_slice() {
+                    [] => "tcp://localhost:1883",
+                    [one] => one.as_str(),
+                    _ => return Err("--sink is given more than once; several servers are only supported with --sinkprotocol nats".into()),
                 };
-                if password.is_some() && args.username.is_none() {
-                    return Err("a password was given (APP_MQTT_PASSWORD or --password-file) but no --username".into());
-                }
+                let (host, port, tls) = parse_sink(sink)?;
                 if args.ca_file.is_some() && !tls {
                     return Err("--ca-file only applies to an mqtts:// sink".into());
                 }
@@ -175,6 +227,115 @@ impl Config {
 }
 
 /// The SDK's one rule for instance names: the name becomes file names.
+/// The NATS settings; an `Err` is a usage error.
+fn nats_config(
+    args: &RunArgs,
+    name: &str,
+    source: &SourceAddr,
+    password: Option<String>,
+) -> Result<NatsConfig, String> {
+    let given: Vec<&str> = if args.sink.is_empty() {
+        vec!["nats://localhost:4222"]
+    } else {
+        args.sink.iter().map(String::as_str).collect()
+    };
+    let mut servers = Vec::new();
+    let mut tls = false;
+    for text in given {
+        let (url, t) = parse_nats_sink(text)?;
+        tls |= t;
+        servers.push(url);
+    }
+    if args.ca_file.is_some() && !tls {
+        return Err("--ca-file only applies to a tls:// sink".into());
+    }
+    if let Some(path) = &args.creds {
+        check_file(path, "--creds", 64 * 1024)?;
+    }
+    if args.nats_token.as_deref().is_some_and(str::is_empty) {
+        return Err("the NATS token (--nats-token or APP_NATS_TOKEN) must not be empty".into());
+    }
+    let stream = &args.nats_stream;
+    if stream.is_empty()
+        || stream
+            .chars()
+            .any(|c| c.is_whitespace() || ".*>/\\".contains(c))
+    {
+        return Err(format!(
+            "--nats-stream {stream:?} is not a stream name; use letters, digits, '-' or '_'"
+        ));
+    }
+    let source_id = match &args.source_id {
+        Some(id) if id.is_empty() || id.chars().any(char::is_control) => {
+            return Err("--source-id must be non-empty printable text".into())
+        }
+        Some(id) => id.clone(),
+        None => source.to_string(),
+    };
+    Ok(NatsConfig {
+        servers,
+        tls,
+        ca_file: args.ca_file.clone(),
+        username: args.username.clone(),
+        password,
+        token: args.nats_token.clone(),
+        creds: args.creds.clone(),
+        qos: args.qos,
+        inflight: args.inflight,
+        stream: stream.clone(),
+        stream_max_age: Duration::from_secs(24 * 3600),
+        stream_replicas: usize::from(args.nats_replicas),
+        source_id,
+        ack_timeout: args.ack_timeout,
+        client_name: default_client_id(name),
+    })
+}
+
+/// `nats://h:p`, `tls://h:p`, `h:p` or `h` → (`nats://h:p` or `tls://h:p`, tls).
+pub fn parse_nats_sink(text: &str) -> Result<(String, bool), String> {
+    let (rest, tls) = if let Some(r) = text.strip_prefix("tls://") {
+        (r, true)
+    } else if let Some(r) = text.strip_prefix("nats://") {
+        (r, false)
+    } else if text.contains("://") {
+        return Err(format!(
+            "--sink {text:?}: unsupported scheme for NATS; use nats:// or tls://"
+        ));
+    } else {
+        (text, false)
+    };
+    let rest = rest.trim_end_matches('/');
+    let (host, port) = match split_host_port(rest) {
+        Some(hp) => hp,
+        None if !rest.is_empty() && !rest.contains([':', '@', '/']) => (rest.to_string(), 4222),
+        None => return Err(format!("--sink {text:?} is not HOST:PORT")),
+    };
+    if host.contains(['@', '/']) {
+        return Err(format!(
+            "--sink {text:?}: give credentials with --username, --creds or APP_NATS_TOKEN, not in the URL"
+        ));
+    }
+    let scheme = if tls { "tls" } else { "nats" };
+    Ok((format!("{scheme}://{}", join_host_port(&host, port)), tls))
+}
+
+/// A regular file of at most `max` bytes.
+fn check_file(path: &Path, flag: &str, max: u64) -> Result<(), String> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read {flag} {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{flag} {} is not a regular file", path.display()));
+    }
+    if meta.len() > max {
+        return Err(format!(
+            "{flag} {} is {} bytes, over the {max} bytes such a file can be",
+            path.display(),
+            meta.len()
+        ));
+    }
+    Ok(())
+}
+
 fn check_name(name: &str) -> Result<String, String> {
     app_plugin::instance::check_name(name).map_err(|e| e.to_string())?;
     Ok(name.to_string())
@@ -387,6 +548,38 @@ mod tests {
             .unwrap_err()
             .contains("--max-packet-size"));
         assert!(config(&["--ca-file", "x"]).is_err());
+    }
+
+    #[test]
+    fn nats_sinks() {
+        assert_eq!(
+            parse_nats_sink("nats://127.0.0.1:4222"),
+            Ok(("nats://127.0.0.1:4222".into(), false))
+        );
+        assert_eq!(parse_nats_sink("h"), Ok(("nats://h:4222".into(), false)));
+        assert_eq!(parse_nats_sink("tls://h:1"), Ok(("tls://h:1".into(), true)));
+        assert!(parse_nats_sink("mqtt://h").is_err());
+        assert!(parse_nats_sink("nats://u:p@h:1").is_err());
+        let c = config(&[
+            "--sinkprotocol",
+            "nats",
+            "--sink",
+            "nats://a:1",
+            "--sink",
+            "b:2",
+            "--source",
+            "http://127.0.0.1:9",
+        ])
+        .unwrap();
+        let SinkConfig::Nats(n) = c.sink else {
+            panic!()
+        };
+        assert_eq!(n.servers, ["nats://a:1", "nats://b:2"]);
+        assert_eq!(n.stream, "EVENTS");
+        assert_eq!(n.source_id, "http://127.0.0.1:9");
+        assert!(config(&["--sinkprotocol", "nats", "--nats-stream", "a.b"]).is_err());
+        assert!(config(&["--source-id", "x"]).unwrap_err().contains("nats"));
+        assert!(config(&["--sink", "a", "--sink", "b"]).is_err());
     }
 
     #[test]

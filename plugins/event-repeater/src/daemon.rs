@@ -21,7 +21,7 @@ use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::relay::{Relay, SharedTable};
 use crate::routes::Table;
-use crate::sink::{mqtt::MqttSink, Drain};
+use crate::sink::{mqtt::MqttSink, nats::NatsSink, Drain};
 use crate::source::Source;
 
 /// Runs the repeater; `Err` is a start-up failure (exit 1).
@@ -112,6 +112,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
     ))));
     let (sink_url, max_packet) = match &cfg.sink {
         SinkConfig::Mqtt(m) => (m.url(), Some(m.max_packet_size)),
+        SinkConfig::Nats(n) => (n.url(), None),
         SinkConfig::Stderr => ("stderr".to_string(), None),
     };
     let state = Arc::new(ApiState {
@@ -185,6 +186,14 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         SinkConfig::Mqtt(m) => tokio::spawn(
             MqttSink {
                 cfg: m.clone(),
+                buffer: buffer.clone(),
+                metrics: metrics.clone(),
+            }
+            .run(drain),
+        ),
+        SinkConfig::Nats(n) => tokio::spawn(
+            NatsSink {
+                cfg: n.clone(),
                 buffer: buffer.clone(),
                 metrics: metrics.clone(),
             }

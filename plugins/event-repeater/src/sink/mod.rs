@@ -1,8 +1,10 @@
 //! Sinks: the task that takes records from the buffer and delivers them.
-//! Both return, at the end, how many accepted events were not delivered.
+//! Each returns, at the end, how many accepted events were not delivered.
 
 pub mod mqtt;
+pub mod nats;
 pub mod stderr;
+pub mod subject;
 
 use std::time::Duration;
 

@@ -482,6 +482,7 @@ mod tests {
             source_topic: "s".into(),
             sink_topic: "t".into(),
             payload: Bytes::from(seq.to_string()),
+            id: None,
         }
     }
 

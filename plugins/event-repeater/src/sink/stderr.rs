@@ -76,6 +76,7 @@ mod tests {
             source_topic: "timer/sec/1".into(),
             sink_topic: "a\"b".into(),
             payload: Bytes::from_static(br#"{"topic":"timer/sec/1"}"#),
+            id: None,
         };
         let v: serde_json::Value = serde_json::from_slice(&line(&rec)).unwrap();
         assert_eq!(v["source_topic"], "timer/sec/1");

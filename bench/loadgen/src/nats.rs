@@ -1,0 +1,170 @@
+//! NATS modes: `nats-read` reads a JetStream stream back and counts what it
+//! holds (per subject, and the numbered events: missing, duplicated);
+//! `nats-publish` publishes numbered events straight into JetStream with an
+//! in-flight window, the direct path of bench/relay-nats.sh.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use async_nats::jetstream::context::PublishAckFuture;
+use async_nats::jetstream::{self, message::PublishMessage};
+use futures_util::StreamExt;
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::cli::{NatsPublishArgs, NatsReadArgs};
+use crate::payload::{event_json, min_fixed_size, now_ns, read_stamp};
+use crate::publish::announce_until;
+use crate::tally::Tally;
+
+async fn connect(server: &str) -> Result<async_nats::Client, String> {
+    async_nats::ConnectOptions::new()
+        .connection_timeout(Duration::from_secs(5))
+        .connect(server)
+        .await
+        .map_err(|e| format!("cannot connect to {server}: {e}"))
+}
+
+pub async fn read(args: NatsReadArgs) -> Result<(), String> {
+    let client = connect(&args.server).await?;
+    let js = jetstream::new(client);
+    let deadline = Instant::now() + Duration::from_secs_f64(args.timeout.max(0.0));
+    let mut stream = js
+        .get_stream(&args.stream)
+        .await
+        .map_err(|e| format!("stream {}: {e}", args.stream))?;
+    let info = stream
+        .info()
+        .await
+        .map_err(|e| format!("stream {}: {e}", args.stream))?;
+    let (total, first, last) = (
+        info.state.messages,
+        info.state.first_sequence,
+        info.state.last_sequence,
+    );
+    let replicas = info.config.num_replicas;
+    let mut tally = Tally::with_capacity(args.expect.max(1024));
+    let mut subjects: BTreeMap<String, u64> = BTreeMap::new();
+    let mut read = 0u64;
+    // Message by message (a direct read by sequence, 64 at once): no
+    // consumer state, nothing left behind on the server.
+    let stream = &stream;
+    let mut gets = futures_util::stream::iter(first.max(1)..=last)
+        .map(|seq| async move { (seq, stream.get_raw_message(seq).await) })
+        .buffer_unordered(64);
+    while read < total {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let msg = match tokio::time::timeout(left, gets.next()).await {
+            Ok(Some((_, Ok(m)))) => m,
+            // A deleted sequence (none in these tests, but possible).
+            Ok(Some((seq, Err(e)))) => {
+                eprintln!("loadgen nats-read: message {seq}: {e}");
+                continue;
+            }
+            Ok(None) => break,
+            Err(_) => {
+                return Err(format!(
+                    "read {read} of {total} messages within the timeout"
+                ))
+            }
+        };
+        read += 1;
+        *subjects.entry(msg.subject.to_string()).or_default() += 1;
+        // Numbered events only when asked (other payloads may hold any "seq").
+        if args.expect > 0 {
+            match read_stamp(&msg.payload) {
+                Some(s) => tally.record(s.seq, None, msg.payload.len(), now_ns()),
+                None => tally.record_unreadable(),
+            }
+        }
+    }
+    let mut summary = tally.summary(args.expect);
+    summary["mode"] = json!("nats-read");
+    summary["messages"] = json!(read);
+    summary["stream_messages"] = json!(total);
+    summary["replicas"] = json!(replicas);
+    summary["subjects"] = json!(subjects);
+    println!("{summary}");
+    Ok(())
+}
+
+pub async fn publish(args: NatsPublishArgs) -> Result<(), String> {
+    let client = connect(&args.server).await?;
+    let gen = &args.gen;
+    let size = if gen.size == 0 {
+        min_fixed_size(&gen.topic, 10_000_000)
+    } else {
+        gen.size
+    };
+    let window = usize::from(args.inflight.max(1));
+    let js = jetstream::ContextBuilder::new()
+        .timeout(Duration::from_secs(10))
+        .max_ack_inflight(window)
+        .backpressure_on_inflight(true)
+        .build(client);
+    let subject = gen.topic.replace('/', ".");
+    // The same window as the repeater: at most `window` unacknowledged.
+    let mut pending: VecDeque<PublishAckFuture> = VecDeque::with_capacity(window);
+    let mut acked = 0u64;
+    let send = |seq: u64| {
+        let js = js.clone();
+        let subject = subject.clone();
+        let topic = gen.topic.clone();
+        async move {
+            let msg = PublishMessage::build()
+                .payload(event_json(&topic, seq, now_ns(), size).into())
+                .message_id(format!("loadgen:{seq}"));
+            js.send_publish(subject, msg)
+                .await
+                .map_err(|e| format!("publish: {e}"))
+        }
+    };
+    if let Some(file) = &gen.ready_file {
+        announce_until(file, || async {
+            send(0).await?.await.map(|_| ()).map_err(|e| e.to_string())
+        })
+        .await?;
+    }
+    let started = Instant::now();
+    let mut err = None;
+    for i in 0..gen.count {
+        if let Some(ns) = i.saturating_mul(1_000_000_000).checked_div(gen.rate) {
+            let due = started + Duration::from_nanos(ns);
+            if due > Instant::now() {
+                tokio::time::sleep_until(due).await;
+            }
+        }
+        if pending.len() >= window {
+            if let Some(ack) = pending.pop_front() {
+                match ack.await {
+                    Ok(_) => acked += 1,
+                    Err(e) => err = Some(e.to_string()),
+                }
+            }
+        }
+        pending.push_back(send(i + 1).await?);
+    }
+    while let Some(ack) = pending.pop_front() {
+        match ack.await {
+            Ok(_) => acked += 1,
+            Err(e) => err = Some(e.to_string()),
+        }
+    }
+    let span = started.elapsed();
+    println!(
+        "{}",
+        json!({
+            "mode": "nats-publish",
+            "count": gen.count,
+            "inflight": window,
+            "payload_bytes": size,
+            "acked": acked,
+            "span_s": span.as_secs_f64(),
+            "rate": (gen.count as f64 / span.as_secs_f64()).round(),
+        })
+    );
+    match err {
+        Some(e) => Err(format!("not every publish was acknowledged: {e}")),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,292 @@
+//! `--sinkprotocol nats` (issue 14) against real `nats-server -js`
+//! processes started here on free ports: routes and templates reach the
+//! right subjects, a paused and a killed/restarted server lose nothing at
+//! QoS 1, two repeaters on one source store each event once, and a
+//! three-node JetStream cluster loses nothing when a node dies.
+//!
+//! What the stream holds is read back with a JetStream consumer
+//! (`loadgen nats-read`, bench/loadgen), which counts messages per subject
+//! and the numbered events: missing and duplicated numbers.
+
+mod common;
+
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::broker::NatsServer;
+use common::event_time::EventTime;
+use common::process::Proc;
+use common::repeater::Repeater;
+use common::{free_port, plugin_bin, wait_for, Sandbox};
+use serde_json::{json, Value};
+
+fn loadgen() -> PathBuf {
+    plugin_bin("loadgen")
+}
+
+/// `loadgen sse` on 127.0.0.1:`port`: events 1..=`count` on `bench/seq` at
+/// `rate`/s (SSE id = number). With `ready`, event 0 repeats every 10 ms
+/// until that file exists, so every reader starts at event 1.
+fn start_source(port: u16, rate: u64, count: u64, ready: Option<&std::path::Path>) -> Proc {
+    let mut cmd = Command::new(loadgen());
+    cmd.args(["sse", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--rate", &rate.to_string(), "--count", &count.to_string()])
+        .args(["--warmup", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(f) = ready {
+        cmd.arg("--ready-file").arg(f);
+    }
+    let p = Proc::spawn("loadgen sse", &mut cmd);
+    let up = wait_for(Duration::from_secs(10), || {
+        TcpStream::connect(("127.0.0.1", port)).ok()
+    });
+    assert!(up.is_some(), "loadgen sse did not listen on {port}");
+    p
+}
+
+/// Reads the whole stream back: the `loadgen nats-read` summary, or its
+/// error (the stream may not exist yet).
+fn try_read_stream(server: &str, stream: &str, expect: u64) -> Result<Value, String> {
+    let out = Command::new(loadgen())
+        .args(["nats-read", "--server", server, "--stream", stream])
+        .args(["--expect", &expect.to_string(), "--timeout", "60"])
+        .output()
+        .expect("run loadgen nats-read");
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("nats-read printed no JSON: {e}"))
+}
+
+fn read_stream(server: &str, stream: &str, expect: u64) -> Value {
+    try_read_stream(server, stream, expect)
+        .unwrap_or_else(|e| panic!("loadgen nats-read failed: {e}"))
+}
+
+fn metric(rep: &Repeater, name: &str) -> u64 {
+    rep.metrics()
+        .get(&format!("app_event_repeater_{name}"))
+        .copied()
+        .unwrap_or_else(|| panic!("no metric {name}")) as u64
+}
+
+/// Waits until the repeater acknowledged `n` events (panics with its log).
+fn wait_acked(rep: &Repeater, n: u64, within: Duration) {
+    let done = wait_for(within, || {
+        (metric(rep, "events_acked_total") >= n).then_some(())
+    });
+    assert!(
+        done.is_some(),
+        "acked {} of {n} within {within:?}; log:\n{}",
+        metric(rep, "events_acked_total"),
+        rep.log()
+    );
+}
+
+/// Arguments of a repeater from `source` into NATS at QoS 1, every event
+/// under its own topic, blocking (never dropping) when its buffer is full.
+fn nats_args(source: &str, sinks: &[String]) -> Vec<String> {
+    let mut args = vec![
+        "--source".to_string(),
+        source.to_string(),
+        "--sinkprotocol".into(),
+        "nats".into(),
+        "--qos".into(),
+        "1".into(),
+        "--overflow".into(),
+        "block".into(),
+        "--ack-timeout".into(),
+        "2s".into(),
+        "--allowall".into(),
+        "--log".into(),
+        "3".into(),
+    ];
+    for s in sinks {
+        args.extend(["--sink".to_string(), s.clone()]);
+    }
+    args
+}
+
+fn seed_routes(sb: &Sandbox, name: &str, routes: Value) {
+    let dir = sb.data_dir().join("event-repeater");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{name}.routes.json")),
+        json!({"version":1,"routes":routes}).to_string(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn routes_and_templates_reach_their_subjects() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    seed_routes(
+        &sb,
+        "event-repeater",
+        json!([
+            {"sourcetopic":"timer/msec/","sinktopic":"site1/{suffix}"},
+            {"sourcetopic":"test/seq","sinktopic":"/seq//all/"},
+            {"sourcetopic":"timer/sec/1","sinktopic":"bad topic/{topic}"},
+        ]),
+    );
+    let _src = EventTime::start(&sb, &["--rate", "20"]);
+    let rep = Repeater::builder(&sb, "event-repeater")
+        .sinkprotocol("nats")
+        .sink(&server.url())
+        .args(["--qos", "1", "--nats-stream", "ROUTED", "--log", "3"])
+        .start();
+    let want = ["site1.100", "site1.500", "seq.all"];
+    let summary = wait_for(Duration::from_secs(20), || {
+        let v = try_read_stream(&server.url(), "ROUTED", 0).ok()?;
+        want.iter()
+            .all(|s| v["subjects"][s].as_u64().unwrap_or(0) > 0)
+            .then_some(v)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "not every subject in the stream: {:?}\nlog:\n{}",
+            try_read_stream(&server.url(), "ROUTED", 0),
+            rep.log()
+        )
+    });
+    let subjects = summary["subjects"].as_object().unwrap();
+    assert!(
+        subjects.keys().all(|s| want.contains(&s.as_str())),
+        "unexpected subjects: {subjects:?}"
+    );
+    let invalid = wait_for(Duration::from_secs(10), || {
+        let n = metric(&rep, "events_failed_total{reason=\"invalid_topic\"}");
+        (n > 0).then_some(n)
+    });
+    assert!(
+        invalid.is_some(),
+        "timer/sec/1 → 'bad topic/…' was not refused: {}",
+        rep.log()
+    );
+    assert_eq!(metric(&rep, "sink_connected"), 1);
+    assert!(
+        rep.log().contains("created the stream ROUTED"),
+        "{}",
+        rep.log()
+    );
+}
+
+#[test]
+fn paused_then_killed_server_loses_nothing_at_qos1() {
+    let Some(mut server) = NatsServer::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let n = 4000;
+    let port = free_port();
+    let _src = start_source(port, 400, n, None);
+    let rep = Repeater::builder(&sb, "event-repeater")
+        .args(nats_args(
+            &format!("http://127.0.0.1:{port}"),
+            &[server.url()],
+        ))
+        .start();
+    wait_acked(&rep, 300, Duration::from_secs(20));
+    server.pause();
+    std::thread::sleep(Duration::from_secs(4));
+    server.resume();
+    wait_acked(
+        &rep,
+        metric(&rep, "events_acked_total") + 300,
+        Duration::from_secs(30),
+    );
+    server.kill();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(metric(&rep, "sink_connected"), 0, "{}", rep.log());
+    server.restart();
+    wait_acked(&rep, n, Duration::from_secs(60));
+    let v = read_stream(&server.url(), "EVENTS", n);
+    assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", rep.log());
+    assert_eq!(v["distinct"], n, "{v}");
+    // Republished events carried their Nats-Msg-Id: stored once.
+    assert_eq!(v["duplicates"], 0, "{v}");
+    assert_eq!(metric(&rep, "events_dropped_total{reason=\"overflow\"}"), 0);
+    assert!(metric(&rep, "sink_disconnects_total") >= 1, "{}", rep.log());
+    assert!(
+        metric(&rep, "events_republished_total") >= 1,
+        "{}",
+        rep.log()
+    );
+}
+
+#[test]
+fn two_repeaters_on_one_source_store_each_event_once() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let n = 3000;
+    let port = free_port();
+    let ready = sb.path().join("go");
+    let _src = start_source(port, 300, n, Some(&ready));
+    let source = format!("http://127.0.0.1:{port}");
+    let mut a = Repeater::builder(&sb, "a")
+        .args(nats_args(&source, &[server.url()]))
+        .start();
+    let b = Repeater::builder(&sb, "b")
+        .args(nats_args(&source, &[server.url()]))
+        .start();
+    for r in [&a, &b] {
+        let up = wait_for(Duration::from_secs(20), || {
+            (metric(r, "sink_connected") == 1 && metric(r, "source_connected") == 1).then_some(())
+        });
+        assert!(up.is_some(), "not connected: {}", r.log());
+    }
+    std::fs::write(&ready, "go").unwrap();
+    // Half-way: A dies and never comes back.
+    let half = wait_for(Duration::from_secs(30), || {
+        (metric(&a, "events_acked_total") >= n / 2).then_some(())
+    });
+    assert!(half.is_some(), "{}", a.log());
+    a.kill9();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let v = loop {
+        let v = read_stream(&server.url(), "EVENTS", n);
+        if v["missing"] == 0 || Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(v["missing"], 0, "{v}\nB's log:\n{}", b.log());
+    assert_eq!(v["duplicates"], 0, "{v}");
+    assert_eq!(v["distinct"], n, "{v}");
+    // Event 0 (the announcement) repeats under one id: stored once too.
+    assert!(v["warmup"].as_u64().unwrap() <= 1, "{v}");
+    assert!(b.log().contains("connected to NATS"), "{}", b.log());
+}
+
+#[test]
+fn a_three_node_cluster_loses_nothing_when_a_node_dies() {
+    let Some(mut nodes) = NatsServer::cluster(3) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let n = 3000;
+    let port = free_port();
+    let _src = start_source(port, 300, n, None);
+    let seeds: Vec<String> = nodes.iter().map(NatsServer::url).collect();
+    let rep = Repeater::builder(&sb, "event-repeater")
+        .args(nats_args(&format!("http://127.0.0.1:{port}"), &seeds))
+        .args(["--nats-replicas", "3"])
+        .start();
+    // The cluster elects its leaders first; the repeater retries meanwhile.
+    wait_acked(&rep, 500, Duration::from_secs(60));
+    nodes[0].kill();
+    wait_acked(&rep, n, Duration::from_secs(90));
+    let v = read_stream(&nodes[1].url(), "EVENTS", n);
+    assert_eq!(v["replicas"], 3, "{v}");
+    assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", rep.log());
+    assert_eq!(v["distinct"], n, "{v}");
+    assert_eq!(metric(&rep, "events_dropped_total{reason=\"overflow\"}"), 0);
+}
