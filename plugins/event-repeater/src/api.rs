@@ -373,7 +373,7 @@ async fn healthz(State(st): St) -> Response {
             "started_unix": st.started.unix_secs(),
             "uptime_secs": st.started.mono.elapsed().as_secs(),
             "source": { "url": st.source, "connected": source },
-            "sink": { "url": st.sink, "connected": sink },
+            "sink": { "url": st.sink, "connected": sink, "broker": st.metrics.broker() },
             "routes": routes,
             "allowall": st.allowall,
             "buffered": b.queued,

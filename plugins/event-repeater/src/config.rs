@@ -41,12 +41,45 @@ pub struct MqttConfig {
     pub retain: bool,
     pub inflight: u16,
     pub max_packet_size: usize,
+    /// Brokers to fail over to, in order, after `host:port` (`--sink` repeated).
+    pub failover: Vec<Endpoint>,
+    /// How long a broker may leave a publish or a ping unanswered before the
+    /// repeater moves to the next one (with `failover` only).
+    pub ack_timeout: Duration,
 }
 
-impl MqttConfig {
+/// One MQTT broker address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub host: String,
+    pub port: u16,
+    pub tls: bool,
+}
+
+impl Endpoint {
     pub fn url(&self) -> String {
         let scheme = if self.tls { "mqtts" } else { "mqtt" };
         format!("{scheme}://{}", join_host_port(&self.host, self.port))
+    }
+}
+
+impl MqttConfig {
+    /// Every broker, the preferred one first.
+    pub fn endpoints(&self) -> Vec<Endpoint> {
+        let first = Endpoint {
+            host: self.host.clone(),
+            port: self.port,
+            tls: self.tls,
+        };
+        std::iter::once(first)
+            .chain(self.failover.iter().cloned())
+            .collect()
+    }
+
+    /// The broker (or, with failover, every broker) as a URL.
+    pub fn url(&self) -> String {
+        let urls: Vec<String> = self.endpoints().iter().map(Endpoint::url).collect();
+        urls.join(",")
     }
 }
 
@@ -97,6 +130,10 @@ pub struct Config {
     /// `--listen` as typed (HOST:PORT).
     pub listen: Option<String>,
     pub token: Option<String>,
+    /// `--tls-cert` and `--tls-key`: the TCP API is HTTPS.
+    pub api_tls: Option<(PathBuf, PathBuf)>,
+    /// `--max-connections`, per API listener.
+    pub max_connections: usize,
     pub log: u8,
     pub state_file: PathBuf,
     /// `APP_RUNTIME_DIR/plugins`.
@@ -134,6 +171,15 @@ impl Config {
                     "--listen {listen} is not a loopback address; set --token or APP_TOKEN so that the API is not open to the network"
                 ));
             }
+            if !is_loopback(&host) && args.tls_cert.is_none() && !args.plain_http {
+                return Err(format!(
+                    "--listen {listen} is not a loopback address; serve HTTPS with --tls-cert and --tls-key, or accept the token crossing the network in clear text with --plain-http"
+                ));
+            }
+        } else if args.tls_cert.is_some() {
+            return Err(
+                "--tls-cert and --tls-key are for the TCP API: add --listen HOST:PORT".into(),
+            );
         }
         if args.buffer_bytes < args.max_packet_size {
             return Err(format!(
@@ -167,12 +213,21 @@ impl Config {
             SinkProtocol::Stderr => SinkConfig::Stderr,
             SinkProtocol::Nats => SinkConfig::Nats(nats_config(args, &name, &source, password)?),
             SinkProtocol::Mqtt => {
-                let sink = match args.sink.as_slice() {
-                    [] => "tcp://localhost:1883",
-                    [one] => one.as_str(),
-                    _ => return Err("--sink is given more than once; several servers are only supported with --sinkprotocol nats".into()),
+                let (first, more) = match args.sink.split_first() {
+                    None => ("tcp://localhost:1883", &[][..]),
+                    Some((first, more)) => (first.as_str(), more),
                 };
-                let (host, port, tls) = parse_sink(sink)?;
+                let (host, port, tls) = parse_sink(first)?;
+                let mut failover = Vec::new();
+                for text in more {
+                    let (host, port, t) = parse_sink(text)?;
+                    if t != tls {
+                        return Err(format!(
+                            "--sink {text:?}: every MQTT broker must use TLS (mqtts://) or none"
+                        ));
+                    }
+                    failover.push(Endpoint { host, port, tls });
+                }
                 if args.ca_file.is_some() && !tls {
                     return Err("--ca-file only applies to an mqtts:// sink".into());
                 }
@@ -194,6 +249,8 @@ impl Config {
                     retain: args.retain,
                     inflight: args.inflight,
                     max_packet_size: args.max_packet_size,
+                    failover,
+                    ack_timeout: args.ack_timeout,
                 })
             }
         };
@@ -208,6 +265,8 @@ impl Config {
             allowall: args.allowall,
             listen: args.listen.clone(),
             token,
+            api_tls: args.tls_cert.clone().zip(args.tls_key.clone()),
+            max_connections: args.max_connections as usize,
             log: args.log.unwrap_or(ctx.log),
             state_file,
             runtime_dir: dirs.plugin_runtime_dir(),
@@ -423,11 +482,19 @@ pub fn join_host_port(host: &str, port: u16) -> String {
 }
 
 pub fn is_loopback(host: &str) -> bool {
-    host == "localhost"
-        || host
-            .parse::<IpAddr>()
-            .map(|ip| ip.is_loopback())
-            .unwrap_or(false)
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return ip.is_loopback();
+    }
+    // Short IPv4 forms the resolver accepts (`127.1`): 127 first.
+    let parts: Vec<&str> = host.split('.').collect();
+    parts.len() <= 4
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && parts[0] == "127"
 }
 
 fn read_password(path: &Path) -> Result<String, String> {
@@ -540,7 +607,24 @@ mod tests {
         assert!(config(&["--listen", "0.0.0.0:1"])
             .unwrap_err()
             .contains("--token"));
-        assert!(config(&["--listen", "0.0.0.0:1", "--token", "t"]).is_ok());
+        assert!(config(&["--listen", "0.0.0.0:1", "--token", "t"])
+            .unwrap_err()
+            .contains("--plain-http"));
+        assert!(config(&["--listen", "0.0.0.0:1", "--token", "t", "--plain-http"]).is_ok());
+        assert!(config(&[
+            "--listen",
+            "0.0.0.0:1",
+            "--token",
+            "t",
+            "--tls-cert",
+            "c",
+            "--tls-key",
+            "k"
+        ])
+        .is_ok());
+        assert!(config(&["--tls-cert", "c", "--tls-key", "k"])
+            .unwrap_err()
+            .contains("--listen"));
         assert!(config(&["--listen", "127.0.0.1:0"]).is_ok());
         assert!(config(&["--listen", "nope"]).is_err());
         assert!(config(&["--name", "a/b"]).is_err());
@@ -579,12 +663,19 @@ mod tests {
         assert_eq!(n.source_id, "http://127.0.0.1:9");
         assert!(config(&["--sinkprotocol", "nats", "--nats-stream", "a.b"]).is_err());
         assert!(config(&["--source-id", "x"]).unwrap_err().contains("nats"));
-        assert!(config(&["--sink", "a", "--sink", "b"]).is_err());
+        let c = config(&["--sink", "a", "--sink", "tcp://b:2"]).unwrap();
+        let SinkConfig::Mqtt(m) = c.sink else {
+            panic!()
+        };
+        assert_eq!(m.url(), "mqtt://a:1883,mqtt://b:2");
+        assert!(config(&["--sink", "a", "--sink", "mqtts://b"]).is_err());
     }
 
     #[test]
     fn loopback() {
         assert!(is_loopback("127.0.0.1") && is_loopback("::1") && is_loopback("localhost"));
         assert!(!is_loopback("0.0.0.0") && !is_loopback("example.org"));
+        assert!(is_loopback("127.1") && is_loopback("127.0.0.9"));
+        assert!(!is_loopback("128.1") && !is_loopback("127.") && !is_loopback("1.127"));
     }
 }

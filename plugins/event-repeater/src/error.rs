@@ -31,6 +31,8 @@ pub enum Error {
     /// Another instance runs under this name, or the runtime files (socket,
     /// pid, listen) cannot be written.
     Instance(String),
+    /// The API's TLS certificate or key cannot be used.
+    Tls(String),
     /// An API listener cannot be opened.
     Listen { what: String, source: io::Error },
     /// The async runtime or a signal handler cannot be set up.
@@ -53,9 +55,11 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Usage(m) => write!(f, "{m}; see `app event-repeater run --help`"),
-            Error::Context(m) | Error::State(m) | Error::Checkpoint(m) | Error::Instance(m) => {
-                f.write_str(m)
-            }
+            Error::Context(m)
+            | Error::State(m)
+            | Error::Checkpoint(m)
+            | Error::Instance(m)
+            | Error::Tls(m) => f.write_str(m),
             Error::Listen { what, source } => write!(f, "cannot listen on {what}: {source}"),
             Error::Runtime { what, source } => write!(f, "cannot {what}: {source}"),
         }

@@ -29,6 +29,7 @@ pub mod event;
 pub mod metrics;
 pub mod relay;
 pub mod routes;
+pub mod serve;
 pub mod signals;
 pub mod sink;
 pub mod source;

@@ -34,10 +34,28 @@ pub struct Metrics {
     pub dropped_shutdown: AtomicU64,
     pub source_connected: AtomicBool,
     pub sink_connected: AtomicBool,
+    /// The broker in use (MQTT with several `--sink`s: which one).
+    pub sink_broker: std::sync::RwLock<String>,
     pub source_disconnects: AtomicU64,
     pub sink_disconnects: AtomicU64,
     /// Events the source said it skipped for us (never received).
     pub missed: AtomicU64,
+}
+
+impl Metrics {
+    /// The broker in use ("" when not known).
+    pub fn broker(&self) -> String {
+        self.sink_broker
+            .read()
+            .map(|b| b.clone())
+            .unwrap_or_default()
+    }
+
+    pub fn set_broker(&self, url: &str) {
+        if let Ok(mut b) = self.sink_broker.write() {
+            url.clone_into(&mut b);
+        }
+    }
 }
 
 pub fn inc(c: &AtomicU64) {
@@ -203,6 +221,16 @@ impl Metrics {
             "1 while the sink is connected (always 1 for stderr).",
             u64::from(self.sink_connected.load(Ordering::Relaxed)),
         );
+        let broker = self.broker();
+        if !broker.is_empty() {
+            family(
+                &mut o,
+                "sink_broker",
+                "gauge",
+                "The broker in use, as a label (MQTT; changes on failover).",
+            );
+            let _ = writeln!(o, "{P}_sink_broker{{broker=\"{}\"}} 1", label(&broker));
+        }
         simple(
             &mut o,
             "source_disconnects_total",

@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 use crate::buffer::Buffer;
 use crate::event::Event;
 use crate::metrics::{inc, Metrics};
-use crate::routes::{Table, MAX_TOPIC_LEN};
+use crate::routes::Table;
+use crate::sink::mqtt::mqtt_refusal;
 use app_plugin::log::{RateLimited, DEBUG, WARN};
 
 /// The routing table shared by the API (writer) and the router (reader).
@@ -34,29 +35,6 @@ pub struct Relay {
     invalid_warning: RateLimited,
     refused_warning: RateLimited,
     unrouted_note: RateLimited,
-}
-
-/// Why an MQTT sink could not take an event under `topic`.
-pub fn mqtt_refusal(
-    topic: &str,
-    payload_len: usize,
-    max_packet: usize,
-) -> Option<(&'static str, String)> {
-    if topic.is_empty() || topic.len() > MAX_TOPIC_LEN || topic.contains(['+', '#', '\0']) {
-        return Some((
-            "invalid_topic",
-            format!("{topic:?} is not a valid MQTT topic to publish to"),
-        ));
-    }
-    // Fixed header (≤ 5) + topic length (2) + topic + packet id (2) + payload.
-    let size = 5 + 2 + topic.len() + 2 + payload_len;
-    if size > max_packet {
-        return Some((
-            "too_large",
-            format!("the event is {payload_len} bytes, over the --max-packet-size of {max_packet} bytes for a publish to {topic:?}"),
-        ));
-    }
-    None
 }
 
 impl Relay {
@@ -190,14 +168,5 @@ mod tests {
         assert_eq!(metrics.accepted.load(Ordering::Relaxed), 1);
         buffer.release(&taken[0]);
         assert_eq!(buffer.checkpoint().0.as_deref(), Some("4"));
-    }
-
-    #[test]
-    fn refusals() {
-        assert!(mqtt_refusal("a/b", 10, 1000).is_none());
-        assert_eq!(mqtt_refusal("a/+", 10, 1000).unwrap().0, "invalid_topic");
-        assert_eq!(mqtt_refusal("", 10, 1000).unwrap().0, "invalid_topic");
-        assert_eq!(mqtt_refusal("a", 991, 1000).unwrap().0, "too_large");
-        assert!(mqtt_refusal("a", 990, 1000).is_none());
     }
 }

@@ -38,9 +38,9 @@ use rumqttc::{
 use crate::backoff::Backoff;
 use crate::buffer::{Buffer, Record};
 use crate::cli::Qos;
-use crate::config::MqttConfig;
+use crate::config::{Endpoint, MqttConfig};
 use crate::metrics::{inc, Metrics};
-use crate::relay::mqtt_refusal;
+use crate::routes::MAX_TOPIC_LEN;
 use crate::sink::{until, Drain};
 use app_plugin::log::{RateLimited, WARN};
 
@@ -52,17 +52,34 @@ fn qos(q: Qos) -> QoS {
     }
 }
 
-/// Builds the rumqttc options; an error is a TLS set-up problem.
+/// Builds the rumqttc options for the preferred broker; an error is a TLS
+/// set-up problem.
 pub fn options(cfg: &MqttConfig) -> Result<MqttOptions, String> {
-    let mut o = MqttOptions::new(cfg.client_id.clone(), cfg.host.clone(), cfg.port);
-    o.set_keep_alive(Duration::from_secs(10));
+    options_for(cfg, &cfg.endpoints()[0], &cfg.client_id)
+}
+
+/// The rumqttc options for `broker`, as `client_id`.
+fn options_for(
+    cfg: &MqttConfig,
+    broker: &Endpoint,
+    client_id: &str,
+) -> Result<MqttOptions, String> {
+    let mut o = MqttOptions::new(client_id, broker.host.clone(), broker.port);
+    // With brokers to fail over to, a broker that stops answering pings is
+    // noticed within about two --ack-timeouts even when nothing is published.
+    let keep_alive = if cfg.failover.is_empty() {
+        Duration::from_secs(10)
+    } else {
+        cfg.ack_timeout.max(Duration::from_secs(1))
+    };
+    o.set_keep_alive(keep_alive);
     o.set_max_packet_size(cfg.max_packet_size, cfg.max_packet_size);
     o.set_inflight(cfg.inflight);
     o.set_clean_session(true);
     if let Some(user) = &cfg.username {
         o.set_credentials(user.clone(), cfg.password.clone().unwrap_or_default());
     }
-    if cfg.tls {
+    if broker.tls {
         o.set_transport(Transport::tls_with_config(tls_config(cfg)?));
     }
     Ok(o)
@@ -97,6 +114,30 @@ fn tls_config(cfg: &MqttConfig) -> Result<TlsConfiguration, String> {
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(TlsConfiguration::Rustls(Arc::new(config)))
+}
+
+/// Why MQTT cannot take an event under `topic` (the router checks this
+/// before buffering, the sink again for the record it takes).
+pub fn mqtt_refusal(
+    topic: &str,
+    payload_len: usize,
+    max_packet: usize,
+) -> Option<(&'static str, String)> {
+    if topic.is_empty() || topic.len() > MAX_TOPIC_LEN || topic.contains(['+', '#', '\0']) {
+        return Some((
+            "invalid_topic",
+            format!("{topic:?} is not a valid MQTT topic to publish to"),
+        ));
+    }
+    // Fixed header (≤ 5) + topic length (2) + topic + packet id (2) + payload.
+    let size = 5 + 2 + topic.len() + 2 + payload_len;
+    if size > max_packet {
+        return Some((
+            "too_large",
+            format!("the event is {payload_len} bytes, over the --max-packet-size of {max_packet} bytes for a publish to {topic:?}"),
+        ));
+    }
+    None
 }
 
 struct Slot {
@@ -256,35 +297,91 @@ struct Link {
     ever_connected: bool,
     down_since: Option<Instant>,
     backoff: Backoff,
+    /// When the broker last sent anything (for the hang check).
+    last_heard: Instant,
+}
+
+/// What one turn of the loop brought.
+enum Turn {
+    Nothing,
+    Event(Event),
+    Lost(ConnectionError),
+    /// Publishes or a ping unanswered for --ack-timeout (with failover).
+    Hung,
+    /// The preferred broker answers again (with failover, on another one).
+    PreferredBack,
+}
+
+/// Tries, every 5 s, an MQTT connection to the preferred broker; notifies
+/// `back` once one is acknowledged (CONNACK) and ends.
+async fn probe(options: MqttOptions, back: Arc<tokio::sync::Notify>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let (client, mut el) = AsyncClient::new(options.clone(), 4);
+        let answered = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                match el.poll().await {
+                    Ok(Event::Incoming(Packet::ConnAck(_))) => return true,
+                    Ok(_) => {}
+                    Err(_) => return false,
+                }
+            }
+        })
+        .await
+        .unwrap_or(false);
+        if answered {
+            let _ = client.try_disconnect();
+            let _ = tokio::time::timeout(Duration::from_millis(200), el.poll()).await;
+            back.notify_one();
+            return;
+        }
+    }
 }
 
 impl MqttSink {
+    /// A new client and event loop for broker `i` (a clean session: whatever
+    /// the broker kept of an earlier session is not ours to resume).
+    fn event_loop(
+        &self,
+        brokers: &[Endpoint],
+        i: usize,
+    ) -> Result<(AsyncClient, EventLoop), String> {
+        let options = options_for(&self.cfg, &brokers[i], &self.cfg.client_id)?;
+        let (client, mut el) = AsyncClient::new(options, 16);
+        // Small publishes go out at once: with Nagle's algorithm, a QoS 0
+        // stream (no acknowledgements to carry the TCP ACKs back) waits for
+        // the broker's delayed ACK, up to 40 ms on Linux.
+        el.network_options.set_tcp_nodelay(true);
+        Ok((client, el))
+    }
+
     /// Runs until the drain ends; returns the number of undelivered events.
     pub async fn run(self, drain: Drain) -> usize {
-        let options = match options(&self.cfg) {
-            Ok(o) => o,
+        let brokers = self.cfg.endpoints();
+        let failover = brokers.len() > 1;
+        let mut active = 0;
+        // The client is never used to publish (see the module docs), but it
+        // must live: the event loop ends when every client is gone.
+        let (mut client, mut el) = match self.event_loop(&brokers, active) {
+            Ok(pair) => pair,
             Err(e) => {
                 app_plugin::error!("{e}");
                 drain.stop.cancelled().await;
                 return self.buffer.stats().queued;
             }
         };
-        // The client is never used to publish (see the module docs), but it
-        // must live: the event loop ends when every client is gone.
-        let (client, mut el) = AsyncClient::new(options, 16);
-        // Small publishes go out at once: with Nagle's algorithm, a QoS 0
-        // stream (no acknowledgements to carry the TCP ACKs back) waits for
-        // the broker's delayed ACK, up to 40 ms on Linux.
-        el.network_options.set_tcp_nodelay(true);
         let mut book = Book::new(qos(self.cfg.qos), self.cfg.retain, self.cfg.inflight);
         let mut link = Link {
             connected: false,
             ever_connected: false,
             down_since: None,
             backoff: Backoff::network(),
+            last_heard: Instant::now(),
         };
         let refused = RateLimited::new(Duration::from_secs(5));
-        let url = self.cfg.url();
+        let mut url = brokers[active].url();
+        let back = Arc::new(tokio::sync::Notify::new());
+        let mut prober: Option<tokio::task::JoinHandle<()>> = None;
         let mut deadline = None;
         loop {
             let dl = drain.deadline(&mut deadline);
@@ -308,38 +405,106 @@ impl MqttSink {
             // Dropping the poll future is safe only with nothing pending.
             let can_interrupt = !link.connected || el.pending.is_empty();
             let want_work = link.connected && book.has_room();
-            let polled = match written {
+            // A broker that holds publishes unacknowledged this long is hung.
+            let hang_check = failover && link.connected && book.used > 0;
+            let hung_at = tokio::time::Instant::from_std(link.last_heard + self.cfg.ack_timeout);
+            let turn = match written {
                 Err(e) => {
                     el.clean();
-                    Some(Err(e))
+                    Turn::Lost(e)
                 }
                 Ok(()) => tokio::select! {
                     biased;
-                    r = el.poll() => Some(r),
-                    _ = self.buffer.ready(), if can_interrupt && want_work => None,
-                    _ = drain.stop.cancelled(), if can_interrupt && dl.is_none() => None,
-                    _ = until(dl) => None,
+                    r = el.poll() => match r {
+                        Ok(event) => Turn::Event(event),
+                        Err(e) => Turn::Lost(e),
+                    },
+                    _ = self.buffer.ready(), if can_interrupt && want_work => Turn::Nothing,
+                    _ = drain.stop.cancelled(), if can_interrupt && dl.is_none() => Turn::Nothing,
+                    _ = until(dl) => Turn::Nothing,
+                    // Leaving this event loop for good: it may be dropped
+                    // mid-write, the book holds everything not acknowledged.
+                    _ = tokio::time::sleep_until(hung_at), if hang_check => Turn::Hung,
+                    _ = back.notified(), if active != 0 => Turn::PreferredBack,
                 },
             };
-            match polled {
-                None => {}
-                Some(Ok(event)) => self.event(event, &mut book, &mut el, &mut link, &url),
-                Some(Err(e)) => {
+            let next = match turn {
+                Turn::Nothing => None,
+                Turn::Event(event) => {
+                    self.event(event, &mut book, &mut el, &mut link, &url);
+                    None
+                }
+                Turn::Lost(e) => {
                     // Events rumqttc had queued before the error are real:
                     // handle them before anything is republished.
                     while let Some(ev) = el.state.events.pop_front() {
                         self.event(ev, &mut book, &mut el, &mut link, &url);
                     }
                     self.lost(&e, &mut link, &url);
-                    let delay = link.backoff.next_delay();
-                    let dl = drain.deadline(&mut deadline);
-                    tokio::select! {
-                        _ = tokio::time::sleep(delay) => {}
-                        _ = drain.stop.cancelled(), if dl.is_none() => {}
-                        _ = until(dl) => {}
+                    if failover {
+                        Some(((active + 1) % brokers.len(), true))
+                    } else {
+                        self.pause(&mut link, &drain, &mut deadline).await;
+                        None
                     }
                 }
+                Turn::Hung => {
+                    warn!(
+                        "the broker {url} left {} publishes unacknowledged for {:?} (--ack-timeout); moving to the next broker",
+                        book.used, self.cfg.ack_timeout
+                    );
+                    self.down(&mut link);
+                    Some(((active + 1) % brokers.len(), true))
+                }
+                Turn::PreferredBack => {
+                    warn!(
+                        "the preferred broker {} answers again; moving back to it from {url}",
+                        brokers[0].url()
+                    );
+                    self.down(&mut link);
+                    Some((0, false))
+                }
+            };
+            let Some((to, failed)) = next else {
+                continue;
+            };
+            // A full round of brokers failed: back off before the next one.
+            if to == 0 && failed {
+                self.pause(&mut link, &drain, &mut deadline).await;
             }
+            let (c, e) = match self.event_loop(&brokers, to) {
+                Ok(pair) => pair,
+                Err(e) => {
+                    app_plugin::error!("{e}");
+                    continue;
+                }
+            };
+            let _ = client.try_disconnect();
+            (client, el) = (c, e);
+            if active != to {
+                info!("switching to the broker {} (was {url})", brokers[to].url());
+            }
+            active = to;
+            url = brokers[active].url();
+            link.last_heard = Instant::now();
+            link.down_since = None;
+            if active == 0 {
+                if let Some(p) = prober.take() {
+                    p.abort();
+                }
+            } else if prober.is_none() {
+                match options_for(
+                    &self.cfg,
+                    &brokers[0],
+                    &format!("{}-probe", self.cfg.client_id),
+                ) {
+                    Ok(o) => prober = Some(tokio::spawn(probe(o, back.clone()))),
+                    Err(e) => app_plugin::error!("{e}"),
+                }
+            }
+        }
+        if let Some(p) = prober.take() {
+            p.abort();
         }
         let undelivered = book.len() + self.buffer.stats().queued;
         if link.connected {
@@ -390,10 +555,14 @@ impl MqttSink {
     }
 
     fn event(&self, event: Event, book: &mut Book, el: &mut EventLoop, link: &mut Link, url: &str) {
+        if matches!(event, Event::Incoming(_)) {
+            link.last_heard = Instant::now();
+        }
         match event {
             Event::Incoming(Packet::ConnAck(ack)) => {
                 link.connected = true;
                 self.metrics.sink_connected.store(true, Ordering::Relaxed);
+                self.metrics.set_broker(url);
                 link.backoff.reset();
                 let again = if ack.session_present {
                     0
@@ -410,7 +579,9 @@ impl MqttSink {
                         "connected to the broker {url} again after {:.1}s ({session}; {again} unacknowledged publishes sent again)",
                         t.elapsed().as_secs_f64()
                     ),
-                    None if !link.ever_connected => info!("connected to the broker {url}"),
+                    None if !link.ever_connected || !self.cfg.failover.is_empty() => {
+                        info!("connected to the broker {url} ({again} unacknowledged publishes sent again)")
+                    }
                     None => {}
                 }
                 link.ever_connected = true;
@@ -446,6 +617,31 @@ impl MqttSink {
                 self.buffer.release(&rec);
             }
             None => debug!("acknowledgement for packet id {pkid}, which is not in our book"),
+        }
+    }
+
+    /// The connection is given up on purpose (failover).
+    fn down(&self, link: &mut Link) {
+        if link.connected {
+            link.connected = false;
+            self.metrics.sink_connected.store(false, Ordering::Relaxed);
+            inc(&self.metrics.sink_disconnects);
+        }
+    }
+
+    /// Waits one backoff step (or until the drain deadline).
+    async fn pause(
+        &self,
+        link: &mut Link,
+        drain: &Drain,
+        deadline: &mut Option<tokio::time::Instant>,
+    ) {
+        let delay = link.backoff.next_delay();
+        let dl = drain.deadline(deadline);
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = drain.stop.cancelled(), if dl.is_none() => {}
+            _ = until(dl) => {}
         }
     }
 
@@ -494,6 +690,15 @@ mod tests {
                 other => panic!("unexpected {other:?}"),
             })
             .collect()
+    }
+
+    #[test]
+    fn refusals() {
+        assert!(mqtt_refusal("a/b", 10, 1000).is_none());
+        assert_eq!(mqtt_refusal("a/+", 10, 1000).unwrap().0, "invalid_topic");
+        assert_eq!(mqtt_refusal("", 10, 1000).unwrap().0, "invalid_topic");
+        assert_eq!(mqtt_refusal("a", 991, 1000).unwrap().0, "too_large");
+        assert!(mqtt_refusal("a", 990, 1000).is_none());
     }
 
     #[test]
