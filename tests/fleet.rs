@@ -810,3 +810,140 @@ fn idle_connections_cannot_starve_the_api() {
         "closed after {waited:?}"
     );
 }
+
+/// The source topics in the repeater's state file, sorted.
+fn state_file_topics(sb: &Sandbox, name: &str) -> Vec<String> {
+    let path = sb
+        .data_dir()
+        .join("event-repeater")
+        .join(format!("{name}.routes.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let doc: Value = serde_json::from_str(&text).unwrap_or(json!({"routes": []}));
+    let mut topics: Vec<String> = doc["routes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r["sourcetopic"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    topics.sort();
+    topics
+}
+
+#[test]
+fn a_change_completes_even_when_the_client_hangs_up_at_once() {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    let sb = Sandbox::new();
+    let r = repeater(&sb, "hangup").start();
+    let send_and_close = |method: &str, path: &str, body: &str| {
+        let mut s = UnixStream::connect(r.socket()).expect("connect");
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).expect("send");
+        // Gone before any answer.
+        drop(s);
+    };
+    // A change happens whole or not at all: after each hang-up the live
+    // table and the state file agree.
+    let live = || -> Vec<String> { routes_of(&r).into_iter().map(|(s, _)| s).collect() };
+    for i in 0..30 {
+        send_and_close(
+            "POST",
+            "/events",
+            &format!(r#"{{"sourcetopic":"t/{i:02}"}}"#),
+        );
+        if i % 3 == 2 {
+            send_and_close("DELETE", &format!("/events/t/{:02}", i - 1), "");
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        let agreed = wait_for(Duration::from_secs(5), || {
+            let now = live();
+            (state_file_topics(&sb, "hangup") == now).then_some(())
+        });
+        assert!(
+            agreed.is_some(),
+            "after request {i}: live {:?}, file {:?}",
+            live(),
+            state_file_topics(&sb, "hangup")
+        );
+    }
+}
+
+#[test]
+fn api_answers_odd_requests_with_json() {
+    let sb = Sandbox::new();
+    let r = repeater(&sb, "odd").env("APP_TOKEN", "tok").start();
+    // A path that is not UTF-8 once decoded.
+    let (status, body) = r.get("/events/%ff%fe");
+    assert_eq!(status, 400, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"));
+    assert_eq!(v["status"], 400);
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("source topic")),
+        "{v}"
+    );
+    // The bearer scheme is case-insensitive.
+    let url = r.url();
+    let addr = common::http::Addr::from_url(&url);
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let resp = common::http::request(
+            &addr,
+            "GET",
+            "/events",
+            &[("Authorization", &format!("{scheme} tok"))],
+        );
+        assert_eq!(resp.status, 200, "{scheme}: {resp:?}");
+    }
+    let resp = common::http::request(&addr, "GET", "/events", &[("Authorization", "bearer nope")]);
+    assert_eq!(resp.status, 401);
+}
+
+#[test]
+fn max_routes_and_a_bounded_metrics_page() {
+    let sb = Sandbox::new();
+    let r = repeater(&sb, "cap").args(["--max-routes", "1100"]).start();
+    let many = |n: usize| {
+        let items: Vec<Value> = (0..n)
+            .map(|i| json!({"sourcetopic": format!("t/{i:05}"), "sinktopic": "/x"}))
+            .collect();
+        Value::Array(items).to_string()
+    };
+    let (status, body) = r.send_json("PUT", "/events?replace=true", &many(1050));
+    assert_eq!(status, 200, "{body}");
+    // Past the limit: refused whole, with a JSON error naming the flag.
+    let (status, body) = r.send_json("PUT", "/events?replace=true", &many(1101));
+    assert_eq!(status, 422, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("JSON error");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("--max-routes")),
+        "{v}"
+    );
+    let (status, _) = r.send_json(
+        "POST",
+        "/events",
+        r#"[{"sourcetopic":"a"},{"sourcetopic":"b"}]"#,
+    );
+    assert_eq!(status, 201);
+    let (status, _) = r.send_json("POST", "/events", &many(1101).replace("t/", "u/"));
+    assert_eq!(status, 422);
+    assert_eq!(routes_of(&r).len(), 1052);
+    // /metrics: at most 1000 per-route series, and how many were left out.
+    let m = r.metrics();
+    let series = m
+        .keys()
+        .filter(|k| k.starts_with("app_event_repeater_route_events_total{"))
+        .count();
+    assert_eq!(series, 1000);
+    assert_eq!(
+        m.get("app_event_repeater_route_series_omitted"),
+        Some(&52.0)
+    );
+}

@@ -187,6 +187,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value = "256", value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,
 
+    /// Most routes the table may hold; a change beyond it is refused (422).
+    #[arg(long, value_name = "N", default_value = "10000", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_routes: u32,
+
     /// Largest MQTT packet sent or received; bigger events are refused and counted.
     #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
     pub max_packet_size: usize,

@@ -134,6 +134,8 @@ pub struct Config {
     pub api_tls: Option<(PathBuf, PathBuf)>,
     /// `--max-connections`, per API listener.
     pub max_connections: usize,
+    /// `--max-routes`.
+    pub max_routes: usize,
     pub log: u8,
     pub state_file: PathBuf,
     /// `APP_RUNTIME_DIR/plugins`.
@@ -267,6 +269,7 @@ impl Config {
             token,
             api_tls: args.tls_cert.clone().zip(args.tls_key.clone()),
             max_connections: args.max_connections as usize,
+            max_routes: args.max_routes as usize,
             log: args.log.unwrap_or(ctx.log),
             state_file,
             runtime_dir: dirs.plugin_runtime_dir(),

@@ -136,6 +136,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         source: cfg.source.to_string(),
         sink: sink_url.clone(),
         started: api::Started::now(),
+        max_routes: cfg.max_routes,
     });
 
     let api_stop = CancellationToken::new();
