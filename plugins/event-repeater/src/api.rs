@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{header, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -192,32 +192,34 @@ fn parse_list<T: DeserializeOwned>(body: Body) -> Result<Vec<T>, ApiError> {
     }
 }
 
-/// The only query parameter is `replace` (on `PUT /events`).
-fn replace_flag(uri: &Uri) -> Result<bool, ApiError> {
-    let mut replace = false;
-    for pair in uri
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty())
-    {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, "true"));
-        match (k, v) {
-            ("replace", "true" | "1" | "") => replace = true,
-            ("replace", "false" | "0") => replace = false,
-            ("replace", other) => {
-                return Err(ApiError::bad_request(format!(
-                    "replace={other:?}: expected true or false"
-                )))
-            }
-            (other, _) => {
-                return Err(ApiError::bad_request(format!(
-                    "unknown query parameter {other:?}; only replace=true is known"
-                )))
-            }
-        }
+/// The query of `PUT /events`: only `replace`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpsertQuery {
+    replace: Option<String>,
+}
+
+type UpsertQueryArg = Result<Query<UpsertQuery>, axum::extract::rejection::QueryRejection>;
+
+/// `?replace=true` (also `1` or empty) or `false` (`0`); anything else, or
+/// another parameter, is a JSON 400.
+fn replace_flag(query: UpsertQueryArg) -> Result<bool, ApiError> {
+    let Query(q) = query.map_err(|e| {
+        let detail = e.body_text();
+        let detail = detail
+            .strip_prefix("Failed to deserialize query string: ")
+            .unwrap_or(&detail);
+        ApiError::bad_request(format!(
+            "unknown query parameter ({detail}); only replace=true is known"
+        ))
+    })?;
+    match q.replace.as_deref() {
+        None | Some("false" | "0") => Ok(false),
+        Some("true" | "1" | "") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "replace={other:?}: expected true or false"
+        ))),
     }
-    Ok(replace)
 }
 
 fn no_query(uri: &Uri) -> Result<(), ApiError> {
@@ -300,8 +302,8 @@ async fn add(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> 
     Ok(json(StatusCode::CREATED, &added))
 }
 
-async fn upsert(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> {
-    let replace = replace_flag(&uri)?;
+async fn upsert(State(st): St, query: UpsertQueryArg, body: Body) -> Result<Response, ApiError> {
+    let replace = replace_flag(query)?;
     let items: Vec<RouteSpec> = parse_list(body)?;
     let all = change(&st, move |r| {
         let next = if replace {
