@@ -61,6 +61,9 @@ pub struct NatsPublishArgs {
     /// Unacknowledged publishes at once (the repeater's --inflight).
     #[arg(long, default_value_t = 1000)]
     pub inflight: u16,
+    /// The stream to publish into (created as the repeater would if missing).
+    #[arg(long, default_value = "EVENTS")]
+    pub stream: String,
     #[command(flatten)]
     pub gen: GenArgs,
 }

@@ -10,6 +10,7 @@
 pub mod cli;
 pub mod nats;
 pub mod payload;
+pub mod pipelined;
 pub mod publish;
 pub mod report;
 pub mod sse;

@@ -103,6 +103,16 @@ pub async fn publish(args: NatsPublishArgs) -> Result<(), String> {
         .backpressure_on_inflight(true)
         .build(client);
     let subject = gen.topic.replace('/', ".");
+    // The stream the repeater would create, if it is not there yet.
+    let token = subject.split('.').next().unwrap_or("bench").to_string();
+    js.get_or_create_stream(jetstream::stream::Config {
+        name: args.stream.clone(),
+        subjects: vec![token.clone(), format!("{token}.>")],
+        duplicate_window: Duration::from_secs(120),
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| format!("stream {}: {e}", args.stream))?;
     // The same window as the repeater: at most `window` unacknowledged.
     let mut pending: VecDeque<PublishAckFuture> = VecDeque::with_capacity(window);
     let mut acked = 0u64;

@@ -1,4 +1,5 @@
-//! `loadgen publish`: numbered events straight to the broker.
+//! `loadgen publish`: numbered events straight to the broker (QoS 1 and 2
+//! through [`crate::pipelined`]).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -44,6 +45,22 @@ pub async fn run(args: PublishArgs) -> Result<(), String> {
         gen.size
     };
     let qos = qos_of(args.qos);
+    if qos != QoS::AtMostOnce {
+        return crate::pipelined::run(
+            host,
+            port,
+            args.qos,
+            qos,
+            args.inflight,
+            &gen.topic,
+            size,
+            gen.rate,
+            gen.warmup,
+            gen.count,
+            gen.ready_file.as_deref(),
+        )
+        .await;
+    }
     let mut opts = MqttOptions::new(format!("loadgen-pub-{}", std::process::id()), host, port);
     opts.set_keep_alive(Duration::from_secs(30))
         .set_max_packet_size(MAX_PACKET, MAX_PACKET)
