@@ -12,12 +12,15 @@
 #   .ci/fresh-machine.sh              # the check; prints a summary, exits as the tests did
 #   FRESH_KEEP=1 .ci/fresh-machine.sh # keep the temp dir (clone, target, log)
 #   FRESH_CARGO_HOME=~/.cargo …       # reuse a crate cache instead of downloading
+#   .ci/fresh-machine.sh --in-place   # this checkout, its target dir and crate
+#                                     # cache (no second build): what .ci/run does
+#   .ci/fresh-machine.sh --summary LOG  # the summary of a kept run's test.log
 #
 # Needs git, unshare (util-linux) and mount rights (root, or user namespaces).
-# Not run by .ci/run: a second build from nothing does not fit CI's budget.
+# .ci/run uses --in-place: a second build from nothing does not fit CI's
+# budget, while the skips (the part that breaks when a test is added) are
+# checked all the same.
 set -euo pipefail
-
-repo=$(cd "$(dirname "$0")/.." && pwd)
 
 # What a fresh machine lacks: everything the tests drive that is not Rust, a C
 # compiler (with binutils) or Debian's essential packages.
@@ -25,12 +28,13 @@ hidden_tools=(zsh fish tmux mosquitto mosquitto_sub mosquitto_pub mosquitto_rr
   mosquitto_passwd mosquitto_ctrl nats-server nats python3 hyperfine)
 hidden_dirs=(/usr/share/bash-completion)
 
-if [ "${1:-}" = --inside ]; then
-  # Stage 2, in the private mount namespace: hide the tools, then test.
-  work=$2
+# Stage 2, in the private mount namespace: hide the tools, then test.
+inside() {
+  local work=$1
   : >"$work/hidden" && chmod 0644 "$work/hidden"
   mkdir -p "$work/hidden.d"
   declare -A done_paths=()
+  local name dir f real d
   for name in "${hidden_tools[@]}"; do
     for dir in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
       for f in "$dir/$name" "$dir/$name".[0-9]*; do
@@ -48,76 +52,104 @@ if [ "${1:-}" = --inside ]; then
     mount --bind "$work/hidden.d" "$d"
     echo "hidden: $d" >>"$work/hidden.txt"
   done
-  cd "$work/app"
-  toolchain_bin=$(cat "$work/toolchain_bin")
+  cd "$(cat "$work/src")"
+  local target=()
+  [ -f "$work/target" ] && target=(CARGO_TARGET_DIR="$(cat "$work/target")")
   set +e
   env -i \
     HOME="$work/home" \
     CARGO_HOME="$work/cargo-home" \
-    PATH="$toolchain_bin:/usr/local/bin:/usr/bin:/bin" \
+    PATH="$(cat "$work/toolchain_bin"):/usr/local/bin:/usr/bin:/bin" \
     LANG=C.UTF-8 \
     TERM=dumb \
     USER="$(id -un)" \
+    "${target[@]}" \
     bash -c 'cargo build --workspace && cargo test --workspace' >"$work/test.log" 2>&1
   echo $? >"$work/status"
-  exit 0
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/app-fresh.XXXXXX")
-cleanup() {
-  if [ "${FRESH_KEEP:-0}" = 1 ]; then
-    echo "fresh-machine: kept $work"
-  else
-    rm -rf "$work"
-  fi
 }
-trap cleanup EXIT
 
-git clone -q --no-local "$repo" "$work/app"
-mkdir -p "$work/home"
-if [ -n "${FRESH_CARGO_HOME:-}" ]; then
-  ln -s "$FRESH_CARGO_HOME" "$work/cargo-home"
-else
-  mkdir -p "$work/cargo-home"
-fi
-# The toolchain's own bin dir (cargo, rustc), not ~/.cargo/bin, where
-# `cargo install` and ./install.sh put other programs.
-echo "$(rustc --print sysroot)/bin" >"$work/toolchain_bin"
-
-if [ "$(id -u)" = 0 ]; then
-  ns=(unshare --mount --propagation private)
-else
-  ns=(unshare --user --map-root-user --mount --propagation private)
-fi
-echo "fresh-machine: $(git -C "$work/app" log -1 --format='%h %s')"
-echo "fresh-machine: cargo build --workspace && cargo test --workspace in $work/app"
-start=$(date +%s)
-"${ns[@]}" bash "$0" --inside "$work"
-took=$(($(date +%s) - start))
-status=$(cat "$work/status")
-
-sed 's/^/  /' "$work/hidden.txt" 2>/dev/null || true
-# libtest prints one `test result:` line per test binary and doc-test run.
-awk -v status="$status" -v took="$took" '
-  /^test result:/ {
-    for (i = 1; i <= NF; i++) {
-      if ($(i) ~ /^passed;?$/) passed += $(i - 1)
-      if ($(i) ~ /^failed;?$/) failed += $(i - 1)
-      if ($(i) ~ /^ignored;?$/) ignored += $(i - 1)
+# Counts from libtest's `test result:` lines (one per test binary and doc-test
+# run) and the `skipping <test>: <why>` lines of tests/common/tools.rs.
+summary() {
+  local log=$1 status=$2 took=$3
+  awk -v status="$status" -v took="$took" '
+    /^test result:/ {
+      for (i = 1; i <= NF; i++) {
+        if ($(i) ~ /^passed;?$/) passed += $(i - 1)
+        if ($(i) ~ /^failed;?$/) failed += $(i - 1)
+        if ($(i) ~ /^ignored;?$/) ignored += $(i - 1)
+      }
+      binaries++
     }
-    binaries++
-  }
-  match($0, /skipping [^ :]+: .*/) {
-    line = substr($0, RSTART, RLENGTH); sub(/^skipping [^ :]+: /, "", line)
-    skipped++; why[line]++
-  }
-  END {
-    printf "fresh-machine: exit %d after %d s; %d test binaries: %d passed (%d of them skipped for a missing tool), %d failed, %d ignored\n",
-      status, took, binaries, passed, skipped, failed, ignored
-    for (w in why) printf "  %3d x %s\n", why[w], w
-  }' "$work/test.log"
-if [ "$status" != 0 ]; then
-  echo "fresh-machine: FAILED; the end of the log:"
-  tail -40 "$work/test.log"
-fi
-exit "$status"
+    match($0, /skipping [^ :]+: .*/) {
+      line = substr($0, RSTART, RLENGTH); sub(/^skipping [^ :]+: /, "", line)
+      skipped++; why[line]++
+    }
+    /Finished `dev` profile/ { build = $0; sub(/.* in /, "", build) }
+    END {
+      printf "fresh-machine: exit %s after %s s (build: %s); %d test runs: %d passed (%d of them skipped for a missing tool), %d failed, %d ignored\n",
+        status, took, build, binaries, passed, skipped, failed, ignored
+      for (w in why) printf "  %3d x %s\n", why[w], w
+    }' "$log"
+}
+
+main() {
+  if [ "${1:-}" = --inside ]; then
+    inside "$2"
+    return 0
+  fi
+  if [ "${1:-}" = --summary ]; then
+    summary "$2" "?" "?"
+    return 0
+  fi
+  local repo work
+  repo=$(cd "$(dirname "$0")/.." && pwd)
+  work=$(mktemp -d "${TMPDIR:-/tmp}/app-fresh.XXXXXX")
+  # shellcheck disable=SC2064
+  trap "if [ \"\${FRESH_KEEP:-0}\" = 1 ]; then echo \"fresh-machine: kept $work\"; else rm -rf '$work'; fi" EXIT
+
+  mkdir -p "$work/home"
+  if [ "${1:-}" = --in-place ]; then
+    echo "$repo" >"$work/src"
+    echo "${CARGO_TARGET_DIR:-$repo/target}" >"$work/target"
+    FRESH_CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
+  else
+    git clone -q --no-local "$repo" "$work/app"
+    echo "$work/app" >"$work/src"
+  fi
+  if [ -n "${FRESH_CARGO_HOME:-}" ]; then
+    ln -s "$FRESH_CARGO_HOME" "$work/cargo-home"
+  else
+    mkdir -p "$work/cargo-home"
+  fi
+  # The toolchain's own bin dir (cargo, rustc), not ~/.cargo/bin, where
+  # `cargo install` and ./install.sh put other programs.
+  echo "$(rustc --print sysroot)/bin" >"$work/toolchain_bin"
+
+  local ns
+  if [ "$(id -u)" = 0 ]; then
+    ns=(unshare --mount --propagation private)
+  else
+    ns=(unshare --user --map-root-user --mount --propagation private)
+  fi
+  local src start took status
+  src=$(cat "$work/src")
+  echo "fresh-machine: $(git -C "$src" log -1 --format='%h %s')"
+  echo "fresh-machine: cargo build --workspace && cargo test --workspace in $src"
+  start=$(date +%s)
+  "${ns[@]}" bash "$0" --inside "$work"
+  took=$(($(date +%s) - start))
+  status=$(cat "$work/status")
+  sed 's/^/  /' "$work/hidden.txt" 2>/dev/null || true
+  summary "$work/test.log" "$status" "$took"
+  if [ "$status" != 0 ]; then
+    echo "fresh-machine: FAILED; the end of the log:"
+    tail -40 "$work/test.log"
+  fi
+  return "$status"
+}
+
+# One call, so bash has read the whole file before anything runs (an edit
+# while it runs cannot change what it does).
+main "$@"
+exit $?

@@ -60,8 +60,29 @@ impl Outcome {
 
 /// Replaces `app` with the plugin. Returns only if that failed.
 pub fn exec(inv: &Invocation) -> Error {
-    let err = inv.command().exec();
+    let mut cmd = inv.command();
+    // `app` may have blocked its handled signals before this point (asking a
+    // trusted plugin for its metadata installs the signal thread), and a
+    // blocked mask survives exec: the plugin would never see SIGTERM.
+    // SAFETY: the closure only calls async-signal-safe functions.
+    unsafe {
+        cmd.pre_exec(|| {
+            unblock_signals();
+            Ok(())
+        });
+    }
+    let err = cmd.exec();
     cannot_run(&inv.program, err)
+}
+
+/// Empties the calling thread's signal mask. Async-signal-safe.
+fn unblock_signals() {
+    // SAFETY: a zeroed sigset_t is valid storage for sigemptyset to fill.
+    unsafe {
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+    }
 }
 
 /// A running supervised plugin.
@@ -222,9 +243,7 @@ pub(crate) fn die_with_app(cmd: &mut Command, signal: libc::c_int) {
     // getppid, _exit).
     unsafe {
         cmd.pre_exec(move || {
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            unblock_signals();
             #[cfg(target_os = "linux")]
             {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, signal) != 0 {

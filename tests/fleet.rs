@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -491,4 +491,459 @@ fn status_watch_redraws_in_place_and_stops_on_ctrl_c() {
     })
     .unwrap_or_else(|| panic!("no exit after Ctrl-C: {}", screen()));
     assert_eq!(code.trim(), "exit=0");
+}
+
+/// A CA and certificates it signs, made for the test (no key is committed).
+struct Pki {
+    ca: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+}
+
+impl Pki {
+    fn new(name: &str) -> Pki {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let key = rcgen::KeyPair::generate().expect("CA key");
+        Pki {
+            ca: rcgen::CertifiedIssuer::self_signed(params, key).expect("CA certificate"),
+        }
+    }
+
+    /// Writes the CA certificate to `dir/file`; returns its path.
+    fn write_ca(&self, dir: &Path, file: &str) -> String {
+        write(dir, file, &self.ca.pem())
+    }
+
+    /// A server certificate for `host` (an IP address or a name): writes
+    /// `dir/<stem>.crt` and `dir/<stem>.key`, returns their paths.
+    fn server(&self, host: &str, dir: &Path, stem: &str) -> (String, String) {
+        let params = rcgen::CertificateParams::new(vec![host.to_string()]).expect("params");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = params.signed_by(&key, &self.ca).expect("sign");
+        (
+            write(dir, &format!("{stem}.crt"), &cert.pem()),
+            write(dir, &format!("{stem}.key"), &key.serialize_pem()),
+        )
+    }
+}
+
+/// Network namespaces joined to the test's own by veth pairs; removed on drop.
+struct Netns {
+    names: Vec<String>,
+}
+
+impl Netns {
+    /// `None` (after one line saying why) where namespaces cannot be made,
+    /// unless `APP_TEST_REQUIRE_NETNS=1`, which makes that a failure.
+    fn require() -> Option<PathBuf> {
+        let why = match common::broker::find_program("ip") {
+            None => "ip is not installed (apt-get install iproute2)".to_string(),
+            Some(ip) => {
+                let probe = format!("appfleet-probe-{}", std::process::id());
+                let made = Command::new(&ip)
+                    .args(["netns", "add", &probe])
+                    .stderr(Stdio::piped())
+                    .output();
+                match made {
+                    Ok(out) if out.status.success() => {
+                        let _ = Command::new(&ip).args(["netns", "del", &probe]).status();
+                        return Some(ip);
+                    }
+                    Ok(out) => format!(
+                        "cannot make a network namespace (needs root): {}",
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    ),
+                    Err(e) => format!("cannot run ip: {e}"),
+                }
+            }
+        };
+        if std::env::var("APP_TEST_REQUIRE_NETNS").as_deref() == Ok("1") {
+            panic!("APP_TEST_REQUIRE_NETNS=1 but {why}");
+        }
+        common::tools::skip(&why);
+        None
+    }
+
+    /// A namespace `name` reachable at `10.<net>.<sub>.2` from the test,
+    /// which gets `.1`.
+    fn add(&mut self, ip: &Path, name: &str, net: u8, sub: u8) -> String {
+        let run = |args: &[&str]| {
+            let out = Command::new(ip).args(args).output().expect("run ip");
+            assert!(out.status.success(), "ip {args:?}: {out:?}");
+        };
+        run(&["netns", "add", name]);
+        self.names.push(name.to_string());
+        let (outer, inner) = (format!("{name}-o"), format!("{name}-i"));
+        // Interface names are at most 15 bytes.
+        let (outer, inner) = (
+            &outer[outer.len().saturating_sub(15)..],
+            &inner[inner.len().saturating_sub(15)..],
+        );
+        run(&["link", "add", outer, "type", "veth", "peer", "name", inner]);
+        run(&["link", "set", inner, "netns", name]);
+        run(&["addr", "add", &format!("10.{net}.{sub}.1/24"), "dev", outer]);
+        run(&["link", "set", outer, "up"]);
+        run(&[
+            "-n",
+            name,
+            "addr",
+            "add",
+            &format!("10.{net}.{sub}.2/24"),
+            "dev",
+            inner,
+        ]);
+        run(&["-n", name, "link", "set", inner, "up"]);
+        run(&["-n", name, "link", "set", "lo", "up"]);
+        format!("10.{net}.{sub}.2")
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes its end of the veth pair, and with it
+        // ours.
+        for n in &self.names {
+            let _ = Command::new("ip")
+                .args(["netns", "del", n])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+#[test]
+fn tls_and_tokens_across_network_namespaces() {
+    let Some(ip) = Netns::require() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let mut netns = Netns { names: Vec::new() };
+    let sub = (std::process::id() % 250) as u8 + 1;
+    let tag = std::process::id() % 100_000;
+    let pki = Pki::new("fleet test CA");
+    let other = Pki::new("some other CA");
+    let ca = pki.write_ca(sb.path(), "ca.pem");
+    let wrong_ca = other.write_ca(sb.path(), "other-ca.pem");
+    let mut repeaters = Vec::new();
+    let mut urls = Vec::new();
+    for (i, net) in [(1, 231u8), (2, 232u8)] {
+        let ns = format!("af{tag}e{i}");
+        let addr = netns.add(&ip, &ns, net, sub);
+        let (cert, key) = pki.server(&addr, sb.path(), &format!("edge{i}"));
+        let r = Repeater::builder(&sb, &format!("edge{i}"))
+            .sinkprotocol("stderr")
+            .no_source()
+            .wrapped_in([ip.to_string_lossy().as_ref(), "netns", "exec", &ns])
+            .args([
+                "--listen",
+                &format!("{addr}:7443"),
+                "--tls-cert",
+                &cert,
+                "--tls-key",
+                &key,
+            ])
+            .env("APP_TOKEN", &format!("token-{i}"))
+            .start();
+        urls.push(r.url());
+        write(
+            &sb.config_dir(),
+            &format!("edge{i}.token"),
+            &format!("token-{i}\n"),
+        );
+        repeaters.push(r);
+    }
+    assert_eq!(urls[0], format!("https://10.231.{sub}.2:7443"));
+    sb.write_config(
+        &json!({
+            "hosts": {
+                "edge1": {"url": urls[0], "token_file": "edge1.token", "ca_file": ca},
+                "edge2": {"url": urls[1], "token_file": "edge2.token", "ca_file": ca}
+            },
+            "groups": {"edges": ["edge1", "edge2"]}
+        })
+        .to_string(),
+    );
+    // Managed from outside, over HTTPS with each host's token and the CA.
+    let file = write(sb.path(), "routes.json", ROUTES);
+    let run = app(
+        &sb,
+        &[
+            "-H",
+            "@edges",
+            "event-repeater",
+            "manage",
+            "apply",
+            "-f",
+            &file,
+        ],
+    )
+    .ok();
+    assert!(
+        run.stdout.contains("edge1: applied") && run.stdout.contains("edge2: applied"),
+        "{run:?}"
+    );
+    for r in &repeaters {
+        assert_eq!(routes_of(r), want());
+    }
+    let rows = manage(
+        &sb,
+        &[
+            "status",
+            "-o",
+            "json",
+            "--interval",
+            "0.2",
+            "--host",
+            "@edges",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(rows.as_array().map(Vec::len), Some(2), "{rows}");
+    assert_eq!(rows[0]["host"], "edge1");
+    assert_eq!(rows[1]["routes"], 2);
+
+    let u = urls[0].as_str();
+    let one_line = |run: &Run, code: i32, text: &str| {
+        assert_eq!(run.code, code, "{run:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+        assert!(run.stderr.contains(text), "want {text:?}: {run:?}");
+    };
+    // The right CA and token work with flags too.
+    manage(
+        &sb,
+        &["get", "--host", u, "--ca-file", &ca, "--token", "token-1"],
+    )
+    .ok();
+    // Wrong token, no token.
+    let run = manage(
+        &sb,
+        &["get", "--host", u, "--ca-file", &ca, "--token", "token-2"],
+    );
+    one_line(&run, 1, "GET /events refused (401 Unauthorized)");
+    let run = manage(&sb, &["get", "--host", u, "--ca-file", &ca]);
+    one_line(&run, 1, "missing or wrong bearer token");
+    // A certificate from a CA we do not trust; no CA given (Mozilla's roots).
+    let run = manage(
+        &sb,
+        &[
+            "get",
+            "--host",
+            u,
+            "--ca-file",
+            &wrong_ca,
+            "--token",
+            "token-1",
+        ],
+    );
+    one_line(&run, 1, &format!("no secure connection to {u}"));
+    assert!(run.stderr.contains("--ca-file"), "{run:?}");
+    let run = manage(&sb, &["get", "--host", u, "--token", "token-1"]);
+    one_line(&run, 1, &format!("no secure connection to {u}"));
+    // Plain HTTP to the TLS port: never with a token; without one, a clear answer.
+    let plain = u.replace("https://", "http://");
+    let run = manage(&sb, &["get", "--host", &plain, "--token", "token-1"]);
+    one_line(&run, 2, "refusing to send the API token in clear text");
+    let run = manage(&sb, &["get", "--host", &plain]);
+    one_line(&run, 1, "if it serves HTTPS (--tls-cert), use https://");
+    // The repeaters kept their routes through all of it.
+    for r in &repeaters {
+        assert_eq!(routes_of(r), want());
+    }
+    drop(repeaters);
+    drop(netns);
+}
+
+#[test]
+fn idle_connections_cannot_starve_the_api() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let sb = Sandbox::new();
+    let r = repeater(&sb, "idle")
+        .args(["--max-connections", "16"])
+        .start();
+    let addr = r.url().trim_start_matches("http://").to_string();
+    // Far more idle connections than the cap: the kernel queues the rest
+    // (until its backlog is full; then connecting times out).
+    let sock: std::net::SocketAddr = addr.parse().expect("address");
+    let idle: Vec<TcpStream> = (0..100)
+        .filter_map(|_| TcpStream::connect_timeout(&sock, Duration::from_millis(500)).ok())
+        .collect();
+    assert!(idle.len() >= 16, "only {} connections", idle.len());
+    std::thread::sleep(Duration::from_millis(300));
+    // The unix socket has its own slots: it answers at once.
+    let t = Instant::now();
+    let (status, body) = r.get("/healthz");
+    assert_eq!(status, 200, "{body}");
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(r.log().contains("16 connections open"), "{}", r.log());
+    drop(idle);
+    // Once they are gone, TCP answers again.
+    let answered = wait_for(Duration::from_secs(10), || {
+        let mut s = TcpStream::connect(&addr).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        s.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .ok()?;
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        text.starts_with("HTTP/1.1 200").then_some(())
+    });
+    assert!(
+        answered.is_some(),
+        "TCP did not answer after the idle connections closed"
+    );
+
+    // A connection that never sends a request head is closed by the server
+    // after its header-read timeout (30 s).
+    let mut s = TcpStream::connect(&addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(45)))
+        .expect("timeout");
+    let t = Instant::now();
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).unwrap_or(0);
+    let waited = t.elapsed();
+    assert_eq!(n, 0, "expected the server to close, got {:?}", &buf[..n]);
+    assert!(
+        waited >= Duration::from_secs(25) && waited < Duration::from_secs(44),
+        "closed after {waited:?}"
+    );
+}
+
+/// The source topics in the repeater's state file, sorted.
+fn state_file_topics(sb: &Sandbox, name: &str) -> Vec<String> {
+    let path = sb
+        .data_dir()
+        .join("event-repeater")
+        .join(format!("{name}.routes.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let doc: Value = serde_json::from_str(&text).unwrap_or(json!({"routes": []}));
+    let mut topics: Vec<String> = doc["routes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r["sourcetopic"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    topics.sort();
+    topics
+}
+
+#[test]
+fn a_change_completes_even_when_the_client_hangs_up_at_once() {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    let sb = Sandbox::new();
+    let r = repeater(&sb, "hangup").start();
+    let send_and_close = |method: &str, path: &str, body: &str| {
+        let mut s = UnixStream::connect(r.socket()).expect("connect");
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).expect("send");
+        // Gone before any answer.
+        drop(s);
+    };
+    // A change happens whole or not at all: after each hang-up the live
+    // table and the state file agree.
+    let live = || -> Vec<String> { routes_of(&r).into_iter().map(|(s, _)| s).collect() };
+    for i in 0..30 {
+        send_and_close(
+            "POST",
+            "/events",
+            &format!(r#"{{"sourcetopic":"t/{i:02}"}}"#),
+        );
+        if i % 3 == 2 {
+            send_and_close("DELETE", &format!("/events/t/{:02}", i - 1), "");
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        let agreed = wait_for(Duration::from_secs(5), || {
+            let now = live();
+            (state_file_topics(&sb, "hangup") == now).then_some(())
+        });
+        assert!(
+            agreed.is_some(),
+            "after request {i}: live {:?}, file {:?}",
+            live(),
+            state_file_topics(&sb, "hangup")
+        );
+    }
+}
+
+#[test]
+fn api_answers_odd_requests_with_json() {
+    let sb = Sandbox::new();
+    let r = repeater(&sb, "odd").env("APP_TOKEN", "tok").start();
+    // A path that is not UTF-8 once decoded.
+    let (status, body) = r.get("/events/%ff%fe");
+    assert_eq!(status, 400, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"));
+    assert_eq!(v["status"], 400);
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("source topic")),
+        "{v}"
+    );
+    // The bearer scheme is case-insensitive.
+    let url = r.url();
+    let addr = common::http::Addr::from_url(&url);
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let resp = common::http::request(
+            &addr,
+            "GET",
+            "/events",
+            &[("Authorization", &format!("{scheme} tok"))],
+        );
+        assert_eq!(resp.status, 200, "{scheme}: {resp:?}");
+    }
+    let resp = common::http::request(&addr, "GET", "/events", &[("Authorization", "bearer nope")]);
+    assert_eq!(resp.status, 401);
+}
+
+#[test]
+fn max_routes_and_a_bounded_metrics_page() {
+    let sb = Sandbox::new();
+    let r = repeater(&sb, "cap").args(["--max-routes", "1100"]).start();
+    let many = |n: usize| {
+        let items: Vec<Value> = (0..n)
+            .map(|i| json!({"sourcetopic": format!("t/{i:05}"), "sinktopic": "/x"}))
+            .collect();
+        Value::Array(items).to_string()
+    };
+    let (status, body) = r.send_json("PUT", "/events?replace=true", &many(1050));
+    assert_eq!(status, 200, "{body}");
+    // Past the limit: refused whole, with a JSON error naming the flag.
+    let (status, body) = r.send_json("PUT", "/events?replace=true", &many(1101));
+    assert_eq!(status, 422, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("JSON error");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("--max-routes")),
+        "{v}"
+    );
+    let (status, _) = r.send_json(
+        "POST",
+        "/events",
+        r#"[{"sourcetopic":"a"},{"sourcetopic":"b"}]"#,
+    );
+    assert_eq!(status, 201);
+    let (status, _) = r.send_json("POST", "/events", &many(1101).replace("t/", "u/"));
+    assert_eq!(status, 422);
+    assert_eq!(routes_of(&r).len(), 1052);
+    // /metrics: at most 1000 per-route series, and how many were left out.
+    let m = r.metrics();
+    let series = m
+        .keys()
+        .filter(|k| k.starts_with("app_event_repeater_route_events_total{"))
+        .count();
+    assert_eq!(series, 1000);
+    assert_eq!(
+        m.get("app_event_repeater_route_series_omitted"),
+        Some(&52.0)
+    );
 }

@@ -25,9 +25,19 @@ pub struct RepeaterBuilder<'a> {
     args: Vec<String>,
     env: Vec<(String, String)>,
     through_app: bool,
+    wrapper: Vec<String>,
 }
 
 impl<'a> RepeaterBuilder<'a> {
+    /// Runs it under a command that execs its arguments (`ip netns exec NS`).
+    pub fn wrapped_in<S: AsRef<str>>(mut self, command: impl IntoIterator<Item = S>) -> Self {
+        self.wrapper = command
+            .into_iter()
+            .map(|s| s.as_ref().to_string())
+            .collect();
+        self
+    }
+
     /// `--source SOURCE`.
     pub fn source(mut self, source: &str) -> Self {
         self.source = Some(source.to_string());
@@ -92,6 +102,7 @@ impl<'a> RepeaterBuilder<'a> {
             args,
             env: self.env,
             through_app: self.through_app,
+            wrapper: self.wrapper,
             logs: Vec::new(),
             proc: None,
         };
@@ -107,6 +118,7 @@ pub struct Repeater<'a> {
     args: Vec<String>,
     env: Vec<(String, String)>,
     through_app: bool,
+    wrapper: Vec<String>,
     logs: Vec<PathBuf>,
     proc: Option<Proc>,
 }
@@ -126,6 +138,7 @@ impl<'a> Repeater<'a> {
             args: Vec::new(),
             env: Vec::new(),
             through_app: false,
+            wrapper: Vec::new(),
         }
     }
 
@@ -138,6 +151,10 @@ impl<'a> Repeater<'a> {
         let mut cmd = if self.through_app {
             let mut cmd = self.sb.app();
             cmd.arg("event-repeater");
+            cmd
+        } else if let Some((program, args)) = self.wrapper.split_first() {
+            let mut cmd = self.sb.command(program);
+            cmd.args(args).arg(plugin_bin("app-event-repeater"));
             cmd
         } else {
             self.sb.command(plugin_bin("app-event-repeater"))
@@ -156,7 +173,7 @@ impl<'a> Repeater<'a> {
             let ready = wait_for(Duration::from_secs(10), || {
                 std::fs::read_to_string(&listen)
                     .ok()
-                    .filter(|t| t.trim().starts_with("http://"))
+                    .filter(|t| t.trim().starts_with("http"))
             });
             assert!(ready.is_some(), "no {}: {}", listen.display(), self.log());
         }

@@ -277,6 +277,9 @@ impl Remote {
                 reason: "the connection closed during the TLS handshake; does it serve plain http://?".into(),
             },
             (Failure::Insecure, _) => Error::Insecure { target },
+            (Failure::NotHttp(detail), _) => Error::Failed(format!(
+                "the answer from {target} is not HTTP ({detail}); if it serves HTTPS (--tls-cert), use https://"
+            )),
             (Failure::Closed, _) => Error::Failed(format!(
                 "the event repeater at {target} closed the connection without an answer; if it serves HTTPS (--tls-cert), use https://"
             )),

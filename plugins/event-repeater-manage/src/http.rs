@@ -51,6 +51,8 @@ pub enum Failure {
     Closed,
     /// Not sent: the token would cross the network in clear text.
     Insecure,
+    /// The answer was not HTTP (a TLS server answering plain HTTP, say).
+    NotHttp(String),
     /// Anything else.
     Other(String),
 }
@@ -154,7 +156,7 @@ fn failure(e: ureq::Error) -> Failure {
         ureq::Error::Timeout(_) => Failure::Timeout,
         ureq::Error::Tls(detail) => Failure::Tls(detail.to_string()),
         ureq::Error::Rustls(e) => Failure::Tls(e.to_string()),
-        ureq::Error::Protocol(p) => Failure::Other(format!("not an HTTP answer ({p})")),
+        ureq::Error::Protocol(p) => Failure::NotHttp(p.to_string()),
         other => Failure::Other(other.to_string()),
     }
 }

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::{header, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -40,6 +40,8 @@ pub struct ApiState {
     pub sink: String,
     /// When the repeater started, for uptime and the start time.
     pub started: Started,
+    /// `--max-routes`: a change that would grow the table past it is refused.
+    pub max_routes: usize,
 }
 
 /// The start of the process, on both clocks: the wall clock for the start
@@ -96,7 +98,7 @@ pub fn with_token(router: Router, token: String) -> Router {
                 .headers()
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
+                .and_then(bearer)
                 .unwrap_or("");
             if constant_time_eq(given.as_bytes(), token.as_bytes()) {
                 next.run(req).await
@@ -112,6 +114,12 @@ pub fn with_token(router: Router, token: String) -> Router {
             }
         }
     }))
+}
+
+/// The credentials of `Bearer <token>`; the scheme is case-insensitive.
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.split_at_checked(7)?;
+    scheme.eq_ignore_ascii_case("bearer ").then_some(rest)
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -184,32 +192,34 @@ fn parse_list<T: DeserializeOwned>(body: Body) -> Result<Vec<T>, ApiError> {
     }
 }
 
-/// The only query parameter is `replace` (on `PUT /events`).
-fn replace_flag(uri: &Uri) -> Result<bool, ApiError> {
-    let mut replace = false;
-    for pair in uri
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter(|p| !p.is_empty())
-    {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, "true"));
-        match (k, v) {
-            ("replace", "true" | "1" | "") => replace = true,
-            ("replace", "false" | "0") => replace = false,
-            ("replace", other) => {
-                return Err(ApiError::bad_request(format!(
-                    "replace={other:?}: expected true or false"
-                )))
-            }
-            (other, _) => {
-                return Err(ApiError::bad_request(format!(
-                    "unknown query parameter {other:?}; only replace=true is known"
-                )))
-            }
-        }
+/// The query of `PUT /events`: only `replace`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpsertQuery {
+    replace: Option<String>,
+}
+
+type UpsertQueryArg = Result<Query<UpsertQuery>, axum::extract::rejection::QueryRejection>;
+
+/// `?replace=true` (also `1` or empty) or `false` (`0`); anything else, or
+/// another parameter, is a JSON 400.
+fn replace_flag(query: UpsertQueryArg) -> Result<bool, ApiError> {
+    let Query(q) = query.map_err(|e| {
+        let detail = e.body_text();
+        let detail = detail
+            .strip_prefix("Failed to deserialize query string: ")
+            .unwrap_or(&detail);
+        ApiError::bad_request(format!(
+            "unknown query parameter ({detail}); only replace=true is known"
+        ))
+    })?;
+    match q.replace.as_deref() {
+        None | Some("false" | "0") => Ok(false),
+        Some("true" | "1" | "") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "replace={other:?}: expected true or false"
+        ))),
     }
-    Ok(replace)
 }
 
 fn no_query(uri: &Uri) -> Result<(), ApiError> {
@@ -222,12 +232,38 @@ fn no_query(uri: &Uri) -> Result<(), ApiError> {
 }
 
 /// Applies a change: compute, persist, swap. Nothing changes on an error.
-async fn change<T>(
+///
+/// It runs in a task of its own, so that a client hanging up (which drops
+/// the handler) cannot stop it between the write and the swap: the state
+/// file and the live table never differ.
+async fn change<T: Send + 'static>(
+    st: &Arc<ApiState>,
+    f: impl FnOnce(&Routes) -> Result<(Routes, T), ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let st = st.clone();
+    tokio::spawn(async move { change_now(&st, f).await })
+        .await
+        .map_err(|e| ApiError::internal(format!("the route change failed: {e}")))?
+}
+
+async fn change_now<T>(
     st: &ApiState,
     f: impl FnOnce(&Routes) -> Result<(Routes, T), ApiError>,
 ) -> Result<T, ApiError> {
     let mut routes = st.routes.lock().await;
     let (next, out) = f(&routes)?;
+    // A table already over the limit (from a state file written with a
+    // higher one) may shrink or change, never grow.
+    if next.len() > st.max_routes && next.len() > routes.len() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!(
+                "the change would make {} routes; the limit is {} (--max-routes); nothing was changed",
+                next.len(),
+                st.max_routes
+            ),
+        ));
+    }
     let path = st.state_file.clone();
     let to_save = next.clone();
     let saved = tokio::task::spawn_blocking(move || crate::state::save(&path, &to_save))
@@ -261,15 +297,15 @@ async fn list(State(st): St, uri: Uri) -> Result<Response, ApiError> {
 async fn add(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> {
     no_query(&uri)?;
     let items: Vec<RouteSpec> = parse_list(body)?;
-    let added = change(&st, |r| Ok((r.with_added(&items)?, items.clone()))).await?;
+    let added = change(&st, move |r| Ok((r.with_added(&items)?, items.clone()))).await?;
     app_plugin::info!("added {} route(s)", added.len());
     Ok(json(StatusCode::CREATED, &added))
 }
 
-async fn upsert(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> {
-    let replace = replace_flag(&uri)?;
+async fn upsert(State(st): St, query: UpsertQueryArg, body: Body) -> Result<Response, ApiError> {
+    let replace = replace_flag(query)?;
     let items: Vec<RouteSpec> = parse_list(body)?;
-    let all = change(&st, |r| {
+    let all = change(&st, move |r| {
         let next = if replace {
             Routes::replaced_by(&items)?
         } else {
@@ -291,12 +327,26 @@ async fn remove(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiErro
     no_query(&uri)?;
     let keys: Vec<RouteKey> = parse_list(body)?;
     let keys: Vec<String> = keys.into_iter().map(|k| k.sourcetopic).collect();
-    let removed = change(&st, |r| r.with_removed(&keys)).await?;
+    let removed = change(&st, move |r| r.with_removed(&keys)).await?;
     app_plugin::info!("removed {} route(s)", removed.len());
     Ok(json(StatusCode::OK, &removed))
 }
 
-async fn get_one(State(st): St, Path(topic): Path<String>) -> Result<Response, ApiError> {
+type Topic = Result<Path<String>, axum::extract::rejection::PathRejection>;
+
+/// The source topic of `/events/<sourcetopic…>`, or a JSON error (a path
+/// that does not decode to UTF-8, such as `%ff%fe`).
+fn topic_of(path: Topic) -> Result<String, ApiError> {
+    path.map(|Path(t)| t).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the source topic in the path is not usable: {}; percent-encode UTF-8",
+            e.body_text()
+        ))
+    })
+}
+
+async fn get_one(State(st): St, topic: Topic) -> Result<Response, ApiError> {
+    let topic = topic_of(topic)?;
     let routes = st.routes.lock().await;
     match routes.get(&topic) {
         Some(r) => Ok(json(StatusCode::OK, r)),
@@ -306,12 +356,8 @@ async fn get_one(State(st): St, Path(topic): Path<String>) -> Result<Response, A
     }
 }
 
-async fn put_one(
-    State(st): St,
-    Path(topic): Path<String>,
-    uri: Uri,
-    body: Body,
-) -> Result<Response, ApiError> {
+async fn put_one(State(st): St, topic: Topic, uri: Uri, body: Body) -> Result<Response, ApiError> {
+    let topic = topic_of(topic)?;
     no_query(&uri)?;
     let bytes = body_bytes(body)?;
     // The path names the route; the body may repeat it or leave it out.
@@ -335,9 +381,11 @@ async fn put_one(
     }
     let spec: RouteSpec = serde_json::from_value(value)
         .map_err(|e| ApiError::bad_request(format!("invalid route: {e}")))?;
-    let created = change(&st, |r| {
-        let created = r.get(&topic).is_none();
-        Ok((r.with_upserted(std::slice::from_ref(&spec))?, created))
+    let key = topic.clone();
+    let stored = spec.clone();
+    let created = change(&st, move |r| {
+        let created = r.get(&key).is_none();
+        Ok((r.with_upserted(std::slice::from_ref(&stored))?, created))
     })
     .await?;
     let status = if created {
@@ -348,13 +396,10 @@ async fn put_one(
     Ok(json(status, &spec))
 }
 
-async fn delete_one(
-    State(st): St,
-    Path(topic): Path<String>,
-    uri: Uri,
-) -> Result<Response, ApiError> {
+async fn delete_one(State(st): St, topic: Topic, uri: Uri) -> Result<Response, ApiError> {
+    let topic = topic_of(topic)?;
     no_query(&uri)?;
-    let mut removed = change(&st, |r| r.with_removed(std::slice::from_ref(&topic))).await?;
+    let mut removed = change(&st, move |r| r.with_removed(std::slice::from_ref(&topic))).await?;
     Ok(json(StatusCode::OK, &removed.pop()))
 }
 

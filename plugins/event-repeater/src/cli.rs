@@ -171,6 +171,26 @@ pub struct RunArgs {
     #[arg(long, env = "APP_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
 
+    /// Serve the TCP API over HTTPS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Allow a non-loopback --listen without TLS (token and routes then cross the network in clear text).
+    #[arg(long)]
+    pub plain_http: bool,
+
+    /// Connections served at once per API listener (TCP and the unix socket each).
+    #[arg(long, value_name = "N", default_value = "256", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub max_connections: u32,
+
+    /// Most routes the table may hold; a change beyond it is refused (422).
+    #[arg(long, value_name = "N", default_value = "10000", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_routes: u32,
+
     /// Largest MQTT packet sent or received; bigger events are refused and counted.
     #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
     pub max_packet_size: usize,

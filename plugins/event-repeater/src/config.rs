@@ -130,6 +130,12 @@ pub struct Config {
     /// `--listen` as typed (HOST:PORT).
     pub listen: Option<String>,
     pub token: Option<String>,
+    /// `--tls-cert` and `--tls-key`: the TCP API is HTTPS.
+    pub api_tls: Option<(PathBuf, PathBuf)>,
+    /// `--max-connections`, per API listener.
+    pub max_connections: usize,
+    /// `--max-routes`.
+    pub max_routes: usize,
     pub log: u8,
     pub state_file: PathBuf,
     /// `APP_RUNTIME_DIR/plugins`.
@@ -167,6 +173,15 @@ impl Config {
                     "--listen {listen} is not a loopback address; set --token or APP_TOKEN so that the API is not open to the network"
                 ));
             }
+            if !is_loopback(&host) && args.tls_cert.is_none() && !args.plain_http {
+                return Err(format!(
+                    "--listen {listen} is not a loopback address; serve HTTPS with --tls-cert and --tls-key, or accept the token crossing the network in clear text with --plain-http"
+                ));
+            }
+        } else if args.tls_cert.is_some() {
+            return Err(
+                "--tls-cert and --tls-key are for the TCP API: add --listen HOST:PORT".into(),
+            );
         }
         if args.buffer_bytes < args.max_packet_size {
             return Err(format!(
@@ -252,6 +267,9 @@ impl Config {
             allowall: args.allowall,
             listen: args.listen.clone(),
             token,
+            api_tls: args.tls_cert.clone().zip(args.tls_key.clone()),
+            max_connections: args.max_connections as usize,
+            max_routes: args.max_routes as usize,
             log: args.log.unwrap_or(ctx.log),
             state_file,
             runtime_dir: dirs.plugin_runtime_dir(),
@@ -467,11 +485,19 @@ pub fn join_host_port(host: &str, port: u16) -> String {
 }
 
 pub fn is_loopback(host: &str) -> bool {
-    host == "localhost"
-        || host
-            .parse::<IpAddr>()
-            .map(|ip| ip.is_loopback())
-            .unwrap_or(false)
+    if host.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return ip.is_loopback();
+    }
+    // Short IPv4 forms the resolver accepts (`127.1`): 127 first.
+    let parts: Vec<&str> = host.split('.').collect();
+    parts.len() <= 4
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && parts[0] == "127"
 }
 
 fn read_password(path: &Path) -> Result<String, String> {
@@ -584,7 +610,24 @@ mod tests {
         assert!(config(&["--listen", "0.0.0.0:1"])
             .unwrap_err()
             .contains("--token"));
-        assert!(config(&["--listen", "0.0.0.0:1", "--token", "t"]).is_ok());
+        assert!(config(&["--listen", "0.0.0.0:1", "--token", "t"])
+            .unwrap_err()
+            .contains("--plain-http"));
+        assert!(config(&["--listen", "0.0.0.0:1", "--token", "t", "--plain-http"]).is_ok());
+        assert!(config(&[
+            "--listen",
+            "0.0.0.0:1",
+            "--token",
+            "t",
+            "--tls-cert",
+            "c",
+            "--tls-key",
+            "k"
+        ])
+        .is_ok());
+        assert!(config(&["--tls-cert", "c", "--tls-key", "k"])
+            .unwrap_err()
+            .contains("--listen"));
         assert!(config(&["--listen", "127.0.0.1:0"]).is_ok());
         assert!(config(&["--listen", "nope"]).is_err());
         assert!(config(&["--name", "a/b"]).is_err());
@@ -635,5 +678,7 @@ mod tests {
     fn loopback() {
         assert!(is_loopback("127.0.0.1") && is_loopback("::1") && is_loopback("localhost"));
         assert!(!is_loopback("0.0.0.0") && !is_loopback("example.org"));
+        assert!(is_loopback("127.1") && is_loopback("127.0.0.9"));
+        assert!(!is_loopback("128.1") && !is_loopback("127.") && !is_loopback("1.127"));
     }
 }

@@ -50,6 +50,11 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         info!("replaced the stale socket {}", files.socket().display());
     }
 
+    // Certificate problems are start-up errors, before anything is bound.
+    let tls = match &cfg.api_tls {
+        Some((cert, key)) => Some(crate::serve::tls_acceptor(cert, key)?),
+        None => None,
+    };
     let tcp = match &cfg.listen {
         Some(listen) => {
             let l = tokio::net::TcpListener::bind(listen)
@@ -61,7 +66,12 @@ async fn run_async(cfg: Config) -> Result<(), String> {
             let host = split_host_port(listen)
                 .map(|(h, _)| h)
                 .unwrap_or_else(|| addr.ip().to_string());
-            let url = format!("http://{}", join_host_port(&host, addr.port()));
+            let scheme = if cfg.api_tls.is_some() {
+                "https"
+            } else {
+                "http"
+            };
+            let url = format!("{scheme}://{}", join_host_port(&host, addr.port()));
             files.write_listen(&url).map_err(|e| e.to_string())?;
             Some((l, url))
         }
@@ -104,6 +114,7 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         source: cfg.source.to_string(),
         sink: sink_url.clone(),
         started: api::Started::now(),
+        max_routes: cfg.max_routes,
     });
 
     let api_stop = CancellationToken::new();
@@ -111,11 +122,10 @@ async fn run_async(cfg: Config) -> Result<(), String> {
     {
         let app = api::router(state.clone());
         let stop = api_stop.clone();
-        servers.push(tokio::spawn(async move {
-            axum::serve(unix, app)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await
-        }));
+        let max = cfg.max_connections;
+        servers.push(tokio::spawn(crate::serve::serve(
+            unix, None, app, max, stop,
+        )));
     }
     let tcp_url = tcp.as_ref().map(|(_, url)| url.clone());
     if let Some((listener, url)) = tcp {
@@ -125,11 +135,13 @@ async fn run_async(cfg: Config) -> Result<(), String> {
         }
         let stop = api_stop.clone();
         info!("API also on {url}");
-        servers.push(tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.cancelled().await })
-                .await
-        }));
+        servers.push(tokio::spawn(crate::serve::serve(
+            listener,
+            tls.clone(),
+            app,
+            cfg.max_connections,
+            stop,
+        )));
     }
 
     let stop = CancellationToken::new();

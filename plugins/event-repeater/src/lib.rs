@@ -28,6 +28,7 @@ pub mod event;
 pub mod metrics;
 pub mod relay;
 pub mod routes;
+pub mod serve;
 pub mod sink;
 pub mod source;
 pub mod sse;

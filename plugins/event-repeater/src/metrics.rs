@@ -68,6 +68,9 @@ fn get(c: &AtomicU64) -> u64 {
 
 const P: &str = "app_event_repeater";
 
+/// Most `route_events_total` series in one `/metrics` answer.
+pub const MAX_ROUTE_SERIES: usize = 1000;
+
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {P}_{name} {help}");
     let _ = writeln!(out, "# TYPE {P}_{name} {kind}");
@@ -253,7 +256,10 @@ impl Metrics {
         );
         let mut entries: Vec<_> = table.entries().collect();
         entries.sort_by(|a, b| a.spec.sourcetopic.cmp(&b.spec.sourcetopic));
-        for e in entries {
+        // Per-route series are capped so that /metrics stays small with many
+        // routes; the first MAX_ROUTE_SERIES by source topic are shown.
+        let omitted = entries.len().saturating_sub(MAX_ROUTE_SERIES);
+        for e in entries.into_iter().take(MAX_ROUTE_SERIES) {
             let _ = writeln!(
                 o,
                 "{P}_route_events_total{{sourcetopic=\"{}\",sinktopic=\"{}\"}} {}",
@@ -269,6 +275,13 @@ impl Metrics {
                 get(&table.allowall_events)
             );
         }
+        simple(
+            &mut o,
+            "route_series_omitted",
+            "gauge",
+            "Routes without a route_events_total series (over the cap of 1000 series).",
+            omitted as u64,
+        );
         o
     }
 }
