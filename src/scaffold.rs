@@ -3,9 +3,9 @@
 //! Python or Rust, with a README.
 //!
 //! The templates live in `templates/plugin/` and are compiled in. The Rust
-//! skeleton depends on this project's library by path: the source directory
-//! `app` was built from when it is still there (or `APP_SOURCE_DIR`), else a
-//! commented dependency the author fills in.
+//! skeleton depends on the plugin SDK `app-plugin` by version, as on
+//! crates.io, never by a path into a checkout (which would not exist on the
+//! user's machine); its Cargo.toml says how to build against a local SDK.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -22,8 +22,8 @@ const RUST_GITIGNORE: &str = include_str!("../templates/plugin/rust/gitignore");
 
 /// The description every skeleton starts with.
 pub const DESCRIPTION: &str = "A plugin for app, created by app plugin new";
-/// Overrides where the Rust skeleton finds the `app` library.
-pub const SOURCE_DIR_VAR: &str = "APP_SOURCE_DIR";
+/// The SDK version the Rust skeleton depends on: the one `app` was built with.
+pub const SDK_VERSION: &str = app_plugin::VERSION;
 
 /// One file of a skeleton.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,8 +40,6 @@ pub struct Skeleton {
     pub name: String,
     pub lang: Lang,
     pub files: Vec<File>,
-    /// Whether the Rust skeleton's `app` dependency points at a real checkout.
-    pub library_found: bool,
 }
 
 /// Why a skeleton cannot be written.
@@ -81,7 +79,6 @@ impl Skeleton {
             }
             text
         };
-        let mut library_found = true;
         let (lang_name, install, main_file, mut files) = match lang {
             Lang::Sh | Lang::Python => {
                 let template = if lang == Lang::Sh { SH } else { PYTHON };
@@ -100,32 +97,28 @@ impl Skeleton {
                     }],
                 )
             }
-            Lang::Rust => {
-                let (dependency, found) = app_dependency();
-                library_found = found;
-                (
-                    "Rust",
-                    format!("cargo build --release\napp plugin install target/release/{exe}"),
-                    "src/main.rs".to_string(),
-                    vec![
-                        File {
-                            path: PathBuf::from("Cargo.toml"),
-                            contents: fill(RUST_CARGO, &[("app_dependency", &dependency)]),
-                            executable: false,
-                        },
-                        File {
-                            path: PathBuf::from("src/main.rs"),
-                            contents: fill(RUST_MAIN, &[]),
-                            executable: false,
-                        },
-                        File {
-                            path: PathBuf::from(".gitignore"),
-                            contents: RUST_GITIGNORE.to_string(),
-                            executable: false,
-                        },
-                    ],
-                )
-            }
+            Lang::Rust => (
+                "Rust",
+                format!("cargo build --release\napp plugin install target/release/{exe}"),
+                "src/main.rs".to_string(),
+                vec![
+                    File {
+                        path: PathBuf::from("Cargo.toml"),
+                        contents: fill(RUST_CARGO, &[("sdk_version", SDK_VERSION)]),
+                        executable: false,
+                    },
+                    File {
+                        path: PathBuf::from("src/main.rs"),
+                        contents: fill(RUST_MAIN, &[]),
+                        executable: false,
+                    },
+                    File {
+                        path: PathBuf::from(".gitignore"),
+                        contents: RUST_GITIGNORE.to_string(),
+                        executable: false,
+                    },
+                ],
+            ),
         };
         let run_directly = match lang {
             Lang::Rust => format!("target/release/{exe}"),
@@ -148,7 +141,6 @@ impl Skeleton {
             name: name.to_string(),
             lang,
             files,
-            library_found,
         })
     }
 
@@ -176,39 +168,6 @@ impl Skeleton {
     }
 }
 
-/// The `app = …` dependency line of the Rust skeleton, and whether it points
-/// at a real checkout of this project.
-fn app_dependency() -> (String, bool) {
-    let candidates = [
-        std::env::var_os(SOURCE_DIR_VAR).map(PathBuf::from),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
-    ];
-    for dir in candidates.into_iter().flatten() {
-        if is_app_checkout(&dir) {
-            let path = dir
-                .display()
-                .to_string()
-                .replace('\\', "\\\\")
-                .replace('"', "\\\"");
-            return (format!("app-plugin = {{ path = \"{path}/sdk\" }}"), true);
-        }
-    }
-    (
-        "# The app plugin SDK: point this at the sdk/ directory of a checkout of app.\n\
-         app-plugin = { path = \"../app/sdk\" }"
-            .to_string(),
-        false,
-    )
-}
-
-/// Whether `dir` holds the source of the `app` package (not just any crate).
-fn is_app_checkout(dir: &Path) -> bool {
-    dir.is_absolute()
-        && dir.join("sdk/src/context.rs").is_file()
-        && fs::read_to_string(dir.join("Cargo.toml"))
-            .is_ok_and(|t| t.lines().any(|l| l.trim() == "name = \"app\""))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,7 +182,7 @@ mod tests {
                         && !f.contents.contains("{{description}}")
                         && !f.contents.contains("{{lang}}")
                         && !f.contents.contains("{{install}}")
-                        && !f.contents.contains("{{app_dependency}}"),
+                        && !f.contents.contains("{{sdk_version}}"),
                     "{lang:?} {}: {}",
                     f.path.display(),
                     f.contents
@@ -233,12 +192,18 @@ mod tests {
     }
 
     #[test]
-    fn the_rust_skeleton_depends_on_this_checkout() {
+    fn the_rust_skeleton_depends_on_the_sdk_by_version_only() {
         let sk = Skeleton::new("demo", Lang::Rust).unwrap();
         let cargo = &sk.files[0].contents;
-        assert!(sk.library_found);
         assert!(
-            cargo.contains(&format!("path = \"{}/sdk\"", env!("CARGO_MANIFEST_DIR"))),
+            cargo.contains(&format!("app-plugin = \"{SDK_VERSION}\"")),
+            "{cargo}"
+        );
+        let deps = cargo.split("[dependencies]").nth(1).unwrap_or_default();
+        assert!(
+            !deps
+                .lines()
+                .any(|l| !l.starts_with('#') && l.contains("path")),
             "{cargo}"
         );
     }

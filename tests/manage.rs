@@ -733,7 +733,10 @@ fn completion_offers_commands_flags_and_the_running_routes() {
         .lines()
         .map(|l| l.split('\t').next().unwrap().to_string())
         .collect();
-    assert_eq!(first, ["get", "post", "put", "delete", "apply", ":36"]);
+    assert_eq!(
+        first,
+        ["get", "post", "put", "delete", "apply", "status", ":36"]
+    );
     assert!(complete(&["apply", "--"]).contains("--dry-run\t"));
     assert_eq!(complete(&["get", "-o", ""]), "json\ntable\n:4\n");
     assert!(complete(&["--op", ""])

@@ -679,8 +679,10 @@ fn plugin_new_refuses_bad_names() {
     assert!(!t.sb.path().join("app-plugin-x").exists());
 }
 
-/// Builds the generated Rust project with `cargo build --offline` (the
-/// dependencies are those this workspace already fetched). Set
+/// Builds the generated Rust project with `cargo build --offline` against
+/// this checkout's SDK through `--config patch.crates-io…`, as its
+/// Cargo.toml documents (the other dependencies are those this workspace
+/// already fetched). One test: a build of the skeleton takes a while. Set
 /// APP_TEST_SKIP_RUST_SKELETON=1 to skip it where no cargo is available.
 #[test]
 fn plugin_new_rust_makes_a_working_plugin() {
@@ -691,8 +693,24 @@ fn plugin_new_rust_makes_a_working_plugin() {
     let t = T::new();
     let dir = new_skeleton(&t, "rsdemo", "rust");
     let cargo_toml = fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    // The SDK by version, as on crates.io: no path into any checkout.
+    let version = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("version = \"")?
+                .strip_suffix('"')
+                .map(String::from)
+        })
+        .expect("the workspace version");
     assert!(
-        cargo_toml.contains(&format!("path = \"{}/sdk\"", env!("CARGO_MANIFEST_DIR"))),
+        cargo_toml.contains(&format!("\napp-plugin = \"{version}\"\n")),
+        "{cargo_toml}"
+    );
+    assert!(
+        !cargo_toml.lines().any(|l| !l.starts_with('#')
+            && l.contains("path =")
+            && !l.starts_with("path = \"src/")),
         "{cargo_toml}"
     );
     // A target dir of its own that outlives the sandbox, so later runs are quick.
@@ -703,7 +721,13 @@ fn plugin_new_rust_makes_a_working_plugin() {
         .join("skeleton-test");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut child = Command::new(cargo)
-        .args(["build", "--offline", "--quiet"])
+        // Exactly what the skeleton's Cargo.toml tells an author to do to
+        // build against a local SDK.
+        .args(["build", "--offline", "--quiet", "--config"])
+        .arg(format!(
+            "patch.crates-io.app-plugin.path=\"{}/sdk\"",
+            env!("CARGO_MANIFEST_DIR")
+        ))
         .current_dir(&dir)
         .env("CARGO_TARGET_DIR", &target)
         .stdin(Stdio::null())

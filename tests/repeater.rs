@@ -174,7 +174,7 @@ fn metadata_and_completion() {
     };
     let first = complete(&[""]);
     assert!(
-        first.starts_with("run\t") && first.contains("\nmanage\t") && first.ends_with(":4\n"),
+        first.starts_with("run\t") && first.contains("\nmanage\t") && first.ends_with(":36\n"),
         "{first}"
     );
     assert_eq!(

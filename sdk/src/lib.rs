@@ -12,7 +12,10 @@
 //! - [`metadata`]: the answer to `__app_metadata`;
 //! - [`complete`]: the `__complete` protocol (candidates and directives);
 //! - [`log`]: a logger honouring `APP_LOG` and `APP_LOG_FORMAT` (text or JSON);
-//! - [`time`]: RFC 3339 timestamps.
+//! - [`time`]: RFC 3339 timestamps;
+//! - [`protocol`]: answers `__app_metadata` and `__complete` in one call;
+//! - `cli` (feature `clap`): completion derived from a `clap::Command`, and
+//!   a `--log` value parser.
 //!
 //! A whole plugin, `app-hello`:
 //!
@@ -37,12 +40,15 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "clap")]
+pub mod cli;
 pub mod complete;
 pub mod context;
 pub mod instance;
 pub mod log;
 pub mod metadata;
 pub mod paths;
+pub mod protocol;
 pub mod time;
 
 /// The version of this SDK.

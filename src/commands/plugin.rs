@@ -135,12 +135,6 @@ fn new(name: &str, lang: Lang, dir: Option<PathBuf>) -> Result<i32> {
             println!(
                 "next: cd {shown} && cargo build --release\n      app plugin install target/release/app-{name}\n      app {name} hello"
             );
-            if !skeleton.library_found {
-                eprintln!(
-                    "warning: the app library's source was not found; set the `app` dependency in {shown}/Cargo.toml (or set {} and run this again)",
-                    crate::scaffold::SOURCE_DIR_VAR
-                );
-            }
         }
     }
     Ok(0)

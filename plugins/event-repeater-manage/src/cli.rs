@@ -54,12 +54,12 @@ pub struct Cli {
     command: Option<Command>,
 
     /// Old numeric form: 1 add (post), 2 delete, 3 update (put), 4 read (get)
-    #[arg(long, value_name = "1-4", value_parser = clap::value_parser!(u8).range(1..=4))]
-    op: Option<u8>,
+    #[arg(long, value_enum, value_name = "1-4")]
+    op: Option<Op>,
 
     /// Old form: the resource; `event` means /events
-    #[arg(long, value_name = "event")]
-    resource: Option<String>,
+    #[arg(long, value_enum, value_name = "event")]
+    resource: Option<Resource>,
 
     /// With --op: the API path (default /events)
     #[arg(long, value_name = "PATH")]
@@ -96,6 +96,37 @@ struct ConnArgs {
     /// How to print the answer: json (pretty on a terminal) or table [default: json; table for status]
     #[arg(short = 'o', long = "output", global = true, value_enum)]
     output: Option<OutputArg>,
+}
+
+/// The original design's numbered operations (`--op`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Op {
+    #[value(name = "1", help = "add (post)")]
+    Post,
+    #[value(name = "2", help = "delete")]
+    Delete,
+    #[value(name = "3", help = "update (put)")]
+    Put,
+    #[value(name = "4", help = "read (get)")]
+    Get,
+}
+
+impl Op {
+    fn method(self) -> Method {
+        match self {
+            Op::Post => Method::Post,
+            Op::Delete => Method::Delete,
+            Op::Put => Method::Put,
+            Op::Get => Method::Get,
+        }
+    }
+}
+
+/// The original design's `--resource`: only the routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Resource {
+    #[value(help = "the routes, /events", alias = "events")]
+    Event,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -431,8 +462,8 @@ fn from_command(command: Command) -> Result<Action, Error> {
 
 /// The original design's `--op N --resource event --value JSON`.
 fn old_form(
-    op: Option<u8>,
-    resource: Option<String>,
+    op: Option<Op>,
+    resource: Option<Resource>,
     path: Option<String>,
     value: Option<String>,
 ) -> Result<Action, Error> {
@@ -446,24 +477,17 @@ fn old_form(
             "no command given{hint}; use get, post, put, delete, apply or status, see: app event-repeater manage --help"
         )));
     };
-    let path = match (resource.as_deref(), path) {
+    let path = match (resource, path) {
         (Some(_), Some(_)) => {
             return Err(Error::Usage("give --resource or --path, not both".into()))
         }
-        (Some("event" | "events"), None) => "/events".to_string(),
-        (Some(other), None) => {
-            return Err(Error::Usage(format!(
-                "--resource '{other}' is unknown; the only resource is event (the routes, /events)"
-            )))
-        }
+        (Some(Resource::Event), None) => "/events".to_string(),
         (None, path) => path.unwrap_or_else(|| "/events".to_string()),
     };
-    let method = match op {
-        1 => Method::Post,
-        2 => Method::Delete,
-        3 => Method::Put,
-        _ => Method::Get,
-    };
+    let method = op.method();
+    let op = op
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string());
     match (method, &value) {
         (Method::Get, Some(_)) => {
             return Err(Error::Usage("--op 4 (get) takes no --value".into()))
@@ -821,7 +845,7 @@ mod tests {
             ),
             (
                 &["--op", "4", "--resource", "route"],
-                "--resource 'route' is unknown",
+                "invalid value 'route' for '--resource <event>'",
             ),
             (
                 &["--op", "4", "--resource", "event", "--path", "/events"],

@@ -1,5 +1,8 @@
-//! `__complete <words…>`: shell completion candidates in cobra's protocol,
-//! one per line (`candidate<TAB>description`), then `:<directive>`.
+//! `__complete <words…>`: completion derived from the clap definition
+//! ([`crate::cli::Cli`]) by the SDK ([`app_plugin::cli::complete`]); this
+//! module adds only the values the plugin knows: running repeaters for
+//! `--name`, the running routes for `--path` and a SOURCETOPIC, files for
+//! `--value @…`.
 //!
 //! `--path /events/<TAB>` asks the running repeater for its routes, within
 //! 300 ms in all; on any failure there are simply no candidates. Nothing is
@@ -8,127 +11,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use app_plugin::cli::{Query, Values};
+use app_plugin::complete::{directive, Candidate, Completion};
+use clap::CommandFactory;
+
 use crate::http::Client;
 use crate::routes;
 use crate::target::{self, Endpoint};
 
-/// Directive: no space after the candidate.
-pub const NO_SPACE: u8 = 2;
-/// Directive: no file completion.
-pub const NO_FILE: u8 = 4;
-/// Directive: keep the candidates in this order.
-pub const KEEP_ORDER: u8 = 32;
-/// Directive: let the shell complete file names.
-pub const DEFAULT: u8 = 0;
-
 /// How long the route lookup for `--path` may take, connecting included.
 pub const ROUTES_TIMEOUT: Duration = Duration::from_millis(300);
-
-const SUBCOMMANDS: &[(&str, &str)] = &[
-    ("get", "show routes"),
-    ("post", "add routes"),
-    ("put", "add or update routes"),
-    ("delete", "remove routes"),
-    ("apply", "make the routes those of a file"),
-];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Switch,
-    Name,
-    Host,
-    Token,
-    Timeout,
-    Output,
-    Path,
-    Value,
-    File,
-    Op,
-    Resource,
-}
-
-struct Flag {
-    long: &'static str,
-    short: Option<&'static str>,
-    kind: Kind,
-    help: &'static str,
-}
-
-const fn flag(long: &'static str, kind: Kind, help: &'static str) -> Flag {
-    Flag {
-        long,
-        short: None,
-        kind,
-        help,
-    }
-}
-
-const COMMON: &[Flag] = &[
-    flag("--name", Kind::Name, "the repeater's name"),
-    flag(
-        "--host",
-        Kind::Host,
-        "the API address (unix:///x.sock, http://127.0.0.1:PORT)",
-    ),
-    flag("--token", Kind::Token, "bearer token for a TCP API"),
-    flag("--timeout", Kind::Timeout, "seconds before giving up"),
-    Flag {
-        long: "--output",
-        short: Some("-o"),
-        kind: Kind::Output,
-        help: "json or table",
-    },
-    Flag {
-        long: "--help",
-        short: Some("-h"),
-        kind: Kind::Switch,
-        help: "show help",
-    },
-];
-const PATH: Flag = flag(
-    "--path",
-    Kind::Path,
-    "the API path, /events[/<sourcetopic>]",
-);
-const VALUE: Flag = flag("--value", Kind::Value, "JSON, @file.json or - for stdin");
-const OLD_FORM: &[Flag] = &[
-    flag("--op", Kind::Op, "old form: 1 post, 2 delete, 3 put, 4 get"),
-    flag("--resource", Kind::Resource, "old form: event"),
-    PATH,
-    VALUE,
-    flag("--version", Kind::Switch, "show the version"),
-];
-const APPLY: &[Flag] = &[
-    Flag {
-        long: "--file",
-        short: Some("-f"),
-        kind: Kind::File,
-        help: "the routes file",
-    },
-    flag(
-        "--dry-run",
-        Kind::Switch,
-        "show the difference, change nothing",
-    ),
-];
-
-fn flags_for(sub: Option<&str>) -> Vec<&'static Flag> {
-    let own: &[Flag] = match sub {
-        None => OLD_FORM,
-        Some("get") => std::slice::from_ref(&PATH),
-        Some("apply") => APPLY,
-        Some(_) => &[PATH, VALUE],
-    };
-    own.iter().chain(COMMON).collect()
-}
-
-fn find_flag(word: &str) -> Option<&'static Flag> {
-    OLD_FORM
-        .iter()
-        .chain(APPLY)
-        .chain(COMMON)
-        .find(|f| f.long == word || f.short == Some(word))
-}
 
 /// What completion needs from the outside world.
 pub trait Env {
@@ -141,220 +33,61 @@ pub trait Env {
     fn files(&self, partial: &str) -> Vec<(String, bool)>;
 }
 
-/// Candidates and a directive.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Completion {
-    /// `(candidate, description)`.
-    pub candidates: Vec<(String, String)>,
-    /// cobra's directive bitmask.
-    pub directive: u8,
-}
-
-impl Completion {
-    fn none(directive: u8) -> Completion {
-        Completion {
-            candidates: Vec::new(),
-            directive,
-        }
-    }
-
-    /// The lines to print.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        for (c, d) in &self.candidates {
-            if d.is_empty() {
-                out.push_str(&format!("{c}\n"));
-            } else {
-                out.push_str(&format!("{c}\t{d}\n"));
-            }
-        }
-        out.push_str(&format!(":{}\n", self.directive));
-        out
-    }
-}
-
-/// Answers `__complete` for `words` (the last is the word being completed).
-pub fn run(words: &[String]) -> String {
-    // A panic must not reach the terminal in the middle of a completion.
-    std::panic::set_hook(Box::new(|_| {}));
-    let env = LiveEnv::new();
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        answer(words, &env).render()
-    }))
-    .unwrap_or_else(|_| format!(":{NO_FILE}\n"))
+/// The completion of `words` (the last is the word being completed) in the
+/// real world.
+pub fn live(words: &[String]) -> Completion {
+    answer(words, &LiveEnv::new())
 }
 
 /// The candidates for `words`.
 pub fn answer(words: &[String], env: &dyn Env) -> Completion {
-    let (current, done) = match words.split_last() {
-        Some((last, done)) => (last.as_str(), done),
-        None => ("", &[][..]),
-    };
-    let mut sub: Option<&str> = None;
-    let mut pending: Option<&Flag> = None;
-    let mut used: Vec<&str> = Vec::new();
-    let mut settings = Settings::default();
-    let mut old_form = false;
-    for word in done {
-        if let Some(f) = pending.take() {
-            settings.record(f.kind, word);
-            continue;
-        }
-        if let Some((name, value)) = word.split_once('=').filter(|_| word.starts_with("--")) {
-            if let Some(f) = find_flag(name) {
-                settings.record(f.kind, value);
-                used.push(f.long);
-                old_form |= f.kind == Kind::Op;
+    app_plugin::cli::complete(&crate::cli::Cli::command(), words, &Own(env))
+}
+
+/// The plugin's own values, for the SDK's completion.
+struct Own<'a>(&'a dyn Env);
+
+impl Values for Own<'_> {
+    fn values(&self, q: &Query) -> Option<Completion> {
+        let plain = |items: Vec<String>| {
+            Completion::matching(q.current, items.into_iter().map(Candidate::new))
+        };
+        match q.arg {
+            "name" => Some(plain(self.0.names())),
+            "path" | "sourcetopic" => {
+                let name = q.given("name").unwrap_or(crate::DEFAULT_NAME);
+                let topics = self.0.routes(name, q.given("host"), q.given("token"));
+                Some(topics.map_or_else(Completion::nothing, |topics| {
+                    if q.arg == "sourcetopic" {
+                        return plain(topics);
+                    }
+                    plain(
+                        std::iter::once("/events".to_string())
+                            .chain(topics.iter().map(|t| format!("/events/{t}")))
+                            .collect(),
+                    )
+                }))
             }
-            continue;
-        }
-        if word.starts_with('-') && word.len() > 1 {
-            if let Some(f) = find_flag(word) {
-                used.push(f.long);
-                old_form |= f.kind == Kind::Op;
-                if f.kind != Kind::Switch {
-                    pending = Some(f);
+            "value" => Some(match q.current.strip_prefix('@') {
+                Some(partial) => {
+                    let files = self.0.files(partial);
+                    // A lone directory: no space, so that TAB goes on into it.
+                    let only_dir = files.len() == 1 && files[0].1;
+                    let mut out = Completion::matching(
+                        "",
+                        files
+                            .into_iter()
+                            .map(|(p, _)| Candidate::new(format!("@{p}"))),
+                    );
+                    if only_dir {
+                        out.directive |= directive::NO_SPACE;
+                    }
+                    out
                 }
-            }
-            continue;
+                None => Completion::nothing(),
+            }),
+            _ => None,
         }
-        if sub.is_none() && !old_form && SUBCOMMANDS.iter().any(|(s, _)| s == word) {
-            sub = Some(word.as_str());
-        }
-    }
-    if let Some(f) = pending {
-        return values(f.kind, current, "", &settings, env);
-    }
-    if let Some((name, value)) = current
-        .split_once('=')
-        .filter(|_| current.starts_with("--"))
-    {
-        return match find_flag(name) {
-            Some(f) if f.kind != Kind::Switch => {
-                values(f.kind, value, &format!("{name}="), &settings, env)
-            }
-            _ => Completion::none(NO_FILE),
-        };
-    }
-    if current.starts_with('-') {
-        let candidates = flags_for(sub)
-            .into_iter()
-            .filter(|f| !used.contains(&f.long))
-            .flat_map(|f| {
-                let short = f.short.map(|s| (s.to_string(), f.help.to_string()));
-                std::iter::once((f.long.to_string(), f.help.to_string())).chain(short)
-            })
-            .filter(|(c, _)| c.starts_with(current))
-            .collect();
-        return Completion {
-            candidates,
-            directive: NO_FILE,
-        };
-    }
-    if sub.is_none() && !old_form {
-        let candidates = SUBCOMMANDS
-            .iter()
-            .filter(|(s, _)| s.starts_with(current))
-            .map(|(s, d)| (s.to_string(), d.to_string()))
-            .collect();
-        return Completion {
-            candidates,
-            directive: NO_FILE | KEEP_ORDER,
-        };
-    }
-    Completion::none(NO_FILE)
-}
-
-/// The connection flags seen so far, for the route lookup.
-#[derive(Default)]
-struct Settings {
-    name: Option<String>,
-    host: Option<String>,
-    token: Option<String>,
-}
-
-impl Settings {
-    fn record(&mut self, kind: Kind, value: &str) {
-        match kind {
-            Kind::Name => self.name = Some(value.to_string()),
-            Kind::Host => self.host = Some(value.to_string()),
-            Kind::Token => self.token = Some(value.to_string()),
-            _ => {}
-        }
-    }
-}
-
-fn fixed(prefix: &str, current: &str, items: &[(&str, &str)], directive: u8) -> Completion {
-    Completion {
-        candidates: items
-            .iter()
-            .filter(|(v, _)| v.starts_with(current))
-            .map(|(v, d)| (format!("{prefix}{v}"), d.to_string()))
-            .collect(),
-        directive,
-    }
-}
-
-fn values(kind: Kind, current: &str, prefix: &str, s: &Settings, env: &dyn Env) -> Completion {
-    let list = |items: Vec<String>| Completion {
-        candidates: items
-            .into_iter()
-            .filter(|v| v.starts_with(current))
-            .map(|v| (format!("{prefix}{v}"), String::new()))
-            .collect(),
-        directive: NO_FILE,
-    };
-    match kind {
-        Kind::Output => fixed(prefix, current, &[("json", ""), ("table", "")], NO_FILE),
-        Kind::Op => fixed(
-            prefix,
-            current,
-            &[
-                ("1", "add (post)"),
-                ("2", "delete"),
-                ("3", "update (put)"),
-                ("4", "read (get)"),
-            ],
-            NO_FILE | KEEP_ORDER,
-        ),
-        Kind::Resource => fixed(
-            prefix,
-            current,
-            &[("event", "the routes, /events")],
-            NO_FILE,
-        ),
-        Kind::Name => list(env.names()),
-        Kind::Path => {
-            let name = s.name.as_deref().unwrap_or(crate::DEFAULT_NAME);
-            match env.routes(name, s.host.as_deref(), s.token.as_deref()) {
-                Some(topics) => list(
-                    std::iter::once("/events".to_string())
-                        .chain(topics.iter().map(|t| format!("/events/{t}")))
-                        .collect(),
-                ),
-                None => Completion::none(NO_FILE),
-            }
-        }
-        Kind::Value => match current.strip_prefix('@') {
-            Some(partial) => {
-                let files = env.files(partial);
-                let only_dir = files.len() == 1 && files[0].1;
-                Completion {
-                    candidates: files
-                        .into_iter()
-                        .map(|(p, _)| (format!("{prefix}@{p}"), String::new()))
-                        .collect(),
-                    directive: if only_dir {
-                        NO_FILE | NO_SPACE
-                    } else {
-                        NO_FILE
-                    },
-                }
-            }
-            None => Completion::none(NO_FILE),
-        },
-        Kind::File => Completion::none(DEFAULT),
-        Kind::Host | Kind::Token | Kind::Timeout | Kind::Switch => Completion::none(NO_FILE),
     }
 }
 
@@ -493,12 +226,15 @@ mod tests {
     fn first_word_offers_subcommands_in_order() {
         let out = complete(&[""], &FakeEnv::default());
         let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
-        assert_eq!(names, ["get", "post", "put", "delete", "apply", ":36"]);
         assert_eq!(
-            complete(&["p"], &FakeEnv::default()),
-            "post\tadd routes\nput\tadd or update routes\n:36\n"
+            names,
+            ["get", "post", "put", "delete", "apply", "status", ":36"]
         );
-        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 6);
+        let out = complete(&["p"], &FakeEnv::default());
+        let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
+        assert_eq!(names, ["post", "put", ":36"]);
+        assert!(out.starts_with("post\tAdd routes"), "{out}");
+        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 7);
     }
 
     #[test]
@@ -517,7 +253,10 @@ mod tests {
         );
         assert!(!out.contains("--value") && !out.contains("--op"), "{out}");
         let out = complete(&["post", "--v"], &env);
-        assert_eq!(out, "--value\tJSON, @file.json or - for stdin\n:4\n");
+        assert_eq!(
+            out,
+            "--value\tJSON inline, @file.json, or - for stdin\n:4\n"
+        );
         let out = complete(&["--o"], &env);
         assert!(
             out.contains("--op\t") && out.contains("--output\t"),
@@ -610,8 +349,18 @@ mod tests {
 
     #[test]
     fn no_subcommands_after_one_or_after_op() {
-        let env = FakeEnv::default();
-        assert_eq!(complete(&["get", ""], &env), ":4\n");
-        assert_eq!(complete(&["--op", "1", ""], &env), ":4\n");
+        let env = routes_env();
+        assert_eq!(
+            complete(&["get", ""], &env),
+            "timer/sec/1\ntimer/min/1\n:4\n",
+            "a SOURCETOPIC: the running routes"
+        );
+        assert_eq!(complete(&["delete", "timer/m"], &env), "timer/min/1\n:4\n");
+        assert_eq!(complete(&["put", "timer/sec/1", ""], &env), ":4\n");
+        let after_op = complete(&["--op", "1", ""], &env);
+        assert!(
+            after_op.contains("--resource\t") && !after_op.contains("--op\t"),
+            "only flags after --op: {after_op}"
+        );
     }
 }

@@ -40,35 +40,25 @@ pub const DEFAULT_NAME: &str = "event-repeater";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The answer to `__app_metadata`.
-pub fn metadata() -> serde_json::Value {
-    serde_json::json!({
-        "apiVersion": "app.plugin/v1",
-        "name": "event-repeater-manage",
-        "version": VERSION,
-        "description": "Change a running event repeater's routes",
-        "completion": true,
-    })
+pub fn metadata() -> app_plugin::metadata::Metadata {
+    app_plugin::metadata::Metadata::new(
+        "event-repeater-manage",
+        VERSION,
+        "Change a running event repeater's routes",
+    )
+    .completion()
 }
 
 /// Runs the plugin with `args` (without the program name) and returns the
 /// exit code.
 pub fn run(args: Vec<OsString>) -> u8 {
     app_plugin::log::init_from_env();
-    match args.first().and_then(|a| a.to_str()) {
-        Some("__app_metadata") => {
-            println!("{}", metadata());
-            return 0;
-        }
-        Some("__complete") => {
-            let words: Vec<String> = args[1..]
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect();
-            let out = complete::run(&words);
-            let _ = std::io::stdout().lock().write_all(out.as_bytes());
-            return 0;
-        }
-        _ => {}
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if app_plugin::protocol::answer(&words, &metadata(), complete::live) {
+        return 0;
     }
     let token = std::env::var("APP_TOKEN").ok();
     let config = match Config::from_args(args, token) {

@@ -85,7 +85,7 @@ pub struct RunArgs {
     pub listen: Option<String>,
 
     /// Log level: 0 silent, 1 errors, 2 warnings (default), 3 info, 4 debug, 5 trace, or a name (off, error, warn, info, debug, trace).
-    #[arg(long, value_name = "LEVEL", value_parser = app_plugin::log::parse_level)]
+    #[arg(long, value_name = "LEVEL", value_parser = app_plugin::cli::LogLevel)]
     pub log: Option<u8>,
 
     /// MQTT QoS of the publishes.

@@ -43,14 +43,13 @@ use clap::Parser;
 pub const BIN_NAME: &str = "app-event-repeater";
 
 /// The plugin's `__app_metadata` answer.
-pub fn metadata() -> String {
+pub fn metadata() -> app_plugin::metadata::Metadata {
     app_plugin::metadata::Metadata::new(
         "event-repeater",
         env!("CARGO_PKG_VERSION"),
         "Relay events from an event source to MQTT or stderr",
     )
     .completion()
-    .to_json()
 }
 
 /// The whole program; `args` are the arguments after the program name.
@@ -65,18 +64,8 @@ pub fn run(args: Vec<OsString>) -> u8 {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    match words.first().map(String::as_str) {
-        Some("__app_metadata") => {
-            println!("{}", metadata());
-            return 0;
-        }
-        Some("__complete") => {
-            for line in complete::complete(&words[1..]) {
-                println!("{line}");
-            }
-            return 0;
-        }
-        _ => {}
+    if app_plugin::protocol::answer(&words, &metadata(), complete::completion) {
+        return 0;
     }
     // Before anything can fail, so that every line follows --log-format.
     app_plugin::log::init_from_env();

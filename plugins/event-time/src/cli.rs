@@ -36,7 +36,7 @@ pub struct Cli {
     pub listen: Option<SocketAddr>,
 
     /// Log level: 0 silent, 1 errors, 2 warnings, 3 info, 4 debug, 5 trace, or a name (off, error, warn, info, debug, trace) [default: APP_LOG or 2]
-    #[arg(long, value_name = "LEVEL", value_parser = app_plugin::log::parse_level)]
+    #[arg(long, value_name = "LEVEL", value_parser = app_plugin::cli::LogLevel)]
     pub log: Option<u8>,
 
     /// Publish numbered test events on topic test/seq at N events per second

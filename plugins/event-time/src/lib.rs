@@ -46,16 +46,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    match words.first().map(String::as_str) {
-        Some("__app_metadata") => {
-            println!("{}", complete::metadata());
-            return ExitCode::SUCCESS;
-        }
-        Some("__complete") => {
-            print!("{}", complete::complete(&words[1..]));
-            return ExitCode::SUCCESS;
-        }
-        _ => {}
+    if complete::answer(&words) {
+        return ExitCode::SUCCESS;
     }
     // Before anything can fail, so that every line follows --log-format.
     log::init_from_env();

@@ -10,7 +10,9 @@
 //!
 //! Exit codes: 0 ok, 1 failure, 2 usage error.
 
+use app_plugin::complete::{Candidate, Completion};
 use app_plugin::context::Context;
+use app_plugin::metadata::Metadata;
 
 const NAME: &str = "{{name}}";
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -20,8 +22,6 @@ const COMMANDS: &[(&str, &str)] = &[
     ("context", "Print the context app passed, as JSON"),
     ("help", "Show this help"),
 ];
-/// cobra's completion directive: no file completion.
-const NO_FILE_COMP: u32 = 4;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -29,18 +29,10 @@ fn main() {
 }
 
 fn run(args: &[String]) -> i32 {
-    match args.first().map(String::as_str) {
-        Some("__app_metadata") => {
-            println!(
-                r#"{{"apiVersion":"app.plugin/v1","name":"{NAME}","version":"{VERSION}","description":"{DESCRIPTION}","context":"stdin","completion":true}}"#
-            );
-            return 0;
-        }
-        Some("__complete") => {
-            complete(&args[1..]);
-            return 0;
-        }
-        _ => {}
+    // `__app_metadata` and `__complete`: answered by the SDK.
+    let meta = Metadata::new(NAME, VERSION, DESCRIPTION).stdin_context().completion();
+    if app_plugin::protocol::answer(args, &meta, complete) {
+        return 0;
     }
     let ctx = match Context::load() {
         Ok(ctx) => ctx,
@@ -49,6 +41,9 @@ fn run(args: &[String]) -> i32 {
             return 1;
         }
     };
+    // Log lines follow `app --log` and `--log-format` (text or JSON).
+    app_plugin::log::init_from_context(&ctx);
+    app_plugin::debug!("context from {:?}", ctx.source);
     match args.first().map(String::as_str).unwrap_or("hello") {
         "hello" => {
             let who = args.get(1).map(String::as_str).unwrap_or("world");
@@ -65,7 +60,9 @@ fn run(args: &[String]) -> i32 {
         "context" => println!("{}", ctx.to_json_line()),
         "help" | "-h" | "--help" => usage(),
         other => {
-            eprintln!("app-{NAME}: unknown command '{other}'; run 'app {NAME} help'");
+            app_plugin::log::fatal(format_args!(
+                "unknown command '{other}'; run 'app {NAME} help'"
+            ));
             return 2;
         }
     }
@@ -73,16 +70,15 @@ fn run(args: &[String]) -> i32 {
 }
 
 /// `words` are those after the plugin name; the last one is being typed.
-fn complete(words: &[String]) {
-    if words.len() <= 1 {
-        let current = words.first().map(String::as_str).unwrap_or("");
-        for (command, help) in COMMANDS {
-            if command.starts_with(current) {
-                println!("{command}\t{help}");
-            }
-        }
+fn complete(words: &[String]) -> Completion {
+    if words.len() > 1 {
+        return Completion::nothing();
     }
-    println!(":{NO_FILE_COMP}");
+    let current = words.first().map_or("", String::as_str);
+    let commands = COMMANDS
+        .iter()
+        .map(|(command, help)| Candidate::described(*command, Some(help)));
+    Completion::matching(current, commands)
 }
 
 fn usage() {
