@@ -10,8 +10,8 @@
 //! [`cli`] (parse) → [`session`] and [`config`] (flags, dirs, config file) →
 //! [`alias`] (expand) → [`discovery`] (where plugins are) → [`resolve`] (which
 //! one a command means) → [`metadata`] (what a trusted plugin says about
-//! itself) → [`context`] (what it is told) → [`exec`] (run it). [`run`] ties
-//! them together; the built-in commands live in [`commands`], and
+//! itself) → [`context`] (what it is told) → [`exec`] (run it); [`external`]
+//! does those steps for one plugin. [`run`] ties them together; the built-in commands live in [`commands`], and
 //! [`inventory`] lists what is installed for them. [`lifecycle`] and
 //! [`listeners`] tell listener plugins about every command, when configured.
 //! Plugin management (`plugin install`, `remove`, `upgrade`) is in
@@ -28,6 +28,7 @@ pub mod discovery;
 pub mod error;
 pub mod escape;
 pub mod exec;
+pub mod external;
 pub mod install;
 pub mod inventory;
 pub mod lifecycle;

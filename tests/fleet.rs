@@ -947,3 +947,33 @@ fn max_routes_and_a_bounded_metrics_page() {
         Some(&52.0)
     );
 }
+
+#[test]
+fn a_route_for_a_topic_the_source_does_not_serve_is_kept_with_a_warning() {
+    let sb = Sandbox::new();
+    let _source = common::event_time::EventTime::start(&sb, &[]);
+    // The default source: the event-time running in this sandbox.
+    let r = Repeater::builder(&sb, "w").sinkprotocol("stderr").start();
+    let run = manage(&sb, &["put", "timer/sec/7", "/x", "--name", "w"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+    assert!(
+        run.stderr.contains("warning")
+            && run.stderr.contains("'timer/sec/7'")
+            && run.stderr.contains("does not serve")
+            && run.stderr.contains("timer/sec/1"),
+        "{run:?}"
+    );
+    assert_eq!(
+        routes_of(&r),
+        vec![("timer/sec/7".to_string(), "/x".to_string())]
+    );
+    // Served topics and prefixes: no word.
+    manage(&sb, &["put", "timer/sec/1", "/y", "--name", "w"]).ok();
+    let file = write(
+        sb.path(),
+        "r.json",
+        r#"[{"sourcetopic":"timer/"},{"sourcetopic":"timer/sec/1"}]"#,
+    );
+    manage(&sb, &["apply", "-f", &file, "--name", "w"]).ok();
+}

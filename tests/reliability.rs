@@ -834,6 +834,73 @@ fn event_time_sigkilled_and_restarted_the_repeater_keeps_relaying() {
     );
 }
 
+/// Issue 11: a repeater stopped longer than the source's history resumes
+/// from its checkpoint; the source says which events it no longer holds,
+/// and the repeater counts them in `events_missed_total` (exactly that
+/// range) and warns once: a loss upstream is never silent.
+#[test]
+fn events_the_source_no_longer_holds_are_counted_as_missed() {
+    let sb = Sandbox::new();
+    let source = EventTime::start(
+        &sb,
+        &["--name", "miss-time", "--rate", "1000", "--history", "100"],
+    );
+    let socket = source.socket().to_string_lossy().into_owned();
+    let mut r = Repeater::builder(&sb, "miss")
+        .source(&socket)
+        .args(["--sinkprotocol", "stderr", "--allowall", "--log", "3"])
+        .start();
+    let checkpoint = sb.data_dir().join("event-repeater/miss.checkpoint");
+    let ok = wait_metrics(&r, Duration::from_secs(20), |m| {
+        m.get("app_event_repeater_events_acked_total")
+            .copied()
+            .unwrap_or(0.0)
+            >= 500.0
+    });
+    assert!(m(&ok, "events_acked_total") >= 500, "{}", r.log());
+    assert_eq!(r.signal(libc::SIGTERM).code(), Some(0));
+    let text = std::fs::read_to_string(&checkpoint).expect("a checkpoint after a clean stop");
+    let saved: u64 = serde_json::from_str::<Value>(&text).unwrap()["last_event_id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // 1.5 s at 1,000/s: far more than the 100 events the source holds.
+    thread::sleep(Duration::from_millis(1500));
+    r.restart();
+    let metrics = wait_metrics(&r, Duration::from_secs(20), |m| {
+        m.get("app_event_repeater_events_missed_total")
+            .copied()
+            .unwrap_or(0.0)
+            > 0.0
+    });
+    let log = r.log();
+    let missed = m(&metrics, "events_missed_total");
+    assert!(missed >= 1000, "missed {missed}; log:\n{log}");
+    let notice = log
+        .lines()
+        .find(|l| l.contains("skipped events for this repeater"))
+        .unwrap_or_else(|| panic!("no warning: {log}"));
+    // The warning names the range, which starts right after the checkpoint
+    // and is exactly as long as the count.
+    assert!(
+        notice.contains(&format!("events {}..", saved + 1)),
+        "{notice}"
+    );
+    let to: u64 = notice
+        .split(&format!("events {}..", saved + 1))
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{notice}"));
+    assert_eq!(missed, to - saved, "{notice}");
+    assert_eq!(log.matches("skipped events for this repeater").count(), 1);
+    assert!(
+        log.contains(&format!("resuming after event id {saved}")),
+        "{log}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Hardening (issue 11): the state file and the command line
 
@@ -932,6 +999,59 @@ fn state_and_checkpoint_are_private_and_kebab_case_flags_work() {
         log.contains("\"sink_topic\":\"test/seq\""),
         "relayed to stderr: {log}"
     );
+}
+
+/// Starts `app ARGS` (which blocks SIGTERM and SIGINT in its signal
+/// thread's favour, and execs the plugin with that mask), waits for
+/// `socket`, sends SIGTERM and returns the exit status (None: still running
+/// after 10 s, then killed).
+fn stopped_by_sigterm_through_app(
+    sb: &Sandbox,
+    args: &[&str],
+    socket: PathBuf,
+) -> Option<std::process::ExitStatus> {
+    let mut child = sb
+        .app()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn app");
+    let up = wait_for(Duration::from_secs(15), || socket.exists().then_some(()));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = wait_for(Duration::from_secs(10), || child.try_wait().ok().flatten());
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(up.is_some(), "it never served");
+    status
+}
+
+/// The signal mask survives exec: started by `app`, which execs it with
+/// SIGTERM blocked, the repeater still stops on SIGTERM.
+#[test]
+fn the_repeater_stops_on_sigterm_even_when_started_with_it_blocked() {
+    let sb = Sandbox::new();
+    let socket = sb.plugin_runtime_dir().join("blocked.sock");
+    let none = sb.runtime_dir().join("no-source.sock");
+    let status = stopped_by_sigterm_through_app(
+        &sb,
+        &[
+            "event-repeater",
+            "run",
+            "--name",
+            "blocked",
+            "--sinkprotocol",
+            "stderr",
+            "--source",
+            none.to_str().unwrap(),
+        ],
+        socket,
+    );
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
 }
 
 // ---------------------------------------------------------------------------

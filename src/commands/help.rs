@@ -23,7 +23,7 @@ pub fn run(session: &Session, topic: &[String]) -> Result<i32> {
     // A plugin: ask it, the way `git help` shows a command's own help.
     let mut args: Vec<OsString> = topic.iter().map(OsString::from).collect();
     args.push("--help".into());
-    crate::run::run_external(session, args)
+    crate::external::run(session, args)
 }
 
 fn print_overview(session: &Session) {

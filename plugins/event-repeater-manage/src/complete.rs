@@ -31,6 +31,8 @@ pub trait Env {
     fn names(&self) -> Vec<String>;
     /// Files and directories whose path starts with `partial`: (path, is_dir).
     fn files(&self, partial: &str) -> Vec<(String, bool)>;
+    /// Named hosts and `@groups` of the config file.
+    fn host_names(&self) -> Vec<String>;
 }
 
 /// The completion of `words` (the last is the word being completed) in the
@@ -54,6 +56,7 @@ impl Values for Own<'_> {
         };
         match q.arg {
             "name" => Some(plain(self.0.names())),
+            "host" => Some(plain(self.0.host_names())),
             "path" | "sourcetopic" => {
                 let name = q.given("name").unwrap_or(crate::DEFAULT_NAME);
                 let topics = self.0.routes(name, q.given("host"), q.given("token"));
@@ -95,6 +98,7 @@ impl Values for Own<'_> {
 struct LiveEnv {
     plugin_dir: PathBuf,
     hosts: Vec<String>,
+    config: PathBuf,
 }
 
 impl LiveEnv {
@@ -104,11 +108,23 @@ impl LiveEnv {
         LiveEnv {
             plugin_dir: ctx.dirs().plugin_runtime_dir(),
             hosts: ctx.hosts,
+            config: ctx.config,
         }
     }
 }
 
 impl Env for LiveEnv {
+    fn host_names(&self) -> Vec<String> {
+        let Ok(inv) = crate::hosts::Inventory::load(&self.config) else {
+            return Vec::new();
+        };
+        inv.hosts
+            .keys()
+            .cloned()
+            .chain(inv.groups.keys().map(|g| format!("@{g}")))
+            .collect()
+    }
+
     fn routes(&self, name: &str, host: Option<&str>, token: Option<&str>) -> Option<Vec<String>> {
         let host = host.map(Endpoint::parse).transpose().ok()?;
         let target = target::find(name, host.as_ref(), &self.hosts, &self.plugin_dir).ok()?;
@@ -200,6 +216,9 @@ mod tests {
         }
         fn names(&self) -> Vec<String> {
             vec!["event-repeater".into(), "r1".into()]
+        }
+        fn host_names(&self) -> Vec<String> {
+            vec!["edge1".into(), "edge2".into(), "@edges".into()]
         }
         fn files(&self, partial: &str) -> Vec<(String, bool)> {
             [("routes.json", false), ("routes/", true)]
@@ -329,6 +348,11 @@ mod tests {
             "event\tthe routes, /events\n:4\n"
         );
         assert_eq!(complete(&["get", "--name", "r"], &env), "r1\n:4\n");
+        assert_eq!(
+            complete(&["get", "--host", "ed"], &env),
+            "edge1\nedge2\n:4\n"
+        );
+        assert_eq!(complete(&["status", "--host", "@"], &env), "@edges\n:4\n");
         assert_eq!(complete(&["apply", "-f", ""], &env), ":0\n");
         assert_eq!(complete(&["get", "--timeout", ""], &env), ":4\n");
     }

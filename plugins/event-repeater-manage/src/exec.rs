@@ -115,7 +115,11 @@ fn send(
 ) -> Result<(), Error> {
     let remote = Remote::new(target)?;
     let reply = remote.request(call.method, &call.path, body)?;
-    print(io, &output::render(&reply.body, config.output, io.pretty))
+    print(io, &output::render(&reply.body, config.output, io.pretty))?;
+    if matches!(call.method, Method::Post | Method::Put) {
+        crate::topics::warn_unserved(&remote, &crate::topics::named(&call.path, body));
+    }
+    Ok(())
 }
 
 fn apply(target: &Target, desired: &[Route], dry_run: bool, io: &mut Io<'_>) -> Result<(), Error> {
@@ -133,7 +137,16 @@ fn apply(target: &Target, desired: &[Route], dry_run: bool, io: &mut Io<'_>) -> 
     }
     print(io, &text)?;
     remote.replace_routes(desired)?;
-    print(io, &format!("applied: {summary}\n"))
+    print(io, &format!("applied: {summary}\n"))?;
+    let added: Vec<String> = changes
+        .iter()
+        .filter_map(|c| match c {
+            crate::apply::Change::Add(r) => Some(r.sourcetopic.clone()),
+            _ => None,
+        })
+        .collect();
+    crate::topics::warn_unserved(&remote, &added);
+    Ok(())
 }
 
 /// Writes `text` to stdout; a closed pipe is not an error.

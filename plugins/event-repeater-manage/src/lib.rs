@@ -24,6 +24,7 @@ pub mod output;
 pub mod routes;
 pub mod status;
 pub mod target;
+pub mod topics;
 pub mod unix;
 pub mod value;
 

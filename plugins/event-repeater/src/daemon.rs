@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::api::{self, ApiState};
 use crate::buffer::Buffer;
 use crate::config::{join_host_port, split_host_port, Config, SinkConfig};
+use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::relay::{Relay, SharedTable};
 use crate::routes::Table;
@@ -24,45 +25,59 @@ use crate::sink::{mqtt::MqttSink, nats::NatsSink, Drain};
 use crate::source::Source;
 
 /// Runs the repeater; `Err` is a start-up failure (exit 1).
-pub fn run(cfg: Config) -> Result<(), String> {
+pub fn run(cfg: Config) -> Result<(), Error> {
     app_plugin::log::set_level(cfg.log);
+    crate::signals::unblock_stop_signals();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(|source| Error::Runtime {
+            what: "start the async runtime",
+            source,
+        })?;
     runtime.block_on(run_async(cfg))
 }
 
-async fn run_async(cfg: Config) -> Result<(), String> {
-    let routes = crate::state::load(&cfg.state_file)?;
-    let (checkpoint_file, resume_after) = crate::checkpoint::open(&cfg)?;
+async fn run_async(cfg: Config) -> Result<(), Error> {
+    let routes = crate::state::load(&cfg.state_file).map_err(Error::State)?;
+    let (checkpoint_file, resume_after) =
+        crate::checkpoint::open(&cfg).map_err(Error::Checkpoint)?;
     // Handlers first, so that a signal during start-up still cleans up.
-    let mut sigterm =
-        signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
-    let mut sigint =
-        signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+    let mut sigterm = signal(SignalKind::terminate()).map_err(|source| Error::Runtime {
+        what: "handle SIGTERM",
+        source,
+    })?;
+    let mut sigint = signal(SignalKind::interrupt()).map_err(|source| Error::Runtime {
+        what: "handle SIGINT",
+        source,
+    })?;
 
     // Refuse before touching anything if another instance runs under this name.
-    let mut files = InstanceFiles::claim(&cfg.runtime_dir, &cfg.name)
-        .map_err(|e| e.describe(&format!("event repeater named {:?}", cfg.name)))?;
+    let mut files = InstanceFiles::claim(&cfg.runtime_dir, &cfg.name).map_err(|e| {
+        Error::Instance(e.describe(&format!("event repeater named {:?}", cfg.name)))
+    })?;
     if files.replaced_stale() {
         info!("replaced the stale socket {}", files.socket().display());
     }
 
     // Certificate problems are start-up errors, before anything is bound.
     let tls = match &cfg.api_tls {
-        Some((cert, key)) => Some(crate::serve::tls_acceptor(cert, key)?),
+        Some((cert, key)) => Some(crate::serve::tls_acceptor(cert, key).map_err(Error::Tls)?),
         None => None,
     };
     let tcp = match &cfg.listen {
         Some(listen) => {
             let l = tokio::net::TcpListener::bind(listen)
                 .await
-                .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-            let addr = l
-                .local_addr()
-                .map_err(|e| format!("cannot read the address of {listen}: {e}"))?;
+                .map_err(|source| Error::Listen {
+                    what: listen.clone(),
+                    source,
+                })?;
+            let addr = l.local_addr().map_err(|source| Error::Listen {
+                what: listen.clone(),
+                source,
+            })?;
             let host = split_host_port(listen)
                 .map(|(h, _)| h)
                 .unwrap_or_else(|| addr.ip().to_string());
@@ -72,18 +87,25 @@ async fn run_async(cfg: Config) -> Result<(), String> {
                 "http"
             };
             let url = format!("{scheme}://{}", join_host_port(&host, addr.port()));
-            files.write_listen(&url).map_err(|e| e.to_string())?;
+            files
+                .write_listen(&url)
+                .map_err(|e| Error::Instance(e.to_string()))?;
             Some((l, url))
         }
         None => None,
     };
-    files.write_pid().map_err(|e| e.to_string())?;
+    files
+        .write_pid()
+        .map_err(|e| Error::Instance(e.to_string()))?;
     // The socket comes last: whoever sees it finds the other files in place.
-    let unix = files.bind().map_err(|e| e.to_string())?;
+    let unix = files.bind().map_err(|e| Error::Instance(e.to_string()))?;
     let unix = unix
         .set_nonblocking(true)
         .and_then(|()| tokio::net::UnixListener::from_std(unix))
-        .map_err(|e| format!("cannot listen on {}: {e}", files.socket().display()))?;
+        .map_err(|source| Error::Listen {
+            what: files.socket().display().to_string(),
+            source,
+        })?;
 
     let metrics = Arc::new(Metrics::default());
     let buffer = Arc::new(Buffer::resuming(

@@ -24,11 +24,13 @@ pub mod cli;
 pub mod complete;
 pub mod config;
 pub mod daemon;
+pub mod error;
 pub mod event;
 pub mod metrics;
 pub mod relay;
 pub mod routes;
 pub mod serve;
+pub mod signals;
 pub mod sink;
 pub mod source;
 pub mod sse;
@@ -65,7 +67,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     if app_plugin::protocol::answer(&words, &metadata(), complete::completion) {
-        return 0;
+        return error::code::OK;
     }
     // Before anything can fail, so that every line follows --log-format.
     app_plugin::log::init_from_env();
@@ -78,42 +80,31 @@ pub fn run(args: Vec<OsString>) -> u8 {
                 "{}; see `app event-repeater run --help`",
                 first_line(&e)
             ));
-            return 2;
+            return error::code::USAGE;
         }
         Err(e) => {
             // --help and --version.
             let _ = e.print();
-            return 0;
+            return error::code::OK;
         }
     };
-    let ctx = match app_plugin::context::Context::load() {
-        Ok(c) => c,
+    let cli::Command::Run(run_args) = cli.command;
+    match start(&run_args) {
+        Ok(()) => error::code::OK,
         Err(e) => {
             app_plugin::log::fatal(format_args!("{e}"));
-            return 2;
-        }
-    };
-    match cli.command {
-        cli::Command::Run(run_args) => {
-            let password = std::env::var("APP_MQTT_PASSWORD").ok();
-            let cfg = match config::Config::new(&run_args, &ctx, password) {
-                Ok(c) => c,
-                Err(e) => {
-                    app_plugin::log::fatal(format_args!(
-                        "{e}; see `app event-repeater run --help`"
-                    ));
-                    return 2;
-                }
-            };
-            match daemon::run(cfg) {
-                Ok(()) => 0,
-                Err(e) => {
-                    app_plugin::log::fatal(format_args!("{e}"));
-                    1
-                }
-            }
+            e.exit_code()
         }
     }
+}
+
+/// `run`: the context, the configuration, then the daemon until a signal.
+fn start(run_args: &cli::RunArgs) -> Result<(), error::Error> {
+    let ctx =
+        app_plugin::context::Context::load().map_err(|e| error::Error::Context(e.to_string()))?;
+    let password = std::env::var("APP_MQTT_PASSWORD").ok();
+    let cfg = config::Config::new(run_args, &ctx, password).map_err(error::Error::Usage)?;
+    daemon::run(cfg)
 }
 
 /// The message of a clap error without clap's `error: ` tag and usage

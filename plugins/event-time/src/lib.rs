@@ -12,6 +12,7 @@
 
 pub mod cli;
 pub mod complete;
+pub mod error;
 pub mod event;
 pub mod hub;
 pub mod server;
@@ -34,10 +35,8 @@ use crate::server::AppState;
 use crate::topics::Catalogue;
 use app_plugin::log::{self, INFO, WARN};
 
-/// Exit code: a runtime failure.
-pub const EXIT_FAILURE: u8 = 1;
-/// Exit code: a usage error.
-pub const EXIT_USAGE: u8 = 2;
+pub use crate::error::code::{FAILURE as EXIT_FAILURE, USAGE as EXIT_USAGE};
+use crate::error::Error;
 
 /// Runs the command line `args` (program name first); returns the exit code.
 pub fn run(args: Vec<OsString>) -> ExitCode {
@@ -68,57 +67,69 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let ctx = match app_plugin::context::Context::load() {
-        Ok(ctx) => ctx,
+    match start(cli) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // The error that ends the program, at any level.
             log::fatal(format_args!("{e}"));
-            return ExitCode::from(EXIT_USAGE);
+            ExitCode::from(e.exit_code())
         }
-    };
-    let config = match Config::new(cli, ctx.dirs().plugin_runtime_dir(), ctx.log) {
-        Ok(c) => c,
-        Err(msg) => {
-            log::fatal(format_args!("{msg}"));
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
+    }
+}
+
+/// The context, the configuration, then the server until a signal.
+fn start(cli: Cli) -> Result<(), Error> {
+    let ctx = app_plugin::context::Context::load().map_err(|e| Error::Context(e.to_string()))?;
+    let config =
+        Config::new(cli, ctx.dirs().plugin_runtime_dir(), ctx.log).map_err(Error::Usage)?;
     log::set_level(config.log);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    unblock_stop_signals();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            log::fatal(format_args!("cannot start the async runtime: {e}"));
-            return ExitCode::from(EXIT_FAILURE);
-        }
-    };
+        .map_err(|source| Error::Runtime {
+            what: "start the async runtime",
+            source,
+        })?;
     let result = runtime.block_on(serve(config));
     // Open streams never end by themselves; drop them rather than wait.
     runtime.shutdown_timeout(Duration::from_millis(200));
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(msg) => {
-            // The error that ends the program, at any level.
-            log::fatal(format_args!("{msg}"));
-            ExitCode::from(EXIT_FAILURE)
-        }
+    result
+}
+
+/// Unblocks SIGTERM and SIGINT for this thread and the threads it starts:
+/// the signal mask survives exec, and a parent that blocked them (as `app`
+/// does while it waits for listeners) would otherwise leave the stop signal
+/// pending forever. Call before the async runtime starts its threads.
+pub fn unblock_stop_signals() {
+    // SAFETY: sigset_t is plain data initialised by sigemptyset before use;
+    // pthread_sigmask only changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
     }
 }
 
 /// Takes the instance's place, publishes and serves until SIGTERM or SIGINT,
 /// then removes the runtime files.
-pub async fn serve(config: Config) -> Result<(), String> {
+pub async fn serve(config: Config) -> Result<(), Error> {
     // Handlers first, so that a signal during start-up still cleans up.
-    let mut term =
-        signal(SignalKind::terminate()).map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
-    let mut int =
-        signal(SignalKind::interrupt()).map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+    let mut term = signal(SignalKind::terminate()).map_err(|source| Error::Runtime {
+        what: "handle SIGTERM",
+        source,
+    })?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|source| Error::Runtime {
+        what: "handle SIGINT",
+        source,
+    })?;
 
     // Refuse before touching anything if another instance runs under this name.
-    let mut files =
-        InstanceFiles::claim(&config.runtime_dir, &config.name).map_err(|e| e.to_string())?;
+    let mut files = InstanceFiles::claim(&config.runtime_dir, &config.name)
+        .map_err(|e| Error::Instance(e.to_string()))?;
     if files.replaced_stale() {
         app_plugin::log!(
             INFO,
@@ -129,28 +140,37 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let tcp = match config.listen {
         None => None,
         Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-                format!("cannot listen on {addr}: {e}; choose another --listen address")
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| Error::Listen {
+                    what: addr.to_string(),
+                    source,
+                })?;
+            let local = listener.local_addr().map_err(|source| Error::Listen {
+                what: addr.to_string(),
+                source,
             })?;
-            let local = listener
-                .local_addr()
-                .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
             files
                 .write_listen(&format!("http://{local}"))
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| Error::Instance(e.to_string()))?;
             if !local.ip().is_loopback() {
                 app_plugin::log!(WARN, "serving on {local}, which is not a loopback address: anyone who can reach it can read the events");
             }
             Some((listener, local))
         }
     };
-    files.write_pid().map_err(|e| e.to_string())?;
+    files
+        .write_pid()
+        .map_err(|e| Error::Instance(e.to_string()))?;
     // The socket comes last: whoever sees it finds the other files in place.
-    let unix = files.bind().map_err(|e| e.to_string())?;
+    let unix = files.bind().map_err(|e| Error::Instance(e.to_string()))?;
     let unix = unix
         .set_nonblocking(true)
         .and_then(|()| tokio::net::UnixListener::from_std(unix))
-        .map_err(|e| format!("cannot listen on {}: {e}", files.socket().display()))?;
+        .map_err(|source| Error::Listen {
+            what: files.socket().display().to_string(),
+            source,
+        })?;
 
     let catalogue = Arc::new(Catalogue::new(config.rate.is_some()));
     let hub = Arc::new(Hub::new(config.history));
@@ -200,8 +220,8 @@ pub async fn serve(config: Config) -> Result<(), String> {
     let outcome = tokio::select! {
         _ = term.recv() => { app_plugin::log!(INFO, "SIGTERM: stopping"); Ok(()) }
         _ = int.recv() => { app_plugin::log!(INFO, "SIGINT: stopping"); Ok(()) }
-        r = unix_server => Err(format!("the unix socket server stopped: {r:?}")),
-        r = tcp_server => Err(format!("the TCP server stopped: {r:?}")),
+        source = unix_server => Err(Error::Stopped { what: "unix socket", source }),
+        source = tcp_server => Err(Error::Stopped { what: "TCP", source }),
     };
     drop(files);
     outcome

@@ -1,0 +1,140 @@
+//! A warning, not a refusal, for a route whose source topic the repeater's
+//! source does not serve (sources can gain topics later): the source is
+//! found in the repeater's `/healthz` and asked for its `GET /topics`. Only
+//! done when the repeater is on this machine (a source address it reports is
+//! only meaningful there) and the source answers within a second.
+
+use std::time::Duration;
+
+use crate::cli::Method;
+use crate::exec::Remote;
+use crate::http::Client;
+use crate::target::Endpoint;
+
+const SOURCE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The source topics a request (`path`, `body`) names: the routes in the
+/// body, or the topic in `/events/<sourcetopic>`.
+pub fn named(path: &str, body: Option<&str>) -> Vec<String> {
+    let from_body = body
+        .and_then(|b| serde_json::from_str::<serde_json::Value>(b).ok())
+        .map(|v| match v {
+            serde_json::Value::Array(items) => items,
+            other => vec![other],
+        })
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|r| r.get("sourcetopic")?.as_str().map(String::from))
+        .collect::<Vec<_>>();
+    if !from_body.is_empty() {
+        return from_body;
+    }
+    let path = path.split('?').next().unwrap_or_default();
+    match path.strip_prefix("/events/") {
+        Some(t) if !t.is_empty() => vec![percent_decode(t)],
+        _ => Vec::new(),
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether a route for `route` takes any of `topics`.
+fn served(route: &str, topics: &[String]) -> bool {
+    route == "."
+        || if route.ends_with('/') {
+            topics.iter().any(|t| t.starts_with(route))
+        } else {
+            topics.iter().any(|t| t == route)
+        }
+}
+
+/// Warns on stderr about each of `routes` that the source of the repeater
+/// behind `remote` does not serve; silent when that cannot be known.
+pub fn warn_unserved(remote: &Remote, routes: &[String]) {
+    if routes.is_empty() || !remote.target().endpoint.is_local() {
+        return;
+    }
+    let Some((source, topics)) = source_topics(remote) else {
+        return;
+    };
+    for route in routes.iter().filter(|r| !served(r, &topics)) {
+        app_plugin::log::write(
+            app_plugin::log::WARN,
+            format_args!(
+                "the route for '{route}' is in place, but the source {source} does not serve that topic now (GET /topics lists {})",
+                topics.join(", ")
+            ),
+        );
+    }
+}
+
+fn source_topics(remote: &Remote) -> Option<(String, Vec<String>)> {
+    let health = remote.request(Method::Get, "/healthz", None).ok()?;
+    let health: serde_json::Value = serde_json::from_str(&health.body).ok()?;
+    let url = health["source"]["url"].as_str()?.to_string();
+    let endpoint = match url.strip_prefix("unix:") {
+        Some(path) => Endpoint::Unix(path.into()),
+        None => Endpoint::parse(&url).ok()?,
+    };
+    let reply = Client::new(&endpoint, None, SOURCE_TIMEOUT)
+        .send("GET", "/topics", None)
+        .ok()?;
+    if reply.status != 200 {
+        return None;
+    }
+    let topics: Vec<String> = serde_json::from_str(&reply.body).ok()?;
+    Some((url, topics))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topics_named_by_a_request() {
+        assert_eq!(
+            named(
+                "/events",
+                Some(r#"[{"sourcetopic":"a"},{"sourcetopic":"b/"}]"#)
+            ),
+            ["a", "b/"]
+        );
+        assert_eq!(
+            named("/events/timer/sec/7", Some(r#"{"sinktopic":"x"}"#)),
+            ["timer/sec/7"]
+        );
+        assert_eq!(named("/events/a%20b", None), ["a b"]);
+        assert!(named("/events?replace=true", Some("[]")).is_empty());
+    }
+
+    #[test]
+    fn exact_prefix_and_everything() {
+        let topics = vec!["timer/sec/1".to_string(), "timer/min/1".to_string()];
+        assert!(served("timer/sec/1", &topics));
+        assert!(!served("timer/sec/7", &topics));
+        assert!(served("timer/", &topics));
+        assert!(!served("other/", &topics));
+        assert!(served(".", &topics));
+    }
+}
