@@ -37,8 +37,8 @@ use async_nats::jetstream::context::{PublishAckFuture, PublishError};
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, stream};
 use async_nats::{Client, ConnectOptions, Event};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::Notify;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
@@ -159,6 +159,7 @@ struct Job {
 }
 
 type AckResult = (Job, Result<(), String>);
+type AckFuture = std::pin::Pin<Box<dyn std::future::Future<Output = AckResult> + Send>>;
 
 impl NatsSink {
     /// Runs until the drain ends; returns the number of undelivered events.
@@ -263,7 +264,8 @@ impl NatsSink {
             own: false,
             known: false,
         };
-        let mut acks: JoinSet<AckResult> = JoinSet::new();
+        // Acknowledgements awaited in this task (no task per publish).
+        let mut acks: FuturesUnordered<AckFuture> = FuturesUnordered::new();
         // Failed publishes, by acceptance order, to send again first.
         let mut retry: BTreeMap<u64, Job> = BTreeMap::new();
         let mut backoff = Backoff::network();
@@ -277,7 +279,6 @@ impl NatsSink {
                 return 0;
             }
             if dl.is_some_and(|d| Instant::now() >= d) {
-                acks.abort_all();
                 return held + self.buffer.stats().queued;
             }
             let connected = is_connected(client);
@@ -335,10 +336,10 @@ impl NatsSink {
                             } else {
                                 inc(&self.metrics.published);
                             }
-                            acks.spawn(async move {
+                            acks.push(Box::pin(async move {
                                 let r = ack.await.map(|_| ()).map_err(|e| e.to_string());
                                 (job, r)
-                            });
+                            }));
                         }
                         Err(e) => {
                             let e = e.to_string();
@@ -361,8 +362,7 @@ impl NatsSink {
             let paused = paused_until.is_some_and(|t| Instant::now() < t);
             let want_new = connected && !paused && acks.len() < window;
             tokio::select! {
-                Some(done) = acks.join_next(), if !acks.is_empty() => {
-                    let Ok((job, result)) = done else { continue };
+                Some((job, result)) = acks.next(), if !acks.is_empty() => {
                     match result {
                         Ok(()) => {
                             backoff.reset();
