@@ -13,9 +13,7 @@
 //! before them, so the next start asks the source for them again.
 
 use std::collections::VecDeque;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -194,41 +192,7 @@ impl CheckpointFile {
         };
         let mut text = serde_json::to_vec(&doc).map_err(io::Error::other)?;
         text.push(b'\n');
-        let dir = self
-            .path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let name = self
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        crate::state::private_dir(dir)?;
-        let result = (|| {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.set_permissions(fs::Permissions::from_mode(0o600))?;
-            f.write_all(&text)?;
-            if sync {
-                f.sync_all()?;
-            }
-            drop(f);
-            fs::rename(&tmp, &self.path)?;
-            if sync {
-                File::open(dir)?.sync_all()?;
-            }
-            Ok(())
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result
+        crate::state::write_private(&self.path, &text, sync)
     }
 }
 
@@ -318,15 +282,14 @@ where
 /// The whole text of `path` (tests only).
 #[cfg(test)]
 fn read_all(path: &Path) -> String {
-    use std::io::Read;
-    let mut s = String::new();
-    File::open(path).unwrap().read_to_string(&mut s).unwrap();
-    s
+    std::fs::read_to_string(path).unwrap()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
+    use std::os::unix::fs::PermissionsExt;
 
     fn cp(l: &Ledger) -> Option<String> {
         l.checkpoint().0.map(|s| s.to_string())

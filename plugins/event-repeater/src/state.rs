@@ -146,17 +146,25 @@ pub fn load(path: &Path) -> Result<Routes, String> {
 /// Writes the routes to `path` atomically: a temp file in the same directory,
 /// fsync, rename over the old file, fsync the directory.
 pub fn save(path: &Path, routes: &Routes) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    private_dir(dir)?;
     let doc = Document {
         version: 1,
         routes: routes.list(),
     };
     let mut text = serde_json::to_vec_pretty(&doc).map_err(io::Error::other)?;
     text.push(b'\n');
+    write_private(path, &text, true)
+}
+
+/// Replaces `path` with `bytes` atomically (temp file in the same directory,
+/// rename), mode 0600 in a 0700 directory. `sync` also flushes file and
+/// directory to disk; without it the rename is still atomic for readers and
+/// survives a crash of the process, only not a power loss.
+pub fn write_private(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    private_dir(dir)?;
     let tmp = temp_path(path);
     let result = (|| {
         let mut f = OpenOptions::new()
@@ -167,11 +175,16 @@ pub fn save(path: &Path, routes: &Routes) -> io::Result<()> {
             .open(&tmp)?;
         // A temp file left by a crash may have had another mode.
         f.set_permissions(fs::Permissions::from_mode(0o600))?;
-        f.write_all(&text)?;
-        f.sync_all()?;
+        f.write_all(bytes)?;
+        if sync {
+            f.sync_all()?;
+        }
         drop(f);
         fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
+        if sync {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
@@ -183,7 +196,7 @@ fn temp_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "routes.json".into());
+        .unwrap_or_else(|| "state".into());
     path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
