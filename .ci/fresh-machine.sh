@@ -69,7 +69,7 @@ inside() {
 }
 
 # Counts from libtest's `test result:` lines (one per test binary and doc-test
-# run) and the `skipping <test>: <why>` lines of tests/common/tools.rs.
+# run) and the `skipping <test>: <why>` lines of tests/it/common/tools.rs.
 summary() {
   local log=$1 status=$2 took=$3
   awk -v status="$status" -v took="$took" '
@@ -81,8 +81,8 @@ summary() {
       }
       binaries++
     }
-    match($0, /skipping [^ :]+: .*/) {
-      line = substr($0, RSTART, RLENGTH); sub(/^skipping [^ :]+: /, "", line)
+    match($0, /skipping [^ ]+: .*/) {
+      line = substr($0, RSTART, RLENGTH); sub(/^skipping [^ ]+: /, "", line)
       skipped++; why[line]++
     }
     /Finished `dev` profile/ { build = $0; sub(/.* in /, "", build) }

@@ -4,7 +4,7 @@
 //! `help`, `version`, `completion`, `plugin list` and `plugin path` still run,
 //! after one warning.
 
-mod common;
+use crate::common;
 
 use std::ffi::CString;
 use std::fs;

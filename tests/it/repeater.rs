@@ -1,5 +1,5 @@
 //! `app-event-repeater run`, as real processes: the real `app-event-time`
-//! as the source, a real mosquitto (tests/common/broker.rs) as the sink, the
+//! as the source, a real mosquitto (tests/it/common/broker.rs) as the sink, the
 //! API spoken to with a raw HTTP/1.1 client over the unix socket. Covers the
 //! flow under mapped, prefix and --allowall routes, route changes while
 //! events flow, every bad-input case of the API, routes surviving restart
@@ -7,7 +7,7 @@
 //! (broker paused, stopped, killed; buffer smaller than the outage; source
 //! restarted).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

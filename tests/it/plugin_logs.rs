@@ -3,7 +3,7 @@
 //! default level, log levels are accepted by name, and errors carry the
 //! program's name.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::Path;

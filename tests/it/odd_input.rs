@@ -1,7 +1,7 @@
 //! Command lines and search-path entries that are unusual but legal: `--`
 //! before the command, plugins that are broken symbolic links.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::symlink;
 use std::process::{Output, Stdio};

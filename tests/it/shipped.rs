@@ -2,7 +2,7 @@
 //! longest match picks `app-event-repeater-manage` for `app event-repeater
 //! manage …`, and TAB completes their arguments in real shells.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 

@@ -1,6 +1,6 @@
 //! Lifecycle listeners: `app-listener-<name>` plugins that hear every command.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

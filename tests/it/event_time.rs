@@ -3,7 +3,7 @@
 //! client: the SSE format, topic rules, errors, `Last-Event-ID` replay, slow
 //! subscribers, and the runtime files (stale, live, removed on signals).
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::os::unix::net::UnixListener;

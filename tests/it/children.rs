@@ -2,7 +2,7 @@
 //! query, `app_fetch` during `plugin install`, listeners) never outlive it:
 //! not when they hang, and not when `app` is killed.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Read;

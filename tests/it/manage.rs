@@ -5,7 +5,7 @@
 //! Each test starts its own repeater in its own sandbox (no event source runs:
 //! the repeater keeps retrying it, and its API works meanwhile).
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::os::unix::net::UnixListener;

@@ -123,7 +123,7 @@ pub struct Repeater<'a> {
     proc: Option<Proc>,
 }
 
-/// Makes every log file name unique within the test binary.
+/// Makes every log file name unique within the test run.
 static STARTS: AtomicUsize = AtomicUsize::new(0);
 
 impl<'a> Repeater<'a> {

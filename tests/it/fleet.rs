@@ -3,7 +3,7 @@
 //! hosts and groups from the config file; a host that is down; `status`,
 //! and `status --watch` in a real terminal (tmux).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,8 +1,7 @@
 //! Shared test support: locating the built binaries and giving each test its
 //! own isolated `app` world (config, data and runtime dirs, a PATH of its own).
 //!
-//! Every test file does `mod common;` and uses what it needs.
-#![allow(dead_code)]
+//! Every test module does `use crate::common;` and uses what it needs.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

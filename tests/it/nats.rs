@@ -8,7 +8,7 @@
 //! (`loadgen nats-read`, bench/loadgen), which counts messages per subject
 //! and the numbered events: missing and duplicated numbers.
 
-mod common;
+use crate::common;
 
 use std::net::TcpStream;
 use std::path::PathBuf;

@@ -41,7 +41,7 @@ pub enum Shell {
 
 impl Shell {
     /// Whether this machine has what the shell needs; when not, prints the
-    /// skip line (see `tests/common/tools.rs`) and the test should return.
+    /// skip line (see `tests/it/common/tools.rs`) and the test should return.
     pub fn available(self) -> bool {
         match self {
             Shell::Bash => super::require_tools(&[("bash", "bash")]),

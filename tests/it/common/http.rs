@@ -239,8 +239,6 @@ pub enum SseItem {
 
 /// An open `text/event-stream` response.
 pub struct SseStream {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
     reader: BufReader<Chunked<BufReader<Conn>>>,
     line: String,
 }
@@ -258,8 +256,6 @@ impl SseStream {
         assert_eq!(status, 200, "GET {path}: {head:?}");
         assert_eq!(header(&head, "content-type"), Some("text/event-stream"));
         SseStream {
-            status,
-            headers: head,
             reader: BufReader::new(Chunked::new(reader)),
             line: String::new(),
         }

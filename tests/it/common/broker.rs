@@ -21,7 +21,7 @@ use super::{free_port, wait_for};
 pub use super::tools::find_program;
 
 /// `Some(path)` of `program`, or `None` after printing the skip line; panics
-/// instead when `APP_TEST_REQUIRE_ALL=1` (see `tests/common/tools.rs`).
+/// instead when `APP_TEST_REQUIRE_ALL=1` (see `tests/it/common/tools.rs`).
 pub fn require(program: &str, package: &str) -> Option<PathBuf> {
     super::require_tool(program, package)
 }

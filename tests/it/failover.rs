@@ -4,7 +4,7 @@
 //! back to the first once it answers again. Subscribers (`mosquitto_sub`,
 //! QoS 1) on both brokers together must hold every number.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::net::TcpStream;

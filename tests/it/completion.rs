@@ -11,7 +11,7 @@
 //! plugin here leaves a marker file when run other than for completion, and
 //! the untrusted ones whenever they run at all.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::PathBuf;

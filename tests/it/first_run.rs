@@ -4,7 +4,7 @@
 //! compared to what they print. Plus the small things a new user trips over:
 //! the wording of `plugin new`, the source `plugin install ./app-foo` records.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! the real `app` binary in a sandbox, against files, a compiled binary, and
 //! a local HTTP server.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -1,7 +1,7 @@
 //! The dispatcher against real third-party plugins: shell and Python scripts
 //! and a compiled binary, made in a temp dir and put on the sandbox PATH.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::io::Write;

@@ -1,7 +1,7 @@
 //! `app` is on every plugin call's path: it must not carry the MQTT, server,
 //! async runtime, HTTP client or archive code that plugins and `app_fetch` use.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -12,7 +12,7 @@
 //! Everything runs on 127.0.0.1, every wait is bounded, and every process is
 //! killed on drop.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};

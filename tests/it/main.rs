@@ -1,0 +1,29 @@
+//! The integration tests, in one binary: each former `tests/<name>.rs` is
+//! the module `<name>` here, so `cargo test --test it <name>::` runs what
+//! `cargo test --test <name>` did. One binary links `app`'s test support
+//! (`common`) once instead of once per file.
+//!
+//! The tests run the built binaries (`app`, the shipped plugins, `loadgen`):
+//! build them first with `cargo build --workspace --bins`, or run
+//! `cargo test --workspace`, which builds them.
+
+mod common;
+
+mod children;
+mod completion;
+mod config;
+mod dispatch;
+mod event_time;
+mod failover;
+mod first_run;
+mod fleet;
+mod lean;
+mod listeners;
+mod manage;
+mod nats;
+mod odd_input;
+mod plugin_install;
+mod plugin_logs;
+mod reliability;
+mod repeater;
+mod shipped;
