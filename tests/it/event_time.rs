@@ -572,7 +572,22 @@ fn a_stalled_subscriber_does_not_stop_another() {
             )
             .unwrap();
     }
-    std::thread::sleep(Duration::from_millis(200));
+    // Subscribed once the answer's head and first comment arrive; no more is read.
+    stalled
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut head = Vec::new();
+    wait_for(Duration::from_secs(5), || {
+        use std::io::Read;
+        let mut buf = [0u8; 256];
+        if let Ok(n) = stalled.read(&mut buf) {
+            head.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&head)
+            .contains(": subscribed")
+            .then_some(())
+    })
+    .unwrap_or_else(|| panic!("the stalled subscriber was not subscribed: {head:?}"));
 
     let mut reader = SseStream::open(&addr, "/events?topic=test/seq", &[]);
     let (_, first) = reader.next_event(Duration::from_secs(5)).unwrap();

@@ -35,27 +35,13 @@ impl Run {
     }
 }
 
-/// Runs `cmd`, killing it (and failing) after 30 s.
-fn run_bounded(mut cmd: Command) -> Run {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{cmd:?} did not finish within 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let out = child.wait_with_output().expect("output");
+/// Runs `cmd` with no stdin, killing it (and failing) when it hangs.
+fn run_bounded(cmd: Command) -> Run {
+    let out = common::run::Run::new(cmd).assert();
     Run {
         code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout: out.stdout,
+        stderr: out.stderr,
     }
 }
 
@@ -772,7 +758,10 @@ fn idle_connections_cannot_starve_the_api() {
         .filter_map(|_| TcpStream::connect_timeout(&sock, Duration::from_millis(500)).ok())
         .collect();
     assert!(idle.len() >= 16, "only {} connections", idle.len());
-    std::thread::sleep(Duration::from_millis(300));
+    let full = wait_for(Duration::from_secs(10), || {
+        r.log().contains("16 connections open").then_some(())
+    });
+    assert!(full.is_some(), "{}", r.log());
     // The unix socket has its own slots: it answers at once.
     let t = Instant::now();
     let (status, body) = r.get("/healthz");

@@ -4,7 +4,7 @@ use crate::common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::Sandbox;
@@ -26,14 +26,6 @@ fn events(file: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn output(cmd: &mut std::process::Command) -> Output {
-    cmd.stdin(Stdio::null()).output().expect("run app")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 #[test]
 fn start_and_end_events_carry_the_same_id_the_code_and_the_duration() {
     let sb = Sandbox::new();
@@ -41,8 +33,7 @@ fn start_and_end_events_carry_the_same_id_the_code_and_the_duration() {
     recorder(&sb, "rec", &log);
     sb.script("app-work", "#!/bin/sh\nsleep 0.2\nexit 5\n");
     sb.write_config(r#"{"listeners": [{"name": "rec", "events": ["command.*"]}]}"#);
-    let out = output(sb.app().args(["work", "arg 1"]));
-    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    sb.run(["work", "arg 1"]).assert().code(5);
     let ev = events(&log);
     assert_eq!(ev.len(), 2, "{ev:?}");
     let (start, end) = (&ev[0], &ev[1]);
@@ -70,8 +61,7 @@ fn a_plugin_killed_by_a_signal_still_produces_command_end() {
     recorder(&sb, "rec", &log);
     sb.script("app-selfkill", "#!/bin/sh\nkill -TERM $$\nsleep 5\n");
     sb.write_config(r#"{"listeners": [{"name": "rec"}]}"#);
-    let out = output(sb.app().arg("selfkill"));
-    assert_eq!(out.status.code(), Some(143));
+    sb.run(["selfkill"]).assert().code(143);
     let ev = events(&log);
     assert_eq!(ev.last().unwrap()["signal"], 15);
     assert_eq!(ev.last().unwrap()["exit_code"], 143);
@@ -83,8 +73,7 @@ fn builtin_commands_produce_events_too() {
     let log = sb.path().join("events");
     recorder(&sb, "rec", &log);
     sb.write_config(r#"{"listeners": [{"name": "rec"}]}"#);
-    let out = output(sb.app().arg("version"));
-    assert!(out.status.success());
+    sb.run(["version"]).assert().code(0);
     let ev = events(&log);
     assert_eq!(ev.len(), 2);
     assert_eq!(ev[0]["builtin"], "version");
@@ -130,18 +119,14 @@ fn a_hanging_listener_costs_at_most_its_time_and_leaves_nothing_behind() {
     sb.script("app-quick", "#!/bin/sh\nexit 0\n");
     sb.write_config(r#"{"listeners": [{"name": "hang", "timeout_ms": 300}]}"#);
     let t = Instant::now();
-    let out = output(sb.app().args(["--log", "3", "quick"]));
+    let out = sb.run(["--log", "3", "quick"]).assert();
     let took = t.elapsed();
-    assert!(out.status.success());
+    out.code(0)
+        .stderr_has("listener 'hang' did not finish within 300 ms");
     assert!(took < Duration::from_millis(2000), "took {took:?}");
     assert!(
         took >= Duration::from_millis(300),
         "app did not give the listener its time: {took:?}"
-    );
-    assert!(
-        stderr(&out).contains("listener 'hang' did not finish within 300 ms"),
-        "{}",
-        stderr(&out)
     );
     assert_all_gone(&pids);
 }
@@ -164,8 +149,7 @@ fn a_hanging_veto_listener_delays_by_its_time_then_the_command_runs() {
     );
     sb.write_config(r#"{"listeners": [{"name": "slow", "can_abort": true, "timeout_ms": 200}]}"#);
     let t = Instant::now();
-    let out = output(sb.app().arg("work"));
-    assert!(out.status.success(), "{}", stderr(&out));
+    sb.run(["work"]).assert().code(0);
     assert!(marker.exists());
     assert!(t.elapsed() < Duration::from_millis(2000));
     assert_all_gone(&pids);
@@ -177,9 +161,7 @@ fn a_crashing_listener_does_not_change_the_exit_code() {
     sb.script("app-listener-crash", "#!/bin/sh\nexit 99\n");
     sb.script("app-work", "#!/bin/sh\necho done\nexit 4\n");
     sb.write_config(r#"{"listeners": [{"name": "crash"}]}"#);
-    let out = output(sb.app().arg("work"));
-    assert_eq!(out.status.code(), Some(4));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "done");
+    sb.run(["work"]).assert().code(4).stdout_is("done");
 }
 
 #[test]
@@ -197,13 +179,10 @@ fn a_listener_can_veto_and_the_others_hear_the_abort() {
         &format!("#!/bin/sh\ntouch {}\n", marker.display()),
     );
     sb.write_config(r#"{"listeners": [{"name": "rec"}, {"name": "guard", "can_abort": true}]}"#);
-    let out = output(sb.app().arg("work"));
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("aborted by listener 'guard': not on a Sunday"),
-        "{}",
-        stderr(&out)
-    );
+    sb.run(["work"])
+        .assert()
+        .code(1)
+        .stderr_has("aborted by listener 'guard': not on a Sunday");
     assert!(!marker.exists(), "a vetoed plugin must not run");
     let ev = events(&log);
     assert_eq!(ev.len(), 2);
@@ -219,19 +198,17 @@ fn listeners_without_can_abort_are_not_waited_for_answers() {
     );
     sb.script("app-work", "#!/bin/sh\nexit 0\n");
     sb.write_config(r#"{"listeners": [{"name": "noisy"}]}"#);
-    assert!(output(sb.app().arg("work")).status.success());
+    sb.run(["work"]).assert().code(0);
 }
 
 #[test]
 fn with_listeners_app_supervises_and_without_it_execs() {
     let sb = Sandbox::new();
     sb.script("app-ppid", "#!/bin/sh\necho $PPID\n");
-    let out = output(sb.app().arg("ppid"));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        std::process::id().to_string(),
-        "no listeners: the plugin replaces app"
-    );
+    // No listeners: the plugin replaces app.
+    sb.run(["ppid"])
+        .assert()
+        .stdout_is(std::process::id().to_string());
     let log = sb.path().join("events");
     recorder(&sb, "rec", &log);
     sb.write_config(r#"{"listeners": [{"name": "rec"}]}"#);
@@ -255,9 +232,8 @@ fn the_shipped_tracer_logs_every_command() {
     let sb = Sandbox::new();
     sb.script("app-work", "#!/bin/sh\nexit 3\n");
     sb.write_config(r#"{"listeners": [{"name": "tracer"}]}"#);
-    let out = output(sb.app().args(["work", "x"]));
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
-    output(sb.app().arg("version"));
+    sb.run(["work", "x"]).assert().code(3);
+    sb.run(["version"]).assert();
     let log: PathBuf = sb.data_dir().join("tracer.log");
     let text = fs::read_to_string(&log).expect("tracer.log written");
     let lines: Vec<&str> = text.lines().collect();
@@ -281,14 +257,11 @@ fn plugin_list_shows_listeners() {
     let sb = Sandbox::new();
     recorder(&sb, "rec", &sb.path().join("events"));
     sb.write_config(r#"{"listeners": [{"name": "rec"}, {"name": "missing"}]}"#);
-    let out = output(sb.app().args(["plugin", "list"]));
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("Listeners"), "{text}");
-    assert!(text.contains("app-listener-rec"), "{text}");
-    assert!(
-        text.contains("not found: no executable app-listener-missing"),
-        "{text}"
-    );
+    sb.run(["plugin", "list"])
+        .assert()
+        .stdout_has("Listeners")
+        .stdout_has("app-listener-rec")
+        .stdout_has("not found: no executable app-listener-missing");
 }
 
 #[test]
@@ -453,14 +426,8 @@ fn a_timeout_above_the_maximum_is_lowered_with_a_warning() {
     recorder(&sb, "rec", &sb.path().join("events"));
     sb.script("app-quick", "#!/bin/sh\nexit 0\n");
     sb.write_config(r#"{"listeners": [{"name": "rec", "timeout_ms": 999999999999}]}"#);
-    let out = output(sb.app().arg("quick"));
-    assert!(out.status.success(), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(
-        err.contains(
-            "listener 'rec': \"timeout_ms\": 999999999999 is above the maximum of 10000 ms, so it gets 10000 ms"
-        ),
-        "{err}"
+    sb.run(["quick"]).assert().code(0).stderr_has(
+        "listener 'rec': \"timeout_ms\": 999999999999 is above the maximum of 10000 ms, so it gets 10000 ms",
     );
 }
 
@@ -473,13 +440,12 @@ fn an_abort_reason_is_printed_with_its_control_characters_escaped() {
     );
     sb.script("app-work", "#!/bin/sh\nexit 0\n");
     sb.write_config(r#"{"listeners": [{"name": "evil", "can_abort": true}]}"#);
-    let out = output(sb.app().arg("work"));
-    assert_eq!(out.status.code(), Some(1));
-    let err = stderr(&out);
-    assert!(
-        err.contains(r"aborted by listener 'evil': no\x1b]0;owned\x07\nforged line\r\x1b[2K"),
-        "{err}"
-    );
+    let out = sb
+        .run(["work"])
+        .assert()
+        .code(1)
+        .stderr_has(r"aborted by listener 'evil': no\x1b]0;owned\x07\nforged line\r\x1b[2K");
+    let err = &out.stderr;
     assert!(
         !err.contains('\x1b') && err.trim_end().lines().count() == 1,
         "{err:?}"

@@ -7,10 +7,9 @@
 
 use crate::common;
 
-use std::io::Write;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::broker::{Broker, Subscriber};
@@ -54,33 +53,13 @@ impl Run {
     }
 }
 
-/// Runs `cmd` with `stdin`, killing it (and failing) after 20 s.
-fn run_bounded(mut cmd: Command, stdin: &str) -> Run {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut input = child.stdin.take().expect("stdin");
-    input.write_all(stdin.as_bytes()).expect("write stdin");
-    drop(input);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{cmd:?} did not finish within 20 s");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let out = child.wait_with_output().expect("output");
+/// Runs `cmd` with `stdin`, killing it (and failing) when it hangs.
+fn run_bounded(cmd: Command, stdin: &str) -> Run {
+    let out = common::run::Run::new(cmd).stdin(stdin).assert();
     Run {
         code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout: out.stdout,
+        stderr: out.stderr,
     }
 }
 

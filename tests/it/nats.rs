@@ -202,8 +202,14 @@ fn paused_then_killed_server_loses_nothing_at_qos1() {
         Duration::from_secs(30),
     );
     server.kill();
-    std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(metric(&rep, "sink_connected"), 0, "{}", rep.log());
+    let disconnected = wait_for(Duration::from_secs(10), || {
+        (metric(&rep, "sink_connected") == 0).then_some(())
+    });
+    assert!(
+        disconnected.is_some(),
+        "sink_connected stays 1: {}",
+        rep.log()
+    );
     server.restart();
     wait_acked(&rep, n, Duration::from_secs(60));
     let v = read_stream(&server.url(), "EVENTS", n);

@@ -838,8 +838,14 @@ fn source_stopped_and_started_the_repeater_resumes() {
     let rep = repeater(&sb, &["--sink", &broker.url()]);
     sub.wait(SECS(15), |m| m.len() >= 5);
     assert_eq!(src.signal(libc::SIGTERM).code(), Some(0));
-    std::thread::sleep(SECS(2));
-    assert_eq!(metric(&rep, "source_connected"), 0);
+    let disconnected = wait_for(SECS(10), || {
+        (metric(&rep, "source_connected") == 0).then_some(())
+    });
+    assert!(
+        disconnected.is_some(),
+        "source_connected stays 1: {}",
+        rep.log()
+    );
     let before = sub.messages().len();
     let _src = event_time(&sb, &[]);
     let m = sub.wait(SECS(15), |m| m.len() >= before + 5);

@@ -2,6 +2,8 @@
 //! own isolated `app` world (config, data and runtime dirs, a PATH of its own).
 //!
 //! Every test module does `use crate::common;` and uses what it needs.
+//! To run `app` and check what it did: `sb.run([..]).assert().code(0)…`
+//! ([`run`]); to wait for something: [`wait_for`], never a bare sleep.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -104,7 +106,8 @@ impl Sandbox {
         cmd
     }
 
-    /// `app` with the sandbox environment.
+    /// `app` with the sandbox environment, for a test that drives the process
+    /// itself (signals, a terminal); otherwise [`Sandbox::run`].
     pub fn app(&self) -> Command {
         self.command(app_bin())
     }
@@ -148,6 +151,7 @@ pub mod http;
 pub mod http_server;
 pub mod process;
 pub mod repeater;
+pub mod run;
 pub mod tools;
 
 pub use tools::{require_tool, require_tools};
