@@ -354,6 +354,21 @@ fn unknown_topics_paths_and_methods_get_json_errors() {
     let r = http::get(&addr, "/topics");
     assert_eq!(r.status, 200);
     assert_eq!(r.json(), serde_json::json!(TIMERS));
+
+    // Requests hyper cannot parse get JSON too, not its empty answers.
+    let long_url = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70_000));
+    let broken = "GET / HTTP/1.1\r\nNo colon here\r\n\r\n".to_string();
+    for (request, status, says) in [
+        (long_url, 431, "too large"),
+        (broken, 400, "not valid HTTP"),
+    ] {
+        let r = http::send_raw(&addr, request.as_bytes());
+        assert_eq!(r.status, status, "{r:?}");
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        let v = r.json();
+        assert_eq!(v["status"], status);
+        assert!(v["error"].as_str().unwrap().contains(says), "{v}");
+    }
 }
 
 #[test]

@@ -891,6 +891,27 @@ fn api_answers_odd_requests_with_json() {
     // The bearer scheme is case-insensitive.
     let url = r.url();
     let addr = common::http::Addr::from_url(&url);
+    // A URL over hyper's 64 KiB limit, and a head over its buffer: hyper
+    // answers those itself, and still in JSON.
+    let long_url = format!(
+        "GET /events/{} HTTP/1.1\r\nHost: x\r\n\r\n",
+        "a".repeat(70_000)
+    );
+    let big_head = format!(
+        "GET /events HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "b".repeat(1 << 20)
+    );
+    for (request, status, says) in [
+        (long_url, 414, "URL is too long"),
+        (big_head, 431, "too large"),
+    ] {
+        let resp = common::http::send_raw(&addr, request.as_bytes());
+        assert_eq!(resp.status, status, "{resp:?}");
+        assert_eq!(resp.header("content-type"), Some("application/json"));
+        let v = resp.json();
+        assert_eq!(v["status"], status);
+        assert!(v["error"].as_str().is_some_and(|e| e.contains(says)), "{v}");
+    }
     for scheme in ["Bearer", "bearer", "BEARER"] {
         let resp = common::http::request(
             &addr,

@@ -130,7 +130,8 @@ fn a_hanging_listener_costs_at_most_its_time_and_leaves_nothing_behind() {
     sb.script("app-quick", "#!/bin/sh\nexit 0\n");
     sb.write_config(r#"{"listeners": [{"name": "hang", "timeout_ms": 300}]}"#);
     let t = Instant::now();
-    let out = output(sb.app().args(["--log", "3", "quick"]));
+    // At the default level: a warning is shown.
+    let out = output(sb.app().arg("quick"));
     let took = t.elapsed();
     assert!(out.status.success());
     assert!(took < Duration::from_millis(2000), "took {took:?}");
@@ -143,6 +144,10 @@ fn a_hanging_listener_costs_at_most_its_time_and_leaves_nothing_behind() {
         "{}",
         stderr(&out)
     );
+    assert_all_gone(&pids);
+    let quiet = output(sb.app().args(["--log", "1", "quick"]));
+    assert!(quiet.status.success());
+    assert_eq!(stderr(&quiet), "", "--log 1 shows errors only");
     assert_all_gone(&pids);
 }
 

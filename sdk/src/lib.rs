@@ -15,7 +15,9 @@
 //! - [`time`]: RFC 3339 timestamps;
 //! - [`protocol`]: answers `__app_metadata` and `__complete` in one call;
 //! - `cli` (feature `clap`): completion derived from a `clap::Command`, and
-//!   a `--log` value parser.
+//!   a `--log` value parser;
+//! - `http` (feature `tokio`): JSON answers for requests an HTTP server
+//!   could not parse, for plugins that serve an API.
 //!
 //! A whole plugin, `app-hello`:
 //!
@@ -44,6 +46,8 @@
 pub mod cli;
 pub mod complete;
 pub mod context;
+#[cfg(feature = "tokio")]
+pub mod http;
 pub mod instance;
 pub mod log;
 pub mod metadata;

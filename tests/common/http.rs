@@ -106,6 +106,18 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 pub fn request(addr: &Addr, method: &str, path: &str, headers: &[(&str, &str)]) -> Response {
     let mut conn = Conn::connect(addr).expect("connect");
     send_head(&mut conn, method, path, headers, true);
+    read_response(conn, method)
+}
+
+/// Sends `bytes` as they are and returns the answer. A failed write is
+/// ignored: a server may answer and close before it has read them all.
+pub fn send_raw(addr: &Addr, bytes: &[u8]) -> Response {
+    let mut conn = Conn::connect(addr).expect("connect");
+    let _ = conn.write_all(bytes);
+    read_response(conn, "GET")
+}
+
+fn read_response(conn: Conn, method: &str) -> Response {
     let mut reader = BufReader::new(conn);
     let (status, headers) = read_head(&mut reader);
     let mut body = Vec::new();

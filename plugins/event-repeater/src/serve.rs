@@ -7,11 +7,15 @@
 //! - a request head must arrive within [`HEAD_TIMEOUT`] of the connection
 //!   opening or of the previous answer (hyper's header-read timeout, which
 //!   also bounds how long a kept-alive connection may sit idle);
-//! - a TLS handshake must finish within [`HEAD_TIMEOUT`] too.
+//! - a TLS handshake must finish within [`HEAD_TIMEOUT`] too;
+//! - a request hyper cannot parse (a URL over 64 KiB, a head over its
+//!   buffer) gets the JSON error every other answer has, not hyper's empty
+//!   one ([`app_plugin::http::JsonParseErrors`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use app_plugin::http::JsonParseErrors;
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -117,7 +121,7 @@ where
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)
-        .serve_connection(TokioIo::new(io), service);
+        .serve_connection(TokioIo::new(JsonParseErrors::new(io)), service);
     tokio::pin!(conn);
     tokio::select! {
         r = conn.as_mut() => {

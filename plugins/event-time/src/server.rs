@@ -2,7 +2,9 @@
 //!
 //! Every error is JSON, `{"error":"…"}`: an unknown topic or path is `404`,
 //! a wrong method `405` (with `Allow`), a bad `Last-Event-ID` or query `400`,
-//! and an `Accept` header that rules out `text/event-stream` `406`.
+//! and an `Accept` header that rules out `text/event-stream` `406`. A
+//! request hyper cannot parse (a head over [`MAX_CONN_BUFFER`]) gets a JSON
+//! `431`/`414`/`400` too ([`app_plugin::http::JsonParseErrors`]).
 //!
 //! Connections are served by hyper directly (not `axum::serve`) so that each
 //! one's write buffer is capped at [`MAX_CONN_BUFFER`]: a subscriber that
@@ -56,7 +58,10 @@ where
                 .max_buf_size(MAX_CONN_BUFFER)
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(Duration::from_secs(30))
-                .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+                .serve_connection(
+                    hyper_util::rt::TokioIo::new(app_plugin::http::JsonParseErrors::new(io)),
+                    service,
+                )
                 .await;
         });
     }

@@ -1,0 +1,273 @@
+//! JSON answers for requests an HTTP server could not even parse (feature
+//! `tokio`).
+//!
+//! A plugin that serves an API on its instance socket promises a JSON error
+//! for every error. hyper, though, answers a request it cannot parse (a URL
+//! over its limit, headers over its buffer, a broken request line) itself,
+//! with an empty body and no hook to change it. [`JsonParseErrors`] wraps
+//! the connection and rewrites exactly those answers: an error status with
+//! `content-length: 0` and no `content-type`, which no handler of ours
+//! writes. Everything else passes through untouched.
+//!
+//! ```
+//! # async fn serve(stream: tokio::net::TcpStream) {
+//! use app_plugin::http::JsonParseErrors;
+//! let io = JsonParseErrors::new(stream);
+//! // hand `io` to hyper's `serve_connection` as usual
+//! # drop(io);
+//! # }
+//! ```
+
+use std::io;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// A connection whose bare error answers (hyper's own) are rewritten as
+/// `{"error":"…","status":N}` with `connection: close`.
+#[derive(Debug)]
+pub struct JsonParseErrors<I> {
+    inner: I,
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    /// Passing bytes through.
+    Open,
+    /// Writing our answer in place of hyper's; `usize` bytes are out.
+    Replacing(Vec<u8>, usize),
+    /// Our answer is out: the server closes after an error answer, so
+    /// anything it still writes is swallowed rather than sent after a
+    /// complete, length-delimited response.
+    Answered,
+}
+
+impl<I> JsonParseErrors<I> {
+    /// Wraps a connection.
+    ///
+    /// ```
+    /// let (a, _b) = tokio::io::duplex(64);
+    /// let _io = app_plugin::http::JsonParseErrors::new(a);
+    /// ```
+    pub fn new(inner: I) -> JsonParseErrors<I> {
+        JsonParseErrors {
+            inner,
+            state: State::Open,
+        }
+    }
+
+    /// The wrapped connection.
+    ///
+    /// ```
+    /// let (a, _b) = tokio::io::duplex(64);
+    /// let io = app_plugin::http::JsonParseErrors::new(a);
+    /// let _a: &tokio::io::DuplexStream = io.get_ref();
+    /// ```
+    pub fn get_ref(&self) -> &I {
+        &self.inner
+    }
+}
+
+/// The JSON answer that replaces `head` when `head` is a bare error answer
+/// (the whole of it, as a server hands it to the connection), else `None`.
+///
+/// ```
+/// let bare = b"HTTP/1.1 414 URI Too Long\r\ncontent-length: 0\r\n\r\n";
+/// let json = app_plugin::http::json_answer(bare).unwrap();
+/// let text = String::from_utf8(json).unwrap();
+/// assert!(text.starts_with("HTTP/1.1 414 URI Too Long\r\n"));
+/// assert!(text.ends_with(r#""status":414}"#));
+///
+/// let ours = b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+/// assert!(app_plugin::http::json_answer(ours).is_none());
+/// ```
+pub fn json_answer(head: &[u8]) -> Option<Vec<u8>> {
+    let rest = head.strip_prefix(b"HTTP/1.")?;
+    let end = find(head, b"\r\n\r\n")?;
+    // Only the head: a body would mean the answer is not bare.
+    if end + 4 != head.len() {
+        return None;
+    }
+    let status = std::str::from_utf8(rest.get(2..5)?).ok()?;
+    let code: u16 = status.parse().ok()?;
+    if !(400..600).contains(&code) {
+        return None;
+    }
+    let lower = head[..end].to_ascii_lowercase();
+    let empty = find(&lower, b"\r\ncontent-length: 0\r\n").is_some()
+        || lower.ends_with(b"\r\ncontent-length: 0");
+    if !empty || find(&lower, b"\r\ncontent-type:").is_some() {
+        return None;
+    }
+    let line_end = find(head, b"\r\n")?;
+    let status_line = String::from_utf8_lossy(&head[..line_end]);
+    let message = match code {
+        400 => "the request is not valid HTTP/1.1; check the request line and the headers",
+        414 => "the URL is too long; send a shorter path and query",
+        431 => {
+            "the request's headers are too large; send fewer or smaller headers, or a shorter URL"
+        }
+        505 => "this HTTP version is not served; use HTTP/1.1",
+        _ => "the request could not be read; check it is HTTP/1.1",
+    };
+    let body = serde_json::json!({ "error": message, "status": code }).to_string();
+    Some(
+        format!(
+            "{status_line}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes(),
+    )
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+impl<I: AsyncWrite + Unpin> JsonParseErrors<I> {
+    /// Sends our answer once `buf` (hyper's bytes) has been recognised;
+    /// reports hyper's bytes as written when ours are out.
+    fn poll_answer(&mut self, cx: &mut Context<'_>, taken: usize) -> Poll<io::Result<usize>> {
+        loop {
+            match &mut self.state {
+                State::Replacing(answer, sent) => {
+                    if *sent == answer.len() {
+                        self.state = State::Answered;
+                        continue;
+                    }
+                    let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &answer[*sent..]))?;
+                    if n == 0 {
+                        return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+                    }
+                    *sent += n;
+                }
+                State::Answered => return Poll::Ready(Ok(taken)),
+                State::Open => unreachable!("poll_answer is called only after a rewrite"),
+            }
+        }
+    }
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for JsonParseErrors<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for JsonParseErrors<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if let State::Open = self.state {
+            match json_answer(buf) {
+                Some(answer) => self.state = State::Replacing(answer, 0),
+                None => return Pin::new(&mut self.inner).poll_write(cx, buf),
+            }
+        }
+        self.poll_answer(cx, buf.len())
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if let State::Open = self.state {
+            // A bare answer is a head alone, so it is one slice.
+            let mut full = bufs.iter().filter(|b| !b.is_empty());
+            let answer = match (full.next(), full.next()) {
+                (Some(only), None) => json_answer(only),
+                _ => None,
+            };
+            match answer {
+                Some(answer) => self.state = State::Replacing(answer, 0),
+                None => return Pin::new(&mut self.inner).poll_write_vectored(cx, bufs),
+            }
+        }
+        let taken = bufs.iter().map(|b| b.len()).sum();
+        self.poll_answer(cx, taken)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn only_bare_error_answers_are_rewritten() {
+        let bare = b"HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\ncontent-length: 0\r\ndate: x\r\n\r\n";
+        let text = String::from_utf8(json_answer(bare).unwrap()).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("HTTP/1.1 431 Request Header Fields Too Large"));
+        assert!(head.contains("content-type: application/json"));
+        assert!(head.contains(&format!("content-length: {}", body.len())));
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(v["status"], 431);
+        assert!(v["error"]
+            .as_str()
+            .unwrap()
+            .contains("headers are too large"));
+
+        for other in [
+            &b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n"[..],
+            b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
+            b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 0\r\n\r\n",
+            b"HTTP/1.1 400 Bad Request\r\ncontent-length: 10\r\n\r\n",
+            b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n",
+            b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n{}",
+            b"{\"error\":\"HTTP/1.1 400\"}",
+            b"",
+        ] {
+            assert!(json_answer(other).is_none(), "{}", String::from_utf8_lossy(other));
+        }
+    }
+
+    #[tokio::test]
+    async fn the_answer_goes_out_in_place_of_the_bare_one_and_nothing_after() {
+        let (a, mut b) = tokio::io::duplex(16);
+        let mut io = JsonParseErrors::new(a);
+        let writer = tokio::spawn(async move {
+            io.write_all(b"HTTP/1.1 414 URI Too Long\r\ncontent-length: 0\r\n\r\n")
+                .await
+                .unwrap();
+            io.write_all(b"garbage").await.unwrap();
+            io.shutdown().await.unwrap();
+        });
+        let mut got = String::new();
+        b.read_to_string(&mut got).await.unwrap();
+        writer.await.unwrap();
+        assert!(got.starts_with("HTTP/1.1 414 URI Too Long\r\n"), "{got}");
+        assert!(got.ends_with(r#""status":414}"#), "{got}");
+
+        let (a, mut b) = tokio::io::duplex(64);
+        let mut io = JsonParseErrors::new(a);
+        io.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            .await
+            .unwrap();
+        io.shutdown().await.unwrap();
+        let mut got = String::new();
+        b.read_to_string(&mut got).await.unwrap();
+        assert_eq!(got, "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+    }
+}
