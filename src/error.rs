@@ -109,7 +109,8 @@ impl Error {
         }
     }
 
-    pub(crate) fn io(what: impl Into<String>, source: io::Error) -> Error {
+    /// An [`Error::Io`]: `source` happened while doing `what`.
+    pub fn io(what: impl Into<String>, source: io::Error) -> Error {
         Error::Io {
             what: what.into(),
             source,

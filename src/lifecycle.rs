@@ -47,10 +47,7 @@ pub fn observe(
     let mut listeners = Vec::new();
     for settings in &session.config.listeners {
         if let (_, Some(warning)) = crate::listeners::timeout(settings) {
-            // A mistake in the config: shown at the default level (2, warnings).
-            if log >= 2 {
-                eprintln!("app: warning: {warning}");
-            }
+            warn(log, &warning);
         }
         let file = format!("app-listener-{}", settings.name);
         let Some(found) = session.search.find_executable(&file) else {
@@ -162,8 +159,10 @@ fn finish(listeners: Vec<Listener>, log: u8) {
     }
 }
 
+/// A listener's trouble is a warning: shown at the default level (2), like
+/// every other warning of `app`, and hidden by `--log 1`.
 fn warn(log: u8, message: &str) {
-    if log >= 3 {
+    if log >= 2 {
         eprintln!("app: warning: {message}");
     }
 }

@@ -1,10 +1,34 @@
 //! `app_fetch`: downloads and unpacks plugins for `app plugin install`, so
-//! that the `app` binary links no HTTP, TLS or archive code. The protocol
-//! between the two is in `app::install::helper`; the work is the
-//! dispatcher's `install` module built with its `fetch` feature.
+//! that the `app` binary links no HTTP, TLS or archive code. What it and
+//! `app` say to each other is in `app::install::protocol`; the rest of an
+//! install (checks before, writing after) is `app`'s, in `app::install`.
+//!
+//! Modules: [`acquire`] (step 2 of an install: read or download, verify,
+//! unpack), [`http`] (the download), [`archive`] (`.tar.gz`).
+
+mod acquire;
+mod archive;
+mod http;
+
+use std::ffi::OsString;
+
+use app::error::code;
+use app::install::protocol::{self, HELPER};
 
 fn main() {
-    std::process::exit(app::install::helper::serve(
-        std::env::args_os().skip(1).collect(),
-    ));
+    std::process::exit(serve(std::env::args_os().skip(1).collect()));
+}
+
+/// `app_fetch`'s whole job; returns its exit code.
+fn serve(args: Vec<OsString>) -> i32 {
+    let Some((source, sha256)) = protocol::parse_args(&args) else {
+        eprintln!("usage: {HELPER} PATH|URL [--sha256 HEX]  (used by `app plugin install`)");
+        return code::USAGE;
+    };
+    let result = acquire::acquire(&source, sha256.as_deref());
+    let exit = result.as_ref().map_or_else(|e| e.exit_code(), |_| 0);
+    match protocol::write_answer(&mut std::io::stdout().lock(), &result) {
+        Ok(()) => exit,
+        Err(_) => code::FAILURE,
+    }
 }

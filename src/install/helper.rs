@@ -1,55 +1,25 @@
-//! The fetch helper, `app_fetch`: a second, small binary shipped beside
-//! `app` that does the work needing HTTP, TLS and archive code, so that the
+//! `app`'s side of the fetch helper, `app_fetch`: a second, small binary
+//! shipped beside `app` (the `app-fetch` crate, fetch/) that does step 2 of
+//! an install, the work needing HTTP, TLS and archive code, so that the
 //! `app` binary does not link any of it. Every plugin call starts `app`, and
 //! linking ureq, rustls, tar and flate2 into it made that start measurably
 //! slower (see docs/benchmarks.md, "Plugin install cost on dispatch").
 //!
-//! The helper's name does not start with `app-`, so it is never taken for a
-//! plugin. Protocol (private between `app` and the `app_fetch` of the same
-//! build): `app_fetch SOURCE [--sha256 HEX]` runs [`super::acquire`] and
-//! writes to stdout one JSON line, either
-//! `{"ok":{"file_name":…,"archive_sha256":…,"len":N}}` followed by exactly N
-//! bytes of the executable, or `{"error":{"code":C,"message":…}}`. Its
-//! stderr is the terminal's (download progress), and it writes no file.
+//! What the two say to each other is in [`super::protocol`].
 
-#[cfg(feature = "fetch")]
-use std::ffi::OsString;
 use std::io::Read;
-#[cfg(feature = "fetch")]
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use serde::{Deserialize, Serialize};
-
+use super::protocol::{self, HELPER};
 use super::{Artifact, Source};
 use crate::error::{code, Error, Result};
 
-/// File name of the helper, beside `app`.
-pub const HELPER: &str = "app_fetch";
-
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum Header {
-    Ok {
-        file_name: Option<String>,
-        archive_sha256: Option<String>,
-        len: u64,
-    },
-    Error {
-        code: i32,
-        message: String,
-    },
-}
-
-/// [`super::acquire`], run in `app_fetch` beside the running `app`.
+/// Step 2 of an install, run in `app_fetch` beside the running `app`.
 pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
     let helper = locate()?;
     let mut cmd = Command::new(&helper);
-    cmd.arg(source.to_arg());
-    if let Some(sum) = sha256 {
-        cmd.args(["--sha256", sum]);
-    }
+    cmd.args(protocol::args(source, sha256));
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
@@ -59,7 +29,7 @@ pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
     let mut child = crate::exec::OwnChild::spawn(&mut cmd, false)
         .map_err(|e| Error::io(format!("cannot run {}", helper.display()), e))?;
     let mut out = Vec::new();
-    let limit = super::fetch::max_bytes() + 64 * 1024;
+    let limit = protocol::max_bytes() + 64 * 1024;
     let read = child
         .child()
         .stdout
@@ -75,32 +45,13 @@ pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
     if let Some(Err(e)) = read {
         return Err(broken(e.to_string()));
     }
-    let newline = out
-        .iter()
-        .position(|b| *b == b'\n')
-        .ok_or_else(|| broken(format!("it gave no answer ({status})")))?;
-    let header: Header = serde_json::from_slice(&out[..newline])
-        .map_err(|e| broken(format!("unreadable answer: {e}")))?;
-    match header {
-        Header::Error { code, message } => Err(Error::Fetch { message, code }),
-        Header::Ok {
-            file_name,
-            archive_sha256,
-            len,
-        } => {
-            let bytes = out.split_off(newline + 1);
-            if bytes.len() as u64 != len || !status.success() {
-                return Err(broken(format!(
-                    "it sent {} of {len} bytes ({status})",
-                    bytes.len()
-                )));
-            }
-            Ok(Artifact {
-                file_name,
-                bytes,
-                archive_sha256,
-            })
-        }
+    match protocol::read_answer(out) {
+        Err(why) => Err(broken(format!("{why} ({status})"))),
+        // A whole answer, then a crash: not to be trusted.
+        Ok(Ok(_)) if !status.success() => Err(broken(format!(
+            "it sent its answer, then ended with {status}"
+        ))),
+        Ok(result) => result,
     }
 }
 
@@ -128,60 +79,4 @@ fn locate() -> Result<PathBuf> {
             ),
             code: code::FAILURE,
         })
-}
-
-#[cfg(feature = "fetch")]
-/// `app_fetch`'s whole job; returns its exit code.
-pub fn serve(args: Vec<OsString>) -> i32 {
-    let (source, sha256) = match parse_args(&args) {
-        Some(parsed) => parsed,
-        None => {
-            eprintln!("usage: {HELPER} PATH|URL [--sha256 HEX]  (used by `app plugin install`)");
-            return code::USAGE;
-        }
-    };
-    let (header, bytes, exit) = match super::acquire(&source, sha256.as_deref()) {
-        Ok(artifact) => (
-            Header::Ok {
-                file_name: artifact.file_name,
-                archive_sha256: artifact.archive_sha256,
-                len: artifact.bytes.len() as u64,
-            },
-            artifact.bytes,
-            0,
-        ),
-        Err(e) => {
-            let exit = e.exit_code();
-            (
-                Header::Error {
-                    code: exit,
-                    message: e.to_string(),
-                },
-                Vec::new(),
-                exit,
-            )
-        }
-    };
-    let mut out = std::io::stdout().lock();
-    let written = serde_json::to_writer(&mut out, &header)
-        .map_err(std::io::Error::other)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.write_all(&bytes))
-        .and_then(|()| out.flush());
-    match written {
-        Ok(()) => exit,
-        Err(_) => code::FAILURE,
-    }
-}
-
-#[cfg(feature = "fetch")]
-fn parse_args(args: &[OsString]) -> Option<(Source, Option<String>)> {
-    let args: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
-    let (source, sha256) = match args.as_slice() {
-        [source] => (*source, None),
-        [source, "--sha256", sum] => (*source, Some(sum.to_string())),
-        _ => return None,
-    };
-    // `app` passes absolute paths; anything else is resolved against "/".
-    Some((Source::parse(source, Path::new("/")).ok()?, sha256))
 }

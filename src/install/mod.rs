@@ -3,8 +3,10 @@
 //!
 //! The order of an install is what makes it safe:
 //! 1. check everything the user typed (name, `--sha256`, URL needs a checksum);
-//! 2. get the bytes into memory ([`acquire`]: read the file, or download it),
-//!    verify the checksum, unpack a `.tar.gz`, check it is an executable;
+//! 2. get the bytes into memory (read the file, or download it), verify the
+//!    checksum, unpack a `.tar.gz`, check it is an executable: done by the
+//!    separate `app_fetch` binary (the `app-fetch` crate, fetch/), so that
+//!    `app` links no HTTP, TLS or archive code;
 //! 3. only then touch the plugin directory: a temp file beside the target,
 //!    fsync, ask it for its metadata (version), rename; then the index.
 //!
@@ -13,28 +15,24 @@
 //! half-written `app-<name>`.
 //!
 //! Modules, one job each: [`name`] (what a plugin may be called),
-//! [`checksum`], [`fetch`] (HTTP download), [`archive`] (`.tar.gz`),
-//! [`atomic`] (temp file + rename), [`index`] (`.index.json`), and
-//! [`helper`], which runs step 2 in the separate `app_fetch` binary so that
-//! `app` links no HTTP, TLS or archive code.
+//! [`checksum`], [`url`] (which URLs, shown how), [`atomic`] (temp file +
+//! rename), [`index`] (`.index.json`), [`helper`] (runs step 2 in
+//! `app_fetch` and reads its answer), and [`protocol`] (what `app` and
+//! `app_fetch` say to each other, used by both).
 
-/// Step 2 of an install: [`acquire`] in this process, or
-/// [`helper::acquire`] in `app_fetch`.
+/// Step 2 of an install: [`helper::acquire`], which runs `app_fetch`.
 pub type Acquire = dyn Fn(&Source, Option<&str>) -> Result<Artifact>;
 
-pub mod archive;
 pub mod atomic;
 pub mod checksum;
-pub mod fetch;
 pub mod helper;
 pub mod index;
 pub mod name;
+pub mod protocol;
 pub mod url;
 
 use std::fs;
 use std::io;
-#[cfg(feature = "fetch")]
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -85,24 +83,6 @@ impl Source {
         match self {
             Source::Path(p) => p.display().to_string(),
             Source::Url(u) => u.clone(),
-        }
-    }
-
-    #[cfg(any(feature = "fetch", test))]
-    /// The last path segment: the file name the plugin name may come from.
-    fn file_name(&self) -> Option<String> {
-        match self {
-            Source::Path(p) => p.file_name()?.to_str().map(String::from),
-            Source::Url(u) => {
-                let path = u.split(['?', '#']).next().unwrap_or(u);
-                let after_scheme = path.split_once("://").map_or(path, |(_, rest)| rest);
-                let (_, segments) = after_scheme.split_once('/')?;
-                segments
-                    .rsplit('/')
-                    .next()
-                    .filter(|s| !s.is_empty())
-                    .map(String::from)
-            }
         }
     }
 }
@@ -232,63 +212,6 @@ pub fn install(plugin_dir: &Path, request: &Request, acquire: &Acquire) -> Resul
         entry,
         replaced,
     })
-}
-
-#[cfg(feature = "fetch")]
-/// Gets the executable `source` stands for into memory: reads or downloads
-/// it, checks `sha256` (of the file or archive as fetched), unpacks a
-/// `.tar.gz`, and checks the result is something the system can run.
-/// Writes nothing anywhere.
-pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
-    let limit = fetch::max_bytes();
-    let shown = source.to_record();
-    let bytes = match source {
-        Source::Path(path) => read_local(path, limit)?,
-        Source::Url(url) => fetch::download(url, limit).map_err(|e| match e {
-            fetch::FetchError::TooLarge(_) => Error::NotInstallable {
-                source: shown.clone(),
-                reason: e.to_string(),
-            },
-            _ => Error::Download {
-                url: shown.clone(),
-                reason: e.to_string(),
-            },
-        })?,
-    };
-    if let Some(expected) = sha256 {
-        let actual = checksum::sha256_hex(&bytes);
-        if actual != expected {
-            return Err(Error::ChecksumMismatch {
-                source: shown,
-                expected: expected.to_string(),
-                actual,
-            });
-        }
-    }
-    let artifact = if archive::is_gzip(&bytes) {
-        let member = archive::extract_plugin(&bytes, limit).map_err(|e| Error::NotInstallable {
-            source: shown.clone(),
-            reason: e.to_string(),
-        })?;
-        Artifact {
-            file_name: Some(member.file_name),
-            bytes: member.bytes,
-            archive_sha256: Some(checksum::sha256_hex(&bytes)),
-        }
-    } else {
-        Artifact {
-            file_name: source.file_name(),
-            bytes,
-            archive_sha256: None,
-        }
-    };
-    if !looks_executable(&artifact.bytes) {
-        return Err(Error::NotInstallable {
-            source: shown,
-            reason: "it is neither a script (#!) nor an executable binary (ELF or Mach-O)".into(),
-        });
-    }
-    Ok(artifact)
 }
 
 /// Removes a plugin `install` put in `plugin_dir`, and its record. Refuses
@@ -430,51 +353,6 @@ fn not_installed(name: &str, found: Option<PathBuf>) -> Error {
     }
 }
 
-#[cfg(feature = "fetch")]
-/// Reads a local file to install: a regular file, executable unless it is
-/// an archive, at most `limit` bytes.
-fn read_local(path: &Path, limit: u64) -> Result<Vec<u8>> {
-    let shown = path.display().to_string();
-    let meta = fs::metadata(path).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
-    if !meta.is_file() {
-        return Err(Error::NotInstallable {
-            source: shown,
-            reason: "it is not a regular file".into(),
-        });
-    }
-    if meta.len() > limit {
-        return Err(Error::NotInstallable {
-            source: shown,
-            reason: format!(
-                "it is larger than {limit} bytes (raise {} if that is expected)",
-                fetch::MAX_BYTES_VAR
-            ),
-        });
-    }
-    let bytes = fs::read(path).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
-    if !archive::is_gzip(&bytes) && meta.permissions().mode() & 0o111 == 0 {
-        return Err(Error::NotInstallable {
-            source: shown.clone(),
-            reason: format!("it is not executable (chmod +x {shown} if it should be)"),
-        });
-    }
-    Ok(bytes)
-}
-
-/// Whether `bytes` start like something `exec` can run: a `#!` script, an
-/// ELF binary, or a Mach-O binary.
-pub fn looks_executable(bytes: &[u8]) -> bool {
-    const MAGICS: [&[u8]; 6] = [
-        b"#!",
-        b"\x7fELF",
-        &[0xcf, 0xfa, 0xed, 0xfe],
-        &[0xce, 0xfa, 0xed, 0xfe],
-        &[0xca, 0xfe, 0xba, 0xbe],
-        &[0xfe, 0xed, 0xfa, 0xcf],
-    ];
-    MAGICS.iter().any(|m| bytes.starts_with(m))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -497,26 +375,5 @@ mod tests {
             Source::Path("/abs/app-foo".into())
         );
         assert!(Source::parse("ftp://h/app-foo", cwd).is_err());
-    }
-
-    #[test]
-    fn file_names_come_from_the_last_segment() {
-        let cwd = Path::new("/");
-        let name = |s: &str| Source::parse(s, cwd).unwrap().file_name();
-        assert_eq!(
-            name("http://h:1/d/app-foo?v=2#x").as_deref(),
-            Some("app-foo")
-        );
-        assert_eq!(name("http://h:1/").as_deref(), None);
-        assert_eq!(name("http://h:1").as_deref(), None);
-        assert_eq!(name("/x/app-bar").as_deref(), Some("app-bar"));
-    }
-
-    #[test]
-    fn executables_are_recognised_by_their_first_bytes() {
-        assert!(looks_executable(b"#!/bin/sh\n"));
-        assert!(looks_executable(b"\x7fELF\x02\x01"));
-        assert!(!looks_executable(b"<html>404</html>"));
-        assert!(!looks_executable(b""));
     }
 }

@@ -495,7 +495,7 @@ fn an_invalid_config_is_an_error_naming_the_place_but_not_while_completing() {
     sb.run(["__complete", "hel"])
         .assert()
         .code(0)
-        .stderr_is("")
+        .no_stderr()
         .stdout_has("hello");
 }
 

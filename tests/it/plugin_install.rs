@@ -598,6 +598,50 @@ fn check_skeleton(t: &T, name: &str, executable: &Path) {
         )),
         "{hello}"
     );
+    // … logs as `app --log` and `--log-format` say, on stderr …
+    let text = t.app(&["--log", "4", name, "hello"]);
+    let stderr = String::from_utf8_lossy(&text.stderr);
+    assert!(
+        stderr.starts_with(&format!("app-{name}: debug: context from ")),
+        "{stderr}"
+    );
+    let quiet = t.app(&["--log", "3", name, "hello"]);
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
+    for (args, code, level, says) in [
+        (
+            &["--log", "debug", "--log-format", "json", name, "hello"][..],
+            0,
+            "debug",
+            "context from ",
+        ),
+        (
+            &["--log-format", "json", name, "frobnicate"],
+            2,
+            "error",
+            "unknown command 'frobnicate'",
+        ),
+    ] {
+        let out = t.app(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<serde_json::Value> = stderr
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+            .collect();
+        assert_eq!(lines.len(), 1, "{stderr}");
+        let v = &lines[0];
+        assert_eq!(v["level"], level, "{v}");
+        assert_eq!(v["plugin"], name, "{v}");
+        assert!(
+            v["message"].as_str().is_some_and(|m| m.starts_with(says)),
+            "{v}"
+        );
+        let time = v["time"].as_str().unwrap_or_default();
+        assert!(
+            time.len() == 24 && time.ends_with('Z'),
+            "RFC 3339 with milliseconds: {v}"
+        );
+    }
     let ctx = ok(t.app(&["-H", "unix:///x.sock", name, "context"]));
     assert!(ctx.contains("unix:///x.sock"), "{ctx}");
     assert!(ctx.contains("\"plugin_name\""), "{ctx}");

@@ -258,6 +258,71 @@ fn stderr_sink_prints_one_json_line_per_event() {
     assert!(!sb.plugin_runtime_dir().join("event-repeater.pid").exists());
 }
 
+/// What a Prometheus user checks on `/metrics`: OpenMetrics text, the
+/// names and labels of before, values that move as events flow.
+#[test]
+fn metrics_are_openmetrics_with_the_same_names_and_moving_values() {
+    let sb = Sandbox::new();
+    seed_routes(
+        &sb,
+        "event-repeater",
+        json!([{"sourcetopic":"test/seq","sinktopic":"out/{topic}"}]),
+    );
+    let _src = event_time(&sb, &["--rate", "50"]);
+    let rep = repeater(&sb, &["--sinkprotocol", "stderr", "--allowall"]);
+    let resp = common::http::get(&api(&rep), "/metrics");
+    assert_eq!(resp.status, 200, "{}", resp.body);
+    assert_eq!(
+        resp.header("content-type"),
+        Some("application/openmetrics-text; version=1.0.0; charset=utf-8")
+    );
+    let text = &resp.body;
+    assert!(text.ends_with("\n# EOF\n"), "{text}");
+    for family in [
+        "events_received counter",
+        "events_acked counter",
+        "events_dropped counter",
+        "route_events counter",
+        "events_buffered gauge",
+        "build_info gauge",
+    ] {
+        let line = format!("# TYPE app_event_repeater_{family}");
+        assert!(text.lines().any(|l| l == line), "no {line:?} in {text}");
+    }
+    let route = "route_events_total{sourcetopic=\"test/seq\",sinktopic=\"out/{topic}\"}";
+    let allowall = "route_events_total{sourcetopic=\"\",sinktopic=\"\",allowall=\"true\"}";
+    let first = metrics(&rep);
+    for name in [
+        "events_received_total",
+        "events_acked_total",
+        "events_failed_total{reason=\"too_large\"}",
+        "events_dropped_total{reason=\"overflow\"}",
+        "sink_connected",
+        "source_disconnects_total",
+        "route_series_omitted",
+        route,
+        allowall,
+    ] {
+        assert!(first.contains_key(name), "no {name} in {first:?}");
+    }
+    let build = format!("build_info{{version=\"{}\"}}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(first.get(&build), Some(&1.0), "{first:?}");
+    // Counters move as events flow: the route's, the acknowledgements, and
+    // --allowall's (event-time's timers match no route).
+    let later = wait_for(SECS(15), || {
+        let m = metrics(&rep);
+        let grew = |k: &str| m[k] >= first[k] + 20.0;
+        (grew("events_received_total")
+            && grew(route)
+            && grew("events_acked_total")
+            && m[allowall] > first[allowall])
+            .then_some(m)
+    })
+    .unwrap_or_else(|| panic!("counters did not move from {first:?}\n{}", rep.log()));
+    assert_eq!(later["events_unrouted_total"], 0.0, "{later:?}");
+    assert_eq!(later["route_series_omitted"], 0.0);
+}
+
 #[test]
 fn api_refuses_bad_input_with_json_errors_and_changes_nothing() {
     let sb = Sandbox::new();

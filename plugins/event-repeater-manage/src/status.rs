@@ -118,7 +118,8 @@ pub fn sample(remote: &Remote) -> Sample {
     }
 }
 
-/// The Prometheus text format: `name{labels} value` lines.
+/// The sample lines, `name{labels} value`, of OpenMetrics or Prometheus text
+/// (the `#` lines, `# EOF` included, are skipped).
 pub fn parse_metrics(text: &str) -> BTreeMap<String, f64> {
     text.lines()
         .filter(|l| !l.starts_with('#'))

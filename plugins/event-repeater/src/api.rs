@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::api_error::ApiError;
 use crate::buffer::Buffer;
-use crate::metrics::Metrics;
+use crate::metrics::{self, Metrics};
 use crate::relay::{current, SharedTable};
 use crate::routes::{RouteKey, RouteSpec, Routes, Table};
 
@@ -427,28 +427,17 @@ async fn healthz(State(st): St) -> Response {
     )
 }
 
-async fn metrics(State(st): St) -> Response {
+async fn metrics(State(st): St) -> Result<Response, ApiError> {
     let routes = st.routes.lock().await.len();
-    let mut text = st
+    // Version and start time: what `manage status` shows besides the counters.
+    let build = metrics::Build {
+        version: app_plugin::context::APP_VERSION,
+        started_unix: st.started.unix_secs(),
+    };
+    let text = st
         .metrics
-        .render(&st.buffer.stats(), &current(&st.table), routes);
-    // What `manage status` shows besides the counters.
-    text.push_str(&format!(
-        "# HELP app_event_repeater_build_info The repeater's version.\n\
-         # TYPE app_event_repeater_build_info gauge\n\
-         app_event_repeater_build_info{{version=\"{}\"}} 1\n\
-         # HELP app_event_repeater_start_time_seconds When the repeater started, in seconds since the Unix epoch.\n\
-         # TYPE app_event_repeater_start_time_seconds gauge\n\
-         app_event_repeater_start_time_seconds {}\n",
-        app_plugin::context::APP_VERSION,
-        st.started.unix_secs()
-    ));
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        text,
-    )
-        .into_response()
+        .snapshot(st.buffer.stats(), current(&st.table), routes, build)
+        .render()
+        .map_err(|e| ApiError::internal(format!("encoding the metrics failed: {e}")))?;
+    Ok(([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response())
 }

@@ -257,28 +257,21 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("{text:?} is not a usable size"))
 }
 
-/// Parses `5s`, `500ms`, `2m`, `1h`, or a plain number of seconds; a value
-/// too large to represent is an error, never a wrap-around.
+/// Parses a duration with humantime (`5s`, `500ms`, `2m`, `1h30m`, …), or a
+/// plain number of seconds; a value too large to represent is an error,
+/// never a wrap-around.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    use std::time::Duration;
     let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let too_long = || format!("{text:?} is too long a duration");
-    if num.is_empty() {
-        return Err(format!("{text:?} is not a duration; use e.g. 5s or 500ms"));
-    }
-    let n: u64 = num.parse().map_err(|_| too_long())?;
-    let secs_per = match unit {
-        "ms" => return Ok(Duration::from_millis(n)),
-        "" | "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        _ => return Err(format!("{text:?}: unknown unit; use ms, s, m or h")),
+    // A bare number has always meant seconds here; humantime wants a unit.
+    let with_unit = if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        format!("{t}s")
+    } else {
+        t.to_string()
     };
-    n.checked_mul(secs_per)
-        .map(Duration::from_secs)
-        .ok_or_else(too_long)
+    humantime::parse_duration(&with_unit).map_err(|e| match e {
+        humantime::DurationError::NumberOverflow => format!("{text:?} is too long a duration"),
+        other => format!("{text:?} is not a duration ({other}); use e.g. 5s, 500ms, 2m or 1h30m"),
+    })
 }
 
 #[cfg(test)]
@@ -303,7 +296,11 @@ mod tests {
             Ok(std::time::Duration::from_millis(500))
         );
         assert_eq!(parse_duration("7"), Ok(std::time::Duration::from_secs(7)));
-        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("soon").unwrap_err().contains("e.g. 5s"));
+        assert_eq!(
+            parse_duration("1m30s"),
+            Ok(std::time::Duration::from_secs(90))
+        );
         assert_eq!(
             parse_duration("2h"),
             Ok(std::time::Duration::from_secs(7200))

@@ -1,8 +1,20 @@
 //! Counters and gauges, shared by every task and rendered by `GET /metrics`
-//! in the Prometheus text format.
+//! in the OpenMetrics text format.
+//!
+//! The counters stay plain atomics, bumped on the hot path without a lock or
+//! an allocation. `/metrics` copies them into a [`Snapshot`], which
+//! `prometheus-client` encodes as a [`Collector`]: the crate owns the format
+//! (escaping, `# TYPE` lines, `_total` suffixes, `# EOF`), this module only
+//! names the series.
 
-use std::fmt::Write;
+use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
 
 use crate::routes::Table;
 
@@ -66,222 +78,558 @@ fn get(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-const P: &str = "app_event_repeater";
+/// Every metric name starts with this (and `_`).
+pub const PREFIX: &str = "app_event_repeater";
+
+/// The Content-Type of `/metrics`: the OpenMetrics text format that
+/// `prometheus_client::encoding::text` writes.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Most `route_events_total` series in one `/metrics` answer.
 pub const MAX_ROUTE_SERIES: usize = 1000;
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {P}_{name} {help}");
-    let _ = writeln!(out, "# TYPE {P}_{name} {kind}");
+/// Everything `/metrics` shows, read once per request.
+#[derive(Debug)]
+pub struct Snapshot {
+    received: u64,
+    missed: u64,
+    invalid: u64,
+    unrouted: u64,
+    accepted: u64,
+    published: u64,
+    republished: u64,
+    acked: u64,
+    failed_too_large: u64,
+    failed_invalid_topic: u64,
+    failed_sink: u64,
+    dropped_overflow: u64,
+    dropped_shutdown: u64,
+    source_connected: bool,
+    sink_connected: bool,
+    broker: String,
+    source_disconnects: u64,
+    sink_disconnects: u64,
+    buffer: BufferStats,
+    routes: usize,
+    /// The per-route counters live in the table's entries; they are read
+    /// when encoding.
+    table: Arc<Table>,
+    version: &'static str,
+    started_unix: u64,
 }
 
-fn simple(out: &mut String, name: &str, kind: &str, help: &str, value: u64) {
-    family(out, name, kind, help);
-    let _ = writeln!(out, "{P}_{name} {value}");
-}
-
-/// Escapes a label value for the text format.
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// The process facts `/metrics` shows besides the counters (what `manage
+/// status` reports as version and uptime).
+#[derive(Debug, Clone, Copy)]
+pub struct Build {
+    pub version: &'static str,
+    pub started_unix: u64,
 }
 
 impl Metrics {
-    /// The text exposition of every metric.
-    pub fn render(&self, buffer: &BufferStats, table: &Table, routes: usize) -> String {
-        let mut o = String::with_capacity(4096);
-        simple(
-            &mut o,
-            "events_received_total",
-            "counter",
-            "Events read from the source.",
-            get(&self.received),
-        );
-        simple(
-            &mut o,
-            "events_missed_total",
-            "counter",
-            "Events the source reported it skipped for this reader (it no longer held them).",
-            get(&self.missed),
-        );
-        simple(&mut o, "events_invalid_total", "counter", "Events from the source that were not usable JSON events (not JSON, no topic, oversized, not UTF-8).", get(&self.invalid));
-        simple(
-            &mut o,
-            "events_unrouted_total",
-            "counter",
-            "Events that matched no route (not relayed, by design).",
-            get(&self.unrouted),
-        );
-        simple(
-            &mut o,
-            "events_accepted_total",
-            "counter",
-            "Events routed and taken into the buffer.",
-            get(&self.accepted),
-        );
-        simple(
-            &mut o,
-            "events_published_total",
-            "counter",
-            "Events written to the sink (first transmission).",
-            get(&self.published),
-        );
-        simple(
-            &mut o,
-            "events_republished_total",
-            "counter",
-            "Publishes sent again after a reconnect because the broker had not acknowledged them.",
-            get(&self.republished),
-        );
-        simple(&mut o, "events_acked_total", "counter", "Events the sink confirmed: broker acknowledgement at QoS 1 and 2, written at QoS 0 and for stderr.", get(&self.acked));
-        family(
-            &mut o,
-            "events_failed_total",
-            "counter",
-            "Accepted events refused by the repeater, by reason.",
-        );
-        let _ = writeln!(
-            o,
-            "{P}_events_failed_total{{reason=\"too_large\"}} {}",
-            get(&self.failed_too_large)
-        );
-        let _ = writeln!(
-            o,
-            "{P}_events_failed_total{{reason=\"invalid_topic\"}} {}",
-            get(&self.failed_invalid_topic)
-        );
-        let _ = writeln!(
-            o,
-            "{P}_events_failed_total{{reason=\"sink_error\"}} {}",
-            get(&self.failed_sink)
-        );
-        family(&mut o, "events_dropped_total", "counter", "Accepted events dropped, by reason: overflow (buffer full) or shutdown (undelivered when the drain timed out).");
-        let _ = writeln!(
-            o,
-            "{P}_events_dropped_total{{reason=\"overflow\"}} {}",
-            get(&self.dropped_overflow)
-        );
-        let _ = writeln!(
-            o,
-            "{P}_events_dropped_total{{reason=\"shutdown\"}} {}",
-            get(&self.dropped_shutdown)
-        );
-        simple(
-            &mut o,
-            "events_buffered",
-            "gauge",
-            "Events waiting to be sent.",
-            buffer.queued as u64,
-        );
-        simple(
-            &mut o,
-            "events_inflight",
-            "gauge",
-            "Events sent and not yet acknowledged.",
-            buffer.inflight as u64,
-        );
-        simple(
-            &mut o,
-            "buffer_bytes",
-            "gauge",
-            "Bytes held by buffered and in-flight events.",
-            (buffer.queued_bytes + buffer.inflight_bytes) as u64,
-        );
-        simple(
-            &mut o,
-            "buffer_capacity_events",
-            "gauge",
-            "The --buffer limit.",
-            buffer.max_events as u64,
-        );
-        simple(
-            &mut o,
-            "buffer_capacity_bytes",
-            "gauge",
-            "The --buffer-bytes limit.",
-            buffer.max_bytes as u64,
-        );
-        simple(
-            &mut o,
-            "routes",
-            "gauge",
-            "Routes in the table.",
-            routes as u64,
-        );
-        simple(
-            &mut o,
-            "source_connected",
-            "gauge",
-            "1 while the event source stream is open.",
-            u64::from(self.source_connected.load(Ordering::Relaxed)),
-        );
-        simple(
-            &mut o,
-            "sink_connected",
-            "gauge",
-            "1 while the sink is connected (always 1 for stderr).",
-            u64::from(self.sink_connected.load(Ordering::Relaxed)),
-        );
-        let broker = self.broker();
-        if !broker.is_empty() {
-            family(
-                &mut o,
-                "sink_broker",
-                "gauge",
-                "The broker in use, as a label (MQTT; changes on failover).",
-            );
-            let _ = writeln!(o, "{P}_sink_broker{{broker=\"{}\"}} 1", label(&broker));
+    /// Reads every counter now.
+    pub fn snapshot(
+        &self,
+        buffer: BufferStats,
+        table: Arc<Table>,
+        routes: usize,
+        build: Build,
+    ) -> Snapshot {
+        Snapshot {
+            received: get(&self.received),
+            missed: get(&self.missed),
+            invalid: get(&self.invalid),
+            unrouted: get(&self.unrouted),
+            accepted: get(&self.accepted),
+            published: get(&self.published),
+            republished: get(&self.republished),
+            acked: get(&self.acked),
+            failed_too_large: get(&self.failed_too_large),
+            failed_invalid_topic: get(&self.failed_invalid_topic),
+            failed_sink: get(&self.failed_sink),
+            dropped_overflow: get(&self.dropped_overflow),
+            dropped_shutdown: get(&self.dropped_shutdown),
+            source_connected: self.source_connected.load(Ordering::Relaxed),
+            sink_connected: self.sink_connected.load(Ordering::Relaxed),
+            broker: self.broker(),
+            source_disconnects: get(&self.source_disconnects),
+            sink_disconnects: get(&self.sink_disconnects),
+            buffer,
+            routes,
+            table,
+            version: build.version,
+            started_unix: build.started_unix,
         }
-        simple(
-            &mut o,
-            "source_disconnects_total",
-            "counter",
+    }
+}
+
+impl Snapshot {
+    /// The whole exposition, ending in `# EOF`.
+    pub fn render(self) -> Result<String, fmt::Error> {
+        let mut registry = Registry::with_prefix(PREFIX);
+        registry.register_collector(Box::new(self));
+        let mut out = String::with_capacity(8192);
+        prometheus_client::encoding::text::encode(&mut out, &registry)?;
+        Ok(out)
+    }
+}
+
+// Counter families are named without `_total`: the encoder appends it to
+// the samples, which keeps them `app_event_repeater_events_received_total`
+// and so on, as before. Help texts go out unescaped, so they must not hold
+// `"`, `\` or a newline (a unit test checks).
+
+fn counter(enc: &mut DescriptorEncoder, name: &str, help: &str, v: u64) -> fmt::Result {
+    enc.encode_descriptor(name, help, None, MetricType::Counter)?
+        .encode_counter::<NoLabelSet, _, u64>(&v, None)
+}
+
+/// A counter family with one series per value of `label`.
+fn counters_by(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    label: &str,
+    series: &[(&str, u64)],
+) -> fmt::Result {
+    let mut family = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (value, v) in series {
+        family
+            .encode_family(&[(label, *value)])?
+            .encode_counter::<NoLabelSet, _, u64>(v, None)?;
+    }
+    Ok(())
+}
+
+fn gauge(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    v: u64,
+) -> fmt::Result {
+    enc.encode_descriptor(name, help, unit, MetricType::Gauge)?
+        .encode_gauge(&v)
+}
+
+/// A gauge family of one series with labels (value 1: the labels are the
+/// information).
+fn labelled_gauge(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    labels: &impl EncodeLabelSet,
+) -> fmt::Result {
+    enc.encode_descriptor(name, help, None, MetricType::Gauge)?
+        .encode_family(labels)?
+        .encode_gauge(&1u64)
+}
+
+impl Collector for Snapshot {
+    fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {
+        let e = &mut enc;
+        counter(
+            e,
+            "events_received",
+            "Events read from the source.",
+            self.received,
+        )?;
+        counter(
+            e,
+            "events_missed",
+            "Events the source reported it skipped for this reader (it no longer held them).",
+            self.missed,
+        )?;
+        counter(
+            e,
+            "events_invalid",
+            "Events from the source that were not usable JSON events (not JSON, no topic, oversized, not UTF-8).",
+            self.invalid,
+        )?;
+        counter(
+            e,
+            "events_unrouted",
+            "Events that matched no route (not relayed, by design).",
+            self.unrouted,
+        )?;
+        counter(
+            e,
+            "events_accepted",
+            "Events routed and taken into the buffer.",
+            self.accepted,
+        )?;
+        counter(
+            e,
+            "events_published",
+            "Events written to the sink (first transmission).",
+            self.published,
+        )?;
+        counter(
+            e,
+            "events_republished",
+            "Publishes sent again after a reconnect because the broker had not acknowledged them.",
+            self.republished,
+        )?;
+        counter(
+            e,
+            "events_acked",
+            "Events the sink confirmed: broker acknowledgement at QoS 1 and 2, written at QoS 0 and for stderr.",
+            self.acked,
+        )?;
+        counters_by(
+            e,
+            "events_failed",
+            "Accepted events refused by the repeater, by reason.",
+            "reason",
+            &[
+                ("too_large", self.failed_too_large),
+                ("invalid_topic", self.failed_invalid_topic),
+                ("sink_error", self.failed_sink),
+            ],
+        )?;
+        counters_by(
+            e,
+            "events_dropped",
+            "Accepted events dropped, by reason: overflow (buffer full) or shutdown (undelivered when the drain timed out).",
+            "reason",
+            &[
+                ("overflow", self.dropped_overflow),
+                ("shutdown", self.dropped_shutdown),
+            ],
+        )?;
+        let b = &self.buffer;
+        gauge(
+            e,
+            "events_buffered",
+            "Events waiting to be sent.",
+            None,
+            b.queued as u64,
+        )?;
+        gauge(
+            e,
+            "events_inflight",
+            "Events sent and not yet acknowledged.",
+            None,
+            b.inflight as u64,
+        )?;
+        // With a unit the family name gains `_bytes` / `_seconds`, which the
+        // names already ended with: the samples keep their names.
+        gauge(
+            e,
+            "buffer",
+            "Bytes held by buffered and in-flight events.",
+            Some(&Unit::Bytes),
+            (b.queued_bytes + b.inflight_bytes) as u64,
+        )?;
+        gauge(
+            e,
+            "buffer_capacity_events",
+            "The --buffer limit.",
+            None,
+            b.max_events as u64,
+        )?;
+        gauge(
+            e,
+            "buffer_capacity",
+            "The --buffer-bytes limit.",
+            Some(&Unit::Bytes),
+            b.max_bytes as u64,
+        )?;
+        gauge(
+            e,
+            "routes",
+            "Routes in the table.",
+            None,
+            self.routes as u64,
+        )?;
+        gauge(
+            e,
+            "source_connected",
+            "1 while the event source stream is open.",
+            None,
+            u64::from(self.source_connected),
+        )?;
+        gauge(
+            e,
+            "sink_connected",
+            "1 while the sink is connected (always 1 for stderr).",
+            None,
+            u64::from(self.sink_connected),
+        )?;
+        if !self.broker.is_empty() {
+            labelled_gauge(
+                e,
+                "sink_broker",
+                "The broker in use, as a label (MQTT; changes on failover).",
+                &[("broker", self.broker.as_str())],
+            )?;
+        }
+        counter(
+            e,
+            "source_disconnects",
             "Times the source connection was lost.",
-            get(&self.source_disconnects),
-        );
-        simple(
-            &mut o,
-            "sink_disconnects_total",
-            "counter",
+            self.source_disconnects,
+        )?;
+        counter(
+            e,
+            "sink_disconnects",
             "Times the broker connection was lost.",
-            get(&self.sink_disconnects),
-        );
-        family(
-            &mut o,
-            "route_events_total",
-            "counter",
-            "Events taken by each route (sourcetopic=\"\" with allowall=\"true\" for --allowall).",
-        );
-        let mut entries: Vec<_> = table.entries().collect();
+            self.sink_disconnects,
+        )?;
+        let omitted = self.route_series(e)?;
+        gauge(
+            e,
+            "route_series_omitted",
+            "Routes without a route_events_total series (over the cap of 1000 series).",
+            None,
+            omitted as u64,
+        )?;
+        labelled_gauge(
+            e,
+            "build_info",
+            "The repeater's version.",
+            &[("version", self.version)],
+        )?;
+        gauge(
+            e,
+            "start_time",
+            "When the repeater started, in seconds since the Unix epoch.",
+            Some(&Unit::Seconds),
+            self.started_unix,
+        )
+    }
+}
+
+impl Snapshot {
+    /// `route_events_total`, one series per route up to the cap; how many
+    /// routes were left out.
+    fn route_series(&self, e: &mut DescriptorEncoder) -> Result<usize, fmt::Error> {
+        let mut family = e.encode_descriptor(
+            "route_events",
+            "Events taken by each route (for --allowall: sourcetopic and sinktopic empty, allowall=true).",
+            None,
+            MetricType::Counter,
+        )?;
+        let mut entries: Vec<_> = self.table.entries().collect();
         entries.sort_by(|a, b| a.spec.sourcetopic.cmp(&b.spec.sourcetopic));
         // Per-route series are capped so that /metrics stays small with many
         // routes; the first MAX_ROUTE_SERIES by source topic are shown.
         let omitted = entries.len().saturating_sub(MAX_ROUTE_SERIES);
-        for e in entries.into_iter().take(MAX_ROUTE_SERIES) {
-            let _ = writeln!(
-                o,
-                "{P}_route_events_total{{sourcetopic=\"{}\",sinktopic=\"{}\"}} {}",
-                label(&e.spec.sourcetopic),
-                label(&e.spec.sinktopic),
-                get(&e.events)
-            );
+        for entry in entries.into_iter().take(MAX_ROUTE_SERIES) {
+            let labels = [
+                ("sourcetopic", entry.spec.sourcetopic.as_str()),
+                ("sinktopic", entry.spec.sinktopic.as_str()),
+            ];
+            family
+                .encode_family(&labels)?
+                .encode_counter::<NoLabelSet, _, u64>(&get(&entry.events), None)?;
         }
-        if table.allowall() {
-            let _ = writeln!(
-                o,
-                "{P}_route_events_total{{sourcetopic=\"\",sinktopic=\"\",allowall=\"true\"}} {}",
-                get(&table.allowall_events)
-            );
+        if self.table.allowall() {
+            let labels = [("sourcetopic", ""), ("sinktopic", ""), ("allowall", "true")];
+            family
+                .encode_family(&labels)?
+                .encode_counter::<NoLabelSet, _, u64>(&get(&self.table.allowall_events), None)?;
         }
-        simple(
-            &mut o,
+        Ok(omitted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::*;
+    use crate::routes::{RouteSpec, Routes};
+
+    fn table(routes: &[(&str, &str)], allowall: bool) -> Arc<Table> {
+        let specs = routes
+            .iter()
+            .map(|(s, t)| RouteSpec {
+                sourcetopic: s.to_string(),
+                sinktopic: t.to_string(),
+            })
+            .collect();
+        let routes = Routes::from_specs(specs).expect("valid routes");
+        Arc::new(Table::build(&routes, allowall, None))
+    }
+
+    fn render(m: &Metrics, t: &Arc<Table>) -> String {
+        let buffer = BufferStats {
+            queued: 3,
+            queued_bytes: 300,
+            inflight: 2,
+            inflight_bytes: 200,
+            max_events: 10_000,
+            max_bytes: 1 << 26,
+        };
+        let build = Build {
+            version: "9.8.7",
+            started_unix: 1_700_000_000,
+        };
+        m.snapshot(buffer, t.clone(), t.entries().count(), build)
+            .render()
+            .expect("encodes")
+    }
+
+    /// `name{labels}` → value, from the sample lines.
+    fn samples(text: &str) -> BTreeMap<String, u64> {
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let (k, v) = l.rsplit_once(' ').expect("a sample line has a value");
+                (k.to_string(), v.parse().expect("an integer value"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_series_keeps_its_name_and_labels() {
+        let m = Metrics::default();
+        m.set_broker("tcp://b:1883");
+        let t = table(&[("timer/sec/1", "/time/1s"), ("we\"ird\\", "/x")], true);
+        let got: BTreeSet<String> = samples(&render(&m, &t)).into_keys().collect();
+        let p = "app_event_repeater_";
+        let want: BTreeSet<String> = [
+            "events_received_total",
+            "events_missed_total",
+            "events_invalid_total",
+            "events_unrouted_total",
+            "events_accepted_total",
+            "events_published_total",
+            "events_republished_total",
+            "events_acked_total",
+            "events_failed_total{reason=\"too_large\"}",
+            "events_failed_total{reason=\"invalid_topic\"}",
+            "events_failed_total{reason=\"sink_error\"}",
+            "events_dropped_total{reason=\"overflow\"}",
+            "events_dropped_total{reason=\"shutdown\"}",
+            "events_buffered",
+            "events_inflight",
+            "buffer_bytes",
+            "buffer_capacity_events",
+            "buffer_capacity_bytes",
+            "routes",
+            "source_connected",
+            "sink_connected",
+            "sink_broker{broker=\"tcp://b:1883\"}",
+            "source_disconnects_total",
+            "sink_disconnects_total",
+            "route_events_total{sourcetopic=\"timer/sec/1\",sinktopic=\"/time/1s\"}",
+            // Label values are escaped as the text format wants.
+            "route_events_total{sourcetopic=\"we\\\"ird\\\\\",sinktopic=\"/x\"}",
+            "route_events_total{sourcetopic=\"\",sinktopic=\"\",allowall=\"true\"}",
             "route_series_omitted",
-            "gauge",
-            "Routes without a route_events_total series (over the cap of 1000 series).",
-            omitted as u64,
+            "build_info{version=\"9.8.7\"}",
+            "start_time_seconds",
+        ]
+        .iter()
+        .map(|s| format!("{p}{s}"))
+        .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn values_follow_the_counters() {
+        let m = Metrics::default();
+        let t = table(&[("timer/sec/1", "/time/1s")], true);
+        let before = samples(&render(&m, &t));
+        let v = |s: &BTreeMap<String, u64>, k: &str| s[&format!("app_event_repeater_{k}")];
+        assert_eq!(v(&before, "events_received_total"), 0);
+        assert_eq!(v(&before, "sink_connected"), 0);
+        for _ in 0..3 {
+            inc(&m.received);
+        }
+        inc(&m.failed_sink);
+        inc(&m.dropped_overflow);
+        m.sink_connected.store(true, Ordering::Relaxed);
+        t.route("timer/sec/1");
+        t.route("timer/sec/1");
+        t.route("other");
+        let after = samples(&render(&m, &t));
+        assert_eq!(v(&after, "events_received_total"), 3);
+        assert_eq!(v(&after, "events_failed_total{reason=\"sink_error\"}"), 1);
+        assert_eq!(v(&after, "events_failed_total{reason=\"too_large\"}"), 0);
+        assert_eq!(v(&after, "events_dropped_total{reason=\"overflow\"}"), 1);
+        assert_eq!(v(&after, "sink_connected"), 1);
+        assert_eq!(
+            v(
+                &after,
+                "route_events_total{sourcetopic=\"timer/sec/1\",sinktopic=\"/time/1s\"}"
+            ),
+            2
         );
-        o
+        assert_eq!(
+            v(
+                &after,
+                "route_events_total{sourcetopic=\"\",sinktopic=\"\",allowall=\"true\"}"
+            ),
+            1
+        );
+        assert_eq!(v(&after, "events_buffered"), 3);
+        assert_eq!(v(&after, "buffer_bytes"), 500);
+        assert_eq!(v(&after, "start_time_seconds"), 1_700_000_000);
+        // No broker known: no sink_broker series at all.
+        assert!(
+            !after.keys().any(|k| k.contains("sink_broker")),
+            "{after:?}"
+        );
+    }
+
+    #[test]
+    fn the_output_is_openmetrics_text() {
+        let m = Metrics::default();
+        m.set_broker("tcp://b:1883");
+        let t = table(&[("a", "/a"), ("b/", "/b/{suffix}")], true);
+        let text = render(&m, &t);
+        assert!(text.ends_with("\n# EOF\n"), "{text}");
+        assert_eq!(text.matches("# EOF").count(), 1);
+        // Each sample belongs to the family whose # TYPE line precedes it:
+        // counters as FAMILY_total, everything else as FAMILY.
+        let mut family: Option<(String, String)> = None;
+        let mut families = BTreeSet::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let (name, kind) = rest.split_once(' ').expect("# TYPE name kind");
+                assert!(matches!(kind, "counter" | "gauge"), "{line}");
+                assert!(families.insert(name.to_string()), "{name} twice");
+                family = Some((name.to_string(), kind.to_string()));
+            } else if let Some(rest) = line.strip_prefix("# HELP ") {
+                // Help text goes out unescaped: nothing in it may need escaping.
+                assert!(!rest.contains(['"', '\\']), "{line}");
+            } else if line.starts_with("# UNIT ") || line == "# EOF" {
+            } else {
+                assert!(!line.starts_with('#'), "unknown comment {line}");
+                let (name, kind) = family.as_ref().expect("a sample after a # TYPE");
+                let want = if kind == "counter" {
+                    format!("{name}_total")
+                } else {
+                    name.clone()
+                };
+                let sample = line.split(['{', ' ']).next().unwrap_or_default();
+                assert_eq!(sample, want, "{line}");
+            }
+        }
+        assert_eq!(families.len(), 25, "{families:?}");
+    }
+
+    #[test]
+    fn per_route_series_are_capped() {
+        let names: Vec<String> = (0..MAX_ROUTE_SERIES + 5)
+            .map(|i| format!("t/{i:05}"))
+            .collect();
+        let routes: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "/x")).collect();
+        let t = table(&routes, true);
+        let s = samples(&render(&Metrics::default(), &t));
+        let series: Vec<&String> = s
+            .keys()
+            .filter(|k| k.starts_with("app_event_repeater_route_events_total{"))
+            .collect();
+        // The first 1000 by source topic, and the --allowall series.
+        assert_eq!(series.len(), MAX_ROUTE_SERIES + 1);
+        assert!(series.iter().any(|k| k.contains("\"t/00999\"")));
+        assert!(!series.iter().any(|k| k.contains("\"t/01000\"")));
+        assert!(series.iter().any(|k| k.contains("allowall=\"true\"")));
+        assert_eq!(s["app_event_repeater_route_series_omitted"], 5);
+        assert_eq!(s["app_event_repeater_routes"], 1005);
     }
 }

@@ -10,6 +10,7 @@ always in the APP_* environment variables too.
 
 Exit codes: 0 ok, 1 failure, 2 usage error.
 """
+import datetime
 import json
 import os
 import sys
@@ -24,6 +25,41 @@ COMMANDS = {
 }
 # cobra's completion directive: 4 = no file completion.
 NO_FILE_COMP = 4
+
+# Logging, as app's SDK does it: `app --log` arrives as APP_LOG (0 silent,
+# 1 error, 2 warn (the default), 3 info, 4 debug, 5 trace, or those names)
+# and `app --log-format` as APP_LOG_FORMAT: `text` writes
+# "app-NAME: warning: message", `json` one object a line with time, level,
+# plugin and message. Log lines go to stderr; stdout is the plugin's output.
+LEVELS = ["off", "error", "warn", "info", "debug", "trace"]
+TEXT_TAGS = {"error": "error: ", "warn": "warning: ", "info": "", "debug": "debug: ", "trace": "trace: "}
+
+
+def log_level():
+    word = os.environ.get("APP_LOG", "2").strip().lower()
+    if word.isdigit() and int(word) < len(LEVELS):
+        return int(word)
+    word = {"warning": "warn", "silent": "off", "none": "off"}.get(word, word)
+    return LEVELS.index(word) if word in LEVELS else 2
+
+
+def log(level, message, fatal=False):
+    """Writes `message` at `level` ("error" … "trace") when APP_LOG allows;
+    `fatal=True` writes an error that ends the plugin at any level."""
+    if not fatal and LEVELS.index(level) > log_level():
+        return
+    plugin = os.environ.get("APP_PLUGIN_NAME") or NAME
+    if os.environ.get("APP_LOG_FORMAT") == "json":
+        now = datetime.datetime.now(datetime.timezone.utc)
+        line = json.dumps({
+            "time": now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z",
+            "level": level,
+            "plugin": plugin,
+            "message": message,
+        }, separators=(",", ":"))
+    else:
+        line = f"app-{plugin}: {'' if fatal else TEXT_TAGS[level]}{message}"
+    print(line, file=sys.stderr, flush=True)
 
 
 def metadata():
@@ -55,14 +91,15 @@ def load_context():
         try:
             return json.loads(line)
         except ValueError as e:
-            print(f"app-{NAME}: the first line of stdin is not an app context ({e}); "
-                  "run the plugin through app, or without APP_CONTEXT=stdin", file=sys.stderr)
+            log("error", f"the first line of stdin is not an app context ({e}); "
+                "run the plugin through app, or without APP_CONTEXT=stdin", fatal=True)
             sys.exit(1)
     env = os.environ
     return {
         "plugin_name": env.get("APP_PLUGIN_NAME", NAME),
         "app_version": env.get("APP_VERSION"),
-        "log": int(env.get("APP_LOG", "2")),
+        "log": log_level(),
+        "log_format": env.get("APP_LOG_FORMAT", "text"),
         "hosts": [h for h in env.get("APP_HOSTS", "").split(",") if h],
         "config": env.get("APP_CONFIG"),
         "data_dir": env.get("APP_DATA_DIR"),
@@ -86,6 +123,7 @@ def main(args):
         complete(args[1:])
         return 0
     ctx = load_context()
+    log("debug", f"context from {'stdin' if os.environ.get('APP_CONTEXT') == 'stdin' else 'the environment'}")
     command = args[0] if args else "hello"
     if command == "hello":
         who = args[1] if len(args) > 1 else "world"
@@ -96,7 +134,7 @@ def main(args):
     elif command in ("help", "-h", "--help"):
         usage()
     else:
-        print(f"app-{NAME}: unknown command '{command}'; run 'app {NAME} help'", file=sys.stderr)
+        log("error", f"unknown command '{command}'; run 'app {NAME} help'", fatal=True)
         return 2
     return 0
 

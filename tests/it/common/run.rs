@@ -3,7 +3,7 @@
 //!
 //! ```ignore
 //! sb.run(["hello", "x"]).env("APP_PLUGIN_PATH", &dir).stdin("line\n")
-//!     .assert().code(0).stdout_is("hello x").stderr_is("");
+//!     .assert().code(0).stdout_is("hello x").no_stderr();
 //! ```
 //!
 //! Every check names the command and shows its whole output when it fails,
@@ -158,10 +158,10 @@ impl Ran {
         self
     }
 
-    /// stderr, without leading and trailing white space, is `want`.
+    /// Nothing at all on stderr.
     #[track_caller]
-    pub fn stderr_is(self, want: impl AsRef<str>) -> Ran {
-        assert_eq!(self.stderr.trim(), want.as_ref(), "stderr: {self:?}");
+    pub fn no_stderr(self) -> Ran {
+        assert!(self.stderr.is_empty(), "stderr: {self:?}");
         self
     }
 

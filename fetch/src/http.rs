@@ -2,18 +2,14 @@
 //! on a terminal, a progress line once the download takes more than a moment.
 //!
 //! Nothing here touches the plugin directory: the bytes are checked by the
-//! caller before anything is written (see [`super`]).
+//! caller before anything is written (see [`crate::acquire`]).
 
-#[cfg(feature = "fetch")]
 use std::io::{self, IsTerminal, Read, Write};
-use std::time::Duration;
-#[cfg(feature = "fetch")]
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// Largest download accepted unless `APP_INSTALL_MAX_BYTES` says otherwise.
-pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
-/// Environment variable that overrides [`DEFAULT_MAX_BYTES`].
-pub const MAX_BYTES_VAR: &str = "APP_INSTALL_MAX_BYTES";
+use app::install::protocol::MAX_BYTES_VAR;
+use app::install::url;
+
 /// A download quicker than this shows no progress at all.
 pub const PROGRESS_AFTER: Duration = Duration::from_millis(500);
 /// Connecting gives up after this long.
@@ -59,15 +55,6 @@ impl std::fmt::Display for FetchError {
     }
 }
 
-/// The download size cap in force.
-pub fn max_bytes() -> u64 {
-    std::env::var(MAX_BYTES_VAR)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(DEFAULT_MAX_BYTES)
-}
-
-#[cfg(feature = "fetch")]
 /// Downloads `url` into memory, refusing more than `limit` bytes.
 pub fn download(url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -75,7 +62,7 @@ pub fn download(url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
         .timeout_connect(Some(CONNECT_TIMEOUT))
         .timeout_recv_response(Some(READ_TIMEOUT))
         .timeout_recv_body(Some(READ_TIMEOUT))
-        .user_agent(format!("app/{}", crate::context::APP_VERSION))
+        .user_agent(format!("app/{}", app::context::APP_VERSION))
         // Redirects are followed here, so that each target is checked.
         .max_redirects(0)
         .build()
@@ -98,12 +85,11 @@ pub fn download(url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
                     return Err(FetchError::TooManyRedirects);
                 }
                 redirects += 1;
-                current = super::url::follow(&current, location).map_err(|scheme| {
-                    FetchError::Redirect {
-                        location: super::url::redact(location),
+                current =
+                    url::follow(&current, location).map_err(|scheme| FetchError::Redirect {
+                        location: url::redact(location),
                         scheme,
-                    }
-                })?;
+                    })?;
             }
             _ => break response,
         }
@@ -117,7 +103,7 @@ pub fn download(url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
         return Err(FetchError::TooLarge(limit));
     }
     let mut reader = response.body_mut().as_reader();
-    let shown = super::url::redact(url);
+    let shown = url::redact(url);
     let mut progress = Progress::new(&shown, total);
     let capacity = total.unwrap_or(0).min(limit) as usize;
     let mut bytes = Vec::with_capacity(capacity);
@@ -143,7 +129,6 @@ pub fn download(url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
     Ok(bytes)
 }
 
-#[cfg(feature = "fetch")]
 /// A one-line progress display on stderr, shown only on a terminal and only
 /// once [`PROGRESS_AFTER`] has passed.
 struct Progress<'a> {
@@ -154,7 +139,6 @@ struct Progress<'a> {
     enabled: bool,
 }
 
-#[cfg(feature = "fetch")]
 impl<'a> Progress<'a> {
     fn new(url: &'a str, total: Option<u64>) -> Progress<'a> {
         Progress {
@@ -199,7 +183,6 @@ impl<'a> Progress<'a> {
     }
 }
 
-#[cfg(feature = "fetch")]
 /// Bytes for people: `512 B`, `3.4 MiB`.
 fn human(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -215,7 +198,7 @@ fn human(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-#[cfg(all(test, feature = "fetch"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -3,10 +3,9 @@
 //! Other files (a README, a licence) are ignored. Everything happens in
 //! memory; nothing is written to disk here.
 
-#[cfg(feature = "fetch")]
 use std::io::Read;
 
-#[cfg(feature = "fetch")]
+use app::discovery::PLUGIN_PREFIX;
 use flate2::read::GzDecoder;
 
 /// The executable found in an archive.
@@ -63,7 +62,6 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
     bytes.starts_with(&[0x1f, 0x8b])
 }
 
-#[cfg(feature = "fetch")]
 /// Finds and reads the single `app-*` member of a `.tar.gz`, reading at most
 /// `limit` bytes of it.
 pub fn extract_plugin(archive: &[u8], limit: u64) -> Result<Member, ArchiveError> {
@@ -78,7 +76,7 @@ pub fn extract_plugin(archive: &[u8], limit: u64) -> Result<Member, ArchiveError
             continue;
         };
         let kind = entry.header().entry_type();
-        if kind.is_dir() || !file_name.starts_with(crate::discovery::PLUGIN_PREFIX) {
+        if kind.is_dir() || !file_name.starts_with(PLUGIN_PREFIX) {
             continue;
         }
         names.push(path.display().to_string());
@@ -109,7 +107,7 @@ pub fn extract_plugin(archive: &[u8], limit: u64) -> Result<Member, ArchiveError
     found.ok_or(ArchiveError::NoPlugin)
 }
 
-#[cfg(all(test, feature = "fetch"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
