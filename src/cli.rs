@@ -195,6 +195,10 @@ pub fn command_index(argv: &[std::ffi::OsString]) -> usize {
 /// and a command is not one. A `--` before a word starting with `-` stays
 /// (that word is then not a flag of `app`'s, and no command either).
 pub fn without_separator(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    // The common case, no `--` at all, costs no flag lookup.
+    if !argv.iter().skip(1).any(|w| w == "--") {
+        return argv;
+    }
     let i = flags_end(&argv, true);
     let next_is_word = argv
         .get(i + 1)
@@ -208,9 +212,11 @@ pub fn without_separator(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsS
 /// The index after the global flags and their values; with
 /// `stop_at_separator`, the index of a `--` among them.
 fn flags_end(argv: &[std::ffi::OsString], stop_at_separator: bool) -> usize {
-    let cmd = command();
-    let takes_value = |word: &str| {
-        cmd.get_arguments().any(|a| {
+    // clap's tree costs about a third of a dispatch: build it only when a
+    // flag has to be looked up (`app foo …` needs none).
+    let mut tree: Option<clap::Command> = None;
+    let mut takes_value = |word: &str| {
+        tree.get_or_insert_with(command).get_arguments().any(|a| {
             a.get_action().takes_values()
                 && (word
                     .strip_prefix("--")
