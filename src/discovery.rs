@@ -248,11 +248,17 @@ pub struct Entry {
 /// `None` for anything that is not a regular file (after following links)
 /// nor a link that leads nowhere.
 fn file_kind(path: &Path) -> Option<FileKind> {
-    let Ok(meta) = fs::metadata(path) else {
-        // Only a link can fail to stat once its own entry exists.
-        return fs::symlink_metadata(path)
-            .is_ok_and(|m| m.file_type().is_symlink())
-            .then_some(FileKind::BrokenLink);
+    // One lstat per directory on the way to a plugin (most hold no such
+    // file); a second call only for a link, to follow it.
+    let meta = fs::symlink_metadata(path).ok()?;
+    let meta = if meta.file_type().is_symlink() {
+        match fs::metadata(path) {
+            Ok(target) => target,
+            // A dangling link or a loop: there, but it cannot run.
+            Err(_) => return Some(FileKind::BrokenLink),
+        }
+    } else {
+        meta
     };
     if !meta.is_file() {
         return None;
