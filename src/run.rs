@@ -104,6 +104,9 @@ fn builtin_name(args: &[OsString]) -> String {
 }
 
 fn parse(argv: &[OsString]) -> Result<Cli> {
+    if let Some(cli) = crate::cli::parse_plain_external(argv) {
+        return Ok(cli);
+    }
     match Cli::try_parse_from(argv) {
         Ok(cli) => Ok(cli),
         // `app --help` (no command before the flag) is app's own help, with
