@@ -25,7 +25,10 @@
 # QOS_LEVELS ("0 1"), OUT (the JSON-lines results file), REPEATER_ARGS
 # ("--overflow block": a saturating source must be slowed down, not dropped),
 # CHECKPOINT ("on"; "off" runs the repeater with `--checkpoint off`, to
-# measure what the crash-safe checkpoint costs: docs/benchmarks.md).
+# measure what the crash-safe checkpoint costs: docs/benchmarks.md),
+# RELAY_WRAPPER (a command the repeater runs under, e.g.
+# "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p": instructions
+# per event, which the machine's load does not change).
 # Prints the Markdown table (`loadgen report OUT`) at the end.
 set -euo pipefail
 
@@ -44,6 +47,7 @@ QOS_LEVELS=${QOS_LEVELS:-0 1}
 KINDS=${KINDS:-saturate latency}
 REPEATER_ARGS=${REPEATER_ARGS:---overflow block}
 CHECKPOINT=${CHECKPOINT:-on}
+RELAY_WRAPPER=${RELAY_WRAPPER:-}
 for arg in "$@"; do
     case $arg in
         --quick) RUNS=1 SAT_QOS0=20000 SAT_QOS1=10000 LAT_COUNT=2000 ;;
@@ -183,7 +187,7 @@ run_one() {
             PIDS+=($!)
             wait_port "$sse_port"
             APP_RUNTIME_DIR=$dir/run APP_DATA_DIR=$dir/data APP_CONFIG_DIR=$dir \
-                "$REPEATER" run --name bench --source "http://127.0.0.1:$sse_port" \
+                $RELAY_WRAPPER "$REPEATER" run --name bench --source "http://127.0.0.1:$sse_port" \
                 --sink "tcp://127.0.0.1:$port_b" --qos "$qos" --allowall --log 1 --checkpoint "$CHECKPOINT" $REPEATER_ARGS \
                 2>"$dir/repeater.err" &
             relay_pid=$!
