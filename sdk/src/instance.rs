@@ -228,6 +228,28 @@ fn io_err(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ClaimErr
     move |err| ClaimError::Io { what, path, err }
 }
 
+/// Unblocks SIGTERM and SIGINT for this thread and the threads it starts.
+///
+/// A signal mask survives exec: a parent that blocked the stop signals (as
+/// `app` does while it waits for listeners, or a service manager might)
+/// would otherwise leave a long-running plugin's SIGTERM pending forever.
+/// Call it first thing in `main`, before an async runtime starts threads.
+///
+/// ```
+/// app_plugin::instance::unblock_stop_signals();
+/// ```
+pub fn unblock_stop_signals() {
+    // SAFETY: sigset_t is plain data initialised by sigemptyset before use;
+    // pthread_sigmask only changes this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// The runtime files of one instance; those it created are removed on drop,
 /// the socket first, so that no client takes a stopping instance for a live
 /// one.

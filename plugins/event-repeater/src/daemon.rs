@@ -27,7 +27,7 @@ use crate::source::Source;
 /// Runs the repeater; `Err` is a start-up failure (exit 1).
 pub fn run(cfg: Config) -> Result<(), Error> {
     app_plugin::log::set_level(cfg.log);
-    crate::signals::unblock_stop_signals();
+    app_plugin::instance::unblock_stop_signals();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

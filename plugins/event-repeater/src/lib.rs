@@ -30,7 +30,6 @@ pub mod metrics;
 pub mod relay;
 pub mod routes;
 pub mod serve;
-pub mod signals;
 pub mod sink;
 pub mod source;
 pub mod sse;

@@ -83,7 +83,7 @@ fn start(cli: Cli) -> Result<(), Error> {
     let config =
         Config::new(cli, ctx.dirs().plugin_runtime_dir(), ctx.log).map_err(Error::Usage)?;
     log::set_level(config.log);
-    unblock_stop_signals();
+    app_plugin::instance::unblock_stop_signals();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -96,22 +96,6 @@ fn start(cli: Cli) -> Result<(), Error> {
     // Open streams never end by themselves; drop them rather than wait.
     runtime.shutdown_timeout(Duration::from_millis(200));
     result
-}
-
-/// Unblocks SIGTERM and SIGINT for this thread and the threads it starts:
-/// the signal mask survives exec, and a parent that blocked them (as `app`
-/// does while it waits for listeners) would otherwise leave the stop signal
-/// pending forever. Call before the async runtime starts its threads.
-pub fn unblock_stop_signals() {
-    // SAFETY: sigset_t is plain data initialised by sigemptyset before use;
-    // pthread_sigmask only changes this thread's mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-    }
 }
 
 /// Takes the instance's place, publishes and serves until SIGTERM or SIGINT,
