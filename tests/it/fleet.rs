@@ -784,6 +784,43 @@ fn idle_connections_cannot_starve_the_api() {
         "TCP did not answer after the idle connections closed"
     );
 
+    // A kept-alive connection that sits idle after an answer is closed on
+    // the same 30 s clock (measured beside the next case, in a thread).
+    let mut kept = TcpStream::connect(&addr).expect("connect");
+    kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("send");
+    kept.set_read_timeout(Some(Duration::from_secs(45)))
+        .expect("timeout");
+    let idle_close = std::thread::spawn(move || {
+        let mut reader = std::io::BufReader::new(kept);
+        let mut head = String::new();
+        let mut len = 0usize;
+        loop {
+            let mut line = String::new();
+            if std::io::BufRead::read_line(&mut reader, &mut line).unwrap_or(0) == 0 {
+                return Err(format!("closed before the answer: {head}"));
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap_or(0);
+            }
+            head.push_str(&line);
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0u8; len];
+        reader.read_exact(&mut body).map_err(|e| e.to_string())?;
+        if !head.starts_with("HTTP/1.1 200")
+            || head.to_ascii_lowercase().contains("connection: close")
+        {
+            return Err(format!("not a kept-alive answer: {head}"));
+        }
+        let idle_from = Instant::now();
+        let mut rest = Vec::new();
+        let _ = reader.read_to_end(&mut rest);
+        Ok((idle_from.elapsed(), rest.len()))
+    });
+
     // A connection that never sends a request head is closed by the server
     // after its header-read timeout (30 s).
     let mut s = TcpStream::connect(&addr).expect("connect");
@@ -797,6 +834,15 @@ fn idle_connections_cannot_starve_the_api() {
     assert!(
         waited >= Duration::from_secs(25) && waited < Duration::from_secs(44),
         "closed after {waited:?}"
+    );
+    let (idle, extra) = idle_close
+        .join()
+        .expect("idle thread")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(extra, 0, "the idle connection got more bytes");
+    assert!(
+        idle >= Duration::from_secs(25) && idle < Duration::from_secs(44),
+        "idle kept-alive connection closed after {idle:?}"
     );
 }
 
