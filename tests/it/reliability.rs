@@ -276,6 +276,61 @@ fn broker_paused_3s_at_2000_events_per_s_loses_nothing() {
     );
 }
 
+/// Issue 11: a source far faster than the broker, into a healthy broker,
+/// with the default flags and a small buffer. The default `--overflow
+/// block` reads the source more slowly instead of dropping; the same burst
+/// with `--overflow drop-oldest` drops, so the first half can fail.
+#[test]
+fn a_full_speed_burst_is_slowed_down_not_dropped_by_default() {
+    let Some(broker) = Broker::start() else {
+        return;
+    };
+    let count = 30_000;
+    let burst = |overflow: Option<&str>, session: &str| {
+        let sb = Sandbox::new();
+        let counter = Counter::start(&broker, "bench/seq", session, count, false);
+        let port = free_port();
+        // A million a second: as fast as the generator can write.
+        let _source = start_loadgen_source(port, 1_000_000, count);
+        let mut extra = vec!["--allowall", "--buffer", "500"];
+        if let Some(o) = overflow {
+            extra.extend(["--overflow", o]);
+        }
+        let r = start_repeater(
+            &sb,
+            "burst",
+            &format!("http://127.0.0.1:{port}"),
+            &broker.url(),
+            &extra,
+        );
+        let metrics = wait_metrics(&r, Duration::from_secs(60), |mt| {
+            m(mt, "events_received_total") == count
+                && m(mt, "events_buffered") == 0
+                && m(mt, "events_inflight") == 0
+        });
+        let dropped = m(&metrics, "events_dropped_total{reason=\"overflow\"}");
+        let _ = wait_for(Duration::from_secs(20), || {
+            (counter.distinct() + dropped >= count).then_some(())
+        });
+        (counter.finish(Duration::from_secs(5)), dropped, r.log())
+    };
+
+    let (sum, dropped, log) = burst(None, "rel-burst-default");
+    assert_eq!(dropped, 0, "the default dropped events:\n{log}");
+    assert_eq!(sum["missing"], 0, "events lost: {sum}\n{log}");
+    assert_eq!(sum["distinct"], count);
+
+    let (sum, dropped, _) = burst(Some("drop-oldest"), "rel-burst-drop");
+    assert!(
+        dropped > 0,
+        "drop-oldest kept up with a full-speed source: {sum}"
+    );
+    assert_eq!(
+        sum["missing"], dropped,
+        "what is missing is what was counted as dropped"
+    );
+}
+
 /// Broker stopped gracefully and started again on the same port, with
 /// persistence and a persistent subscriber session: nothing lost.
 #[test]
