@@ -468,6 +468,19 @@ mod tests {
     }
 
     #[test]
+    fn suffix_alone_on_the_prefix_itself_renders_empty_and_mqtt_refuses_it() {
+        // Found by fuzzing (route_json): the route is valid (other topics
+        // under "a/" have a suffix), the event on "a/" itself has none.
+        let t = table(&[("a/", "{suffix}")], false);
+        assert_eq!(sink(&t, "a/b").as_deref(), Some("b"));
+        assert_eq!(sink(&t, "a/").as_deref(), Some(""));
+        assert_eq!(
+            crate::sink::mqtt::mqtt_refusal("", 10, 1 << 20).map(|(why, _)| why),
+            Some("invalid_topic")
+        );
+    }
+
+    #[test]
     fn root_route_then_allowall_come_last() {
         let t = table(&[("a/", "A/{suffix}"), (".", "all/{suffix}")], false);
         assert_eq!(sink(&t, "a/x").as_deref(), Some("A/x"));
