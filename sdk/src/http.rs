@@ -6,8 +6,8 @@
 //! over its limit, headers over its buffer, a broken request line) itself,
 //! with an empty body and no hook to change it. [`JsonParseErrors`] wraps
 //! the connection and rewrites exactly those answers: an error status with
-//! `content-length: 0` and no `content-type`, which no handler of ours
-//! writes. Everything else passes through untouched.
+//! `content-length: 0`, `connection: close` and no `content-type`, which no
+//! handler of ours writes. Everything else passes through untouched.
 //!
 //! ```
 //! # async fn serve(stream: tokio::net::TcpStream) {
@@ -74,7 +74,7 @@ impl<I> JsonParseErrors<I> {
 /// (the whole of it, as a server hands it to the connection), else `None`.
 ///
 /// ```
-/// let bare = b"HTTP/1.1 414 URI Too Long\r\ncontent-length: 0\r\n\r\n";
+/// let bare = b"HTTP/1.1 414 URI Too Long\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
 /// let json = app_plugin::http::json_answer(bare).unwrap();
 /// let text = String::from_utf8(json).unwrap();
 /// assert!(text.starts_with("HTTP/1.1 414 URI Too Long\r\n"));
@@ -96,9 +96,17 @@ pub fn json_answer(head: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let lower = head[..end].to_ascii_lowercase();
-    let empty = find(&lower, b"\r\ncontent-length: 0\r\n").is_some()
-        || lower.ends_with(b"\r\ncontent-length: 0");
-    if !empty || find(&lower, b"\r\ncontent-type:").is_some() {
+    let has = |header: &[u8]| {
+        let line = [b"\r\n", header].concat();
+        find(&lower, &[line.as_slice(), b"\r\n"].concat()).is_some() || lower.ends_with(&line)
+    };
+    // hyper's own answer closes the connection; an empty answer of a
+    // handler on a kept-alive connection is left alone, so nothing after it
+    // is ever swallowed.
+    if !has(b"content-length: 0")
+        || !has(b"connection: close")
+        || find(&lower, b"\r\ncontent-type:").is_some()
+    {
         return None;
     }
     let line_end = find(head, b"\r\n")?;
@@ -230,7 +238,9 @@ mod tests {
             .contains("headers are too large"));
 
         for other in [
-            &b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n"[..],
+            &b"HTTP/1.1 204 No Content\r\nconnection: close\r\ncontent-length: 0\r\n\r\n"[..],
+            // A handler's empty error on a kept-alive connection.
+            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
             b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
             b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 0\r\n\r\n",
             b"HTTP/1.1 400 Bad Request\r\ncontent-length: 10\r\n\r\n",
@@ -248,9 +258,11 @@ mod tests {
         let (a, mut b) = tokio::io::duplex(16);
         let mut io = JsonParseErrors::new(a);
         let writer = tokio::spawn(async move {
-            io.write_all(b"HTTP/1.1 414 URI Too Long\r\ncontent-length: 0\r\n\r\n")
-                .await
-                .unwrap();
+            io.write_all(
+                b"HTTP/1.1 414 URI Too Long\r\nconnection: close\r\ncontent-length: 0\r\n\r\n",
+            )
+            .await
+            .unwrap();
             io.write_all(b"garbage").await.unwrap();
             io.shutdown().await.unwrap();
         });
