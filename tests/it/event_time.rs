@@ -704,41 +704,16 @@ fn sigterm_and_sigint_remove_the_files_and_exit_0() {
     }
 }
 
-/// Starts `app ARGS` (which blocks SIGTERM and SIGINT in its signal
-/// thread's favour, and execs the plugin with that mask), waits for
-/// `socket`, sends SIGTERM and returns the exit status (None: still running
-/// after 10 s, then killed).
-fn stopped_by_sigterm_through_app(
-    sb: &Sandbox,
-    args: &[&str],
-    socket: PathBuf,
-) -> Option<std::process::ExitStatus> {
-    let mut child = sb
-        .app()
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn app");
-    let up = wait_for(Duration::from_secs(15), || socket.exists().then_some(()));
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = wait_for(Duration::from_secs(10), || child.try_wait().ok().flatten());
-    if status.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    assert!(up.is_some(), "it never served");
-    status
-}
-
 /// The signal mask survives exec: started by `app`, which execs it with
 /// SIGTERM blocked, it still stops on SIGTERM.
 #[test]
 fn sigterm_stops_it_even_when_started_with_the_signal_blocked() {
     let sb = Sandbox::new();
     let socket = sb.plugin_runtime_dir().join("blocked.sock");
-    let status = stopped_by_sigterm_through_app(&sb, &["event-time", "--name", "blocked"], socket);
+    let status = common::process::stopped_by_sigterm_through_app(
+        &sb,
+        &["event-time", "--name", "blocked"],
+        socket,
+    );
     assert!(status.is_some_and(|s| s.success()), "{status:?}");
 }

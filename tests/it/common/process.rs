@@ -95,3 +95,32 @@ impl Drop for Proc {
         }
     }
 }
+
+/// Starts `app ARGS` (which blocks SIGTERM and SIGINT in its signal
+/// thread's favour, and execs the plugin with that mask), waits for
+/// `socket`, sends SIGTERM and returns the exit status (None: still running
+/// after 10 s, then killed).
+pub fn stopped_by_sigterm_through_app(
+    sb: &super::Sandbox,
+    args: &[&str],
+    socket: std::path::PathBuf,
+) -> Option<std::process::ExitStatus> {
+    let mut child = sb
+        .app()
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn app");
+    let up = wait_for(Duration::from_secs(15), || socket.exists().then_some(()));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = wait_for(Duration::from_secs(10), || child.try_wait().ok().flatten());
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(up.is_some(), "it never served");
+    status
+}
