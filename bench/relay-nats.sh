@@ -51,24 +51,8 @@ mkdir -p "$ROOT/target/bench"
 OUT=${OUT:-$ROOT/target/bench/relay-nats-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
 : >"$OUT"
 WORK=$(mktemp -d /tmp/app-relay-nats.XXXXXX)
-PIDS=()
-stop_all() {
-    local p
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    PIDS=()
-}
-trap 'stop_all; rm -rf "$WORK"' EXIT
-
-wait_port() {
-    local i
-    for i in $(seq 1 500); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-        sleep 0.02
-    done
-    echo "relay-nats.sh: nothing listens on 127.0.0.1:$1 after 10 s" >&2
-    return 1
-}
+# PIDS, stop_all (also at exit), wait_port.
+. "$ROOT/bench/lib.sh"
 
 # start_server DIR: a fresh nats-server -js; sets NATS_PORT.
 start_server() {

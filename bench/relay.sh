@@ -71,26 +71,8 @@ OUT=${OUT:-$ROOT/target/bench/relay-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
 : >"$OUT"
 WORK=$(mktemp -d /tmp/app-relay-bench.XXXXXX)
 CLK_TCK=$(getconf CLK_TCK)
-PIDS=()
-
-stop_all() {
-    local p
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    PIDS=()
-}
-trap 'stop_all; rm -rf "$WORK"' EXIT
-
-# Waits until 127.0.0.1:$1 accepts connections (5 s at most).
-wait_port() {
-    local i
-    for i in $(seq 1 250); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-        sleep 0.02
-    done
-    echo "relay.sh: nothing listens on 127.0.0.1:$1 after 5 s" >&2
-    return 1
-}
+# PIDS, stop_all (also at exit), wait_port.
+. "$ROOT/bench/lib.sh"
 
 # start_broker DIR NAME PORT [BRIDGE_PORT QOS]: a mosquitto for this run.
 start_broker() {
