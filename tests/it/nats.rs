@@ -1,8 +1,9 @@
 //! `--sinkprotocol nats` (issue 14) against real `nats-server -js`
 //! processes started here on free ports: routes and templates reach the
 //! right subjects, a paused and a killed/restarted server lose nothing at
-//! QoS 1, two repeaters on one source store each event once, and a
-//! three-node JetStream cluster loses nothing when a node dies.
+//! QoS 1, two repeaters on one source store each event once, a three-node
+//! JetStream cluster loses nothing when a node dies, and `--creds` signs in
+//! to a server in operator mode.
 //!
 //! What the stream holds is read back with a JetStream consumer
 //! (`loadgen nats-read`, bench/loadgen), which counts messages per subject
@@ -175,6 +176,39 @@ fn routes_and_templates_reach_their_subjects() {
         "{}",
         rep.log()
     );
+}
+
+/// `--creds`: a server in operator mode takes the repeater with the user's
+/// `.creds` file (JWT and NKey seed) and stores its events; without them it
+/// refuses, and the repeater says to check the credentials.
+#[test]
+fn creds_authenticate_against_an_operator_mode_server() {
+    let Some((server, creds)) = NatsServer::start_with_creds() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let _src = start_source(port, 500, 100_000, None);
+    let source = format!("http://127.0.0.1:{port}");
+    let rep = Repeater::builder(&sb, "with-creds")
+        .args(nats_args(&source, &[server.url()]))
+        .args(["--creds", creds.to_str().expect("a UTF-8 path")])
+        .start();
+    wait_acked(&rep, 200, Duration::from_secs(20));
+
+    let refused = Repeater::builder(&sb, "no-creds")
+        .args(nats_args(&source, &[server.url()]))
+        .start();
+    let said = wait_for(Duration::from_secs(15), || {
+        refused.log().contains("check --creds").then_some(())
+    });
+    assert!(
+        said.is_some(),
+        "no hint about credentials: {}",
+        refused.log()
+    );
+    assert_eq!(metric(&refused, "events_acked_total"), 0);
+    assert_eq!(metric(&refused, "sink_connected"), 0);
 }
 
 #[test]

@@ -279,6 +279,65 @@ impl NatsServer {
         Some(NatsServer::with_config(exe, free_port(), |_| String::new()))
     }
 
+    /// One server with JetStream in operator mode: it takes only clients
+    /// with a user JWT signed by its account, as `nsc` would set it up. The
+    /// operator, account and user keys and JWTs are made here; returns the
+    /// server and a `.creds` file for the user.
+    pub fn start_with_creds() -> Option<(NatsServer, PathBuf)> {
+        let exe = require("nats-server", "nats-server")?;
+        let operator = nkeys::KeyPair::new_operator();
+        let account = nkeys::KeyPair::new_account();
+        let system = nkeys::KeyPair::new_account();
+        let user = nkeys::KeyPair::new_user();
+        let unlimited = serde_json::json!({
+            "subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
+            "wildcards": true, "conn": -1, "leaf": -1,
+            "mem_storage": -1, "disk_storage": -1, "streams": -1, "consumer": -1
+        });
+        let operator_jwt = nats_jwt(
+            &operator,
+            &operator.public_key(),
+            "operator",
+            serde_json::json!({}),
+        );
+        let account_jwt = nats_jwt(
+            &operator,
+            &account.public_key(),
+            "account",
+            serde_json::json!({ "limits": unlimited }),
+        );
+        let system_jwt = nats_jwt(
+            &operator,
+            &system.public_key(),
+            "account",
+            serde_json::json!({}),
+        );
+        let user_jwt = nats_jwt(
+            &account,
+            &user.public_key(),
+            "user",
+            serde_json::json!({ "pub": {}, "sub": {}, "subs": -1, "data": -1, "payload": -1 }),
+        );
+        let seed = user.seed().expect("a user seed");
+        let server = NatsServer::with_config(exe, free_port(), |_| {
+            format!(
+                "operator: \"{operator_jwt}\"\nresolver: MEMORY\nsystem_account: {sys}\nresolver_preload: {{\n  {acc}: \"{account_jwt}\"\n  {sys}: \"{system_jwt}\"\n}}\n",
+                acc = account.public_key(),
+                sys = system.public_key(),
+            )
+        });
+        let creds = server.dir.path().join("user.creds");
+        fs::write(
+            &creds,
+            format!(
+                "-----BEGIN NATS USER JWT-----\n{user_jwt}\n------END NATS USER JWT------\n\n\
+                 -----BEGIN USER NKEY SEED-----\n{seed}\n------END USER NKEY SEED------\n"
+            ),
+        )
+        .expect("write user.creds");
+        Some((server, creds))
+    }
+
     /// `n` servers with JetStream, clustered over routes on loopback; every
     /// one is up when this returns (the cluster may still elect its leader).
     pub fn cluster(n: usize) -> Option<Vec<NatsServer>> {
@@ -402,4 +461,32 @@ impl Drop for NatsServer {
         self.signal(libc::SIGKILL);
         self.reap();
     }
+}
+
+/// A NATS JWT (v2) of `kind` for `subject`, signed by `issuer`.
+fn nats_jwt(
+    issuer: &nkeys::KeyPair,
+    subject: &str,
+    kind: &str,
+    mut nats: serde_json::Value,
+) -> String {
+    use base64::Engine;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    nats["type"] = kind.into();
+    nats["version"] = 2.into();
+    let claims = serde_json::json!({
+        "jti": format!("{kind}-{subject}"),
+        "iat": 1_700_000_000u64,
+        "iss": issuer.public_key(),
+        "name": kind,
+        "sub": subject,
+        "nats": nats,
+    });
+    let signed = format!(
+        "{}.{}",
+        b64(br#"{"typ":"JWT","alg":"ed25519-nkey"}"#),
+        b64(claims.to_string().as_bytes())
+    );
+    let signature = issuer.sign(signed.as_bytes()).expect("sign a JWT");
+    format!("{signed}.{}", b64(&signature))
 }

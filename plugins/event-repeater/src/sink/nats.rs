@@ -117,7 +117,8 @@ async fn options(
                         warn!("lost the connection to NATS ({servers}); reconnecting, events are kept in the buffer");
                     }
                     Event::ClientError(e) => {
-                        warn!("NATS client: {e}; is the server running? (see --sink)")
+                        let e = e.to_string();
+                        warn!("NATS client: {e}; {}", client_error_hint(&e))
                     }
                     Event::ServerError(e) => warn!("NATS server: {e}"),
                     other => debug!("NATS: {other}"),
@@ -125,6 +126,17 @@ async fn options(
             }
         });
     Ok(o)
+}
+
+/// What to check for a client error: the credentials when the server
+/// refused them, else whether it runs at all.
+fn client_error_hint(error: &str) -> &'static str {
+    let e = error.to_ascii_lowercase();
+    if e.contains("authorization") || e.contains("authentication") {
+        "the server refused the credentials: check --creds, --username/--password or APP_NATS_TOKEN"
+    } else {
+        "is the server running? (see --sink)"
+    }
 }
 
 /// What the repeater knows of its stream.
