@@ -1033,3 +1033,78 @@ fn a_route_for_a_topic_the_source_does_not_serve_is_kept_with_a_warning() {
     );
     manage(&sb, &["apply", "-f", &file, "--name", "w"]).ok();
 }
+
+/// The check above for several hosts, each maybe on another machine: the
+/// manager asks each repeater's `GET /source/topics` (the repeater asks its
+/// source), and names the host in each warning. A repeater whose source is
+/// down answers that endpoint 502 with a JSON error, and gets no warning.
+#[test]
+fn unserved_topics_are_warned_about_on_every_host() {
+    let sb = Sandbox::new();
+    let _source = common::event_time::EventTime::start(&sb, &[]);
+    let rs: Vec<Repeater> = ["u1", "u2"]
+        .iter()
+        .map(|n| {
+            Repeater::builder(&sb, n)
+                .sinkprotocol("stderr")
+                .args(["--listen", "127.0.0.1:0"])
+                .start()
+        })
+        .collect();
+    let lonely = repeater(&sb, "u3").start();
+    let urls: Vec<String> = rs.iter().map(Repeater::url).collect();
+    let hosts: Vec<String> = urls
+        .iter()
+        .cloned()
+        .chain(std::iter::once(lonely.url()))
+        .flat_map(|u| ["--host".to_string(), u])
+        .collect();
+    let with_hosts = |args: &[&str]| -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string())
+            .chain(hosts.iter().cloned())
+            .collect()
+    };
+
+    let (status, body) = rs[0].get("/source/topics");
+    assert_eq!(status, 200, "{body}");
+    let topics: Vec<String> = serde_json::from_str(&body).expect("a JSON array");
+    assert!(topics.iter().any(|t| t == "timer/sec/1"), "{topics:?}");
+    let (status, body) = lonely.get("/source/topics");
+    assert_eq!(status, 502, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("a JSON error");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot ask the source")),
+        "{v}"
+    );
+
+    let args = with_hosts(&["put", "timer/sec/7", "/x"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = manage(&sb, &args);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stderr.lines().count(), 2, "{run:?}");
+    for u in &urls {
+        assert!(
+            run.stderr
+                .lines()
+                .any(|l| l.contains(&format!("{u}: the route for 'timer/sec/7'"))
+                    && l.contains("does not serve")
+                    && l.contains("timer/sec/1")),
+            "{u}: {run:?}"
+        );
+    }
+
+    let file = write(
+        sb.path(),
+        "routes.json",
+        r#"[{"sourcetopic":"nope/"},{"sourcetopic":"timer/sec/1"}]"#,
+    );
+    let args = with_hosts(&["apply", "-f", &file]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = manage(&sb, &args);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stderr.lines().count(), 2, "{run:?}");
+    assert!(run.stderr.lines().all(|l| l.contains("'nope/'")), "{run:?}");
+}

@@ -38,6 +38,17 @@ impl fmt::Display for Change {
     }
 }
 
+/// The source topics that `changes` add.
+pub fn added(changes: &[Change]) -> Vec<String> {
+    changes
+        .iter()
+        .filter_map(|c| match c {
+            Change::Add(r) => Some(r.sourcetopic.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// What it takes to turn `current` into `desired`, ordered by source topic.
 /// Sink topics that both mean "the event's own topic" (missing, `""`, `"."`)
 /// are equal.

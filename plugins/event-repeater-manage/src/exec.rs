@@ -117,7 +117,7 @@ fn send(
     let reply = remote.request(call.method, &call.path, body)?;
     print(io, &output::render(&reply.body, config.output, io.pretty))?;
     if matches!(call.method, Method::Post | Method::Put) {
-        crate::topics::warn_unserved(&remote, &crate::topics::named(&call.path, body));
+        crate::topics::warn_unserved(&remote, &crate::topics::named(&call.path, body), None);
     }
     Ok(())
 }
@@ -138,14 +138,8 @@ fn apply(target: &Target, desired: &[Route], dry_run: bool, io: &mut Io<'_>) -> 
     print(io, &text)?;
     remote.replace_routes(desired)?;
     print(io, &format!("applied: {summary}\n"))?;
-    let added: Vec<String> = changes
-        .iter()
-        .filter_map(|c| match c {
-            crate::apply::Change::Add(r) => Some(r.sourcetopic.clone()),
-            _ => None,
-        })
-        .collect();
-    crate::topics::warn_unserved(&remote, &added);
+    let added = crate::apply::added(&changes);
+    crate::topics::warn_unserved(&remote, &added, None);
     Ok(())
 }
 

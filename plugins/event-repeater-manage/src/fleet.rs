@@ -3,7 +3,7 @@
 //! host's outcome is reported ([`Error::Hosts`], exit code 4).
 
 use crate::apply::{diff, Summary};
-use crate::cli::{Call, Config};
+use crate::cli::{Call, Config, Method};
 use crate::error::Error;
 use crate::exec::{Io, Remote};
 use crate::output;
@@ -50,9 +50,14 @@ pub fn send(
     targets: &[Target],
     io: &mut Io<'_>,
 ) -> Result<(), Error> {
+    let changes = matches!(call.method, Method::Post | Method::Put);
+    let named = crate::topics::named(&call.path, body);
     let results = each(targets, |r| {
-        r.request(call.method, &call.path, body)
-            .map(|reply| reply.body)
+        let reply = r.request(call.method, &call.path, body)?;
+        if changes {
+            crate::topics::warn_unserved(r, &named, Some(&r.target().label()));
+        }
+        Ok(reply.body)
     });
     let mut answers = Vec::new();
     let mut errors = Vec::new();
@@ -84,6 +89,8 @@ pub fn apply(
     let mut errors: Vec<Option<Error>> = Vec::new();
     let mut text = String::new();
     let mut pending: Vec<(usize, Summary)> = Vec::new();
+    // The routes each host gains, by label, to check against its source.
+    let mut added: std::collections::HashMap<String, Vec<String>> = Default::default();
     for (i, (t, result)) in targets.iter().zip(current).enumerate() {
         let label = t.label();
         match result {
@@ -99,6 +106,7 @@ pub fn apply(
                     text.push_str(&format!("{label}: {c}\n"));
                 }
                 let summary = Summary::of(&changes);
+                added.insert(label.clone(), crate::apply::added(&changes));
                 if dry_run {
                     text.push_str(&format!(
                         "{label}: dry run, nothing changed: would be {summary}\n"
@@ -112,7 +120,14 @@ pub fn apply(
     crate::exec::print(io, &text)?;
     if !pending.is_empty() {
         let chosen: Vec<Target> = pending.iter().map(|(i, _)| targets[*i].clone()).collect();
-        let results = each(&chosen, |r| r.replace_routes(desired).map(|_| ()));
+        let results = each(&chosen, |r| {
+            r.replace_routes(desired)?;
+            let label = r.target().label();
+            if let Some(routes) = added.get(&label) {
+                crate::topics::warn_unserved(r, routes, Some(&label));
+            }
+            Ok(())
+        });
         let mut text = String::new();
         for ((i, summary), result) in pending.iter().zip(results) {
             match result {

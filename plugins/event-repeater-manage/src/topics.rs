@@ -1,8 +1,9 @@
 //! A warning, not a refusal, for a route whose source topic the repeater's
-//! source does not serve (sources can gain topics later): the source is
-//! found in the repeater's `/healthz` and asked for its `GET /topics`. Only
-//! done when the repeater is on this machine (a source address it reports is
-//! only meaningful there) and the source answers within a second.
+//! source does not serve (sources can gain topics later). The repeater is
+//! asked `GET /source/topics` (it asks its source), so this works for a
+//! repeater on any host, one or several; a local repeater without that
+//! endpoint has its source (from `/healthz`) asked directly, within a
+//! second.
 
 use std::time::Duration;
 
@@ -70,26 +71,38 @@ fn served(route: &str, topics: &[String]) -> bool {
 }
 
 /// Warns on stderr about each of `routes` that the source of the repeater
-/// behind `remote` does not serve; silent when that cannot be known.
-pub fn warn_unserved(remote: &Remote, routes: &[String]) {
-    if routes.is_empty() || !remote.target().endpoint.is_local() {
+/// behind `remote` does not serve; silent when that cannot be known. With
+/// `host`, each warning starts with that host's label (several hosts).
+pub fn warn_unserved(remote: &Remote, routes: &[String], host: Option<&str>) {
+    if routes.is_empty() {
         return;
     }
     let Some((source, topics)) = source_topics(remote) else {
         return;
     };
+    let prefix = host.map(|h| format!("{h}: ")).unwrap_or_default();
     for route in routes.iter().filter(|r| !served(r, &topics)) {
         app_plugin::log::write(
             app_plugin::log::WARN,
             format_args!(
-                "the route for '{route}' is in place, but the source {source} does not serve that topic now (GET /topics lists {})",
+                "{prefix}the route for '{route}' is in place, but {source} does not serve that topic now (it lists {})",
                 topics.join(", ")
             ),
         );
     }
 }
 
+/// Who was asked, and the topics: the repeater's `GET /source/topics`
+/// (it asks its source, which only it may be able to reach); for a local
+/// repeater too old to have that, its source directly.
 fn source_topics(remote: &Remote) -> Option<(String, Vec<String>)> {
+    if let Ok(reply) = remote.request(Method::Get, "/source/topics", None) {
+        let topics: Vec<String> = serde_json::from_str(&reply.body).ok()?;
+        return Some(("the repeater's source".to_string(), topics));
+    }
+    if !remote.target().endpoint.is_local() {
+        return None;
+    }
     let health = remote.request(Method::Get, "/healthz", None).ok()?;
     let health: serde_json::Value = serde_json::from_str(&health.body).ok()?;
     let url = health["source"]["url"].as_str()?.to_string();
@@ -104,7 +117,7 @@ fn source_topics(remote: &Remote) -> Option<(String, Vec<String>)> {
         return None;
     }
     let topics: Vec<String> = serde_json::from_str(&reply.body).ok()?;
-    Some((url, topics))
+    Some((format!("the source {url}"), topics))
 }
 
 #[cfg(test)]

@@ -37,6 +37,8 @@ pub struct ApiState {
     pub metrics: Arc<Metrics>,
     pub buffer: Arc<Buffer>,
     pub source: String,
+    /// Where the source is, for `GET /source/topics`.
+    pub source_addr: crate::config::SourceAddr,
     pub sink: String,
     /// When the repeater started, for uptime and the start time.
     pub started: Started,
@@ -81,6 +83,7 @@ pub fn router(state: Arc<ApiState>) -> Router {
             get(get_one).put(put_one).delete(delete_one),
         )
         .route("/healthz", get(healthz))
+        .route("/source/topics", get(source_topics))
         .route("/metrics", get(metrics))
         .fallback(unknown_path)
         .method_not_allowed_fallback(wrong_method)
@@ -131,7 +134,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 async fn unknown_path(uri: Uri) -> ApiError {
     ApiError::not_found(format!(
-        "unknown path {}; the API has /events, /events/<sourcetopic>, /healthz and /metrics",
+        "unknown path {}; the API has /events, /events/<sourcetopic>, /healthz, /metrics and /source/topics",
         uri.path()
     ))
 }
@@ -401,6 +404,19 @@ async fn delete_one(State(st): St, topic: Topic, uri: Uri) -> Result<Response, A
     no_query(&uri)?;
     let mut removed = change(&st, move |r| r.with_removed(std::slice::from_ref(&topic))).await?;
     Ok(json(StatusCode::OK, &removed.pop()))
+}
+
+/// The source's own `GET /topics`, asked now: a manager checks new routes
+/// against it, also from machines that cannot reach the source.
+async fn source_topics(State(st): St, uri: Uri) -> Result<Response, ApiError> {
+    no_query(&uri)?;
+    let topics = crate::source::topics(&st.source_addr).await.map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_GATEWAY,
+            format!("cannot ask the source {} for its topics: {e}", st.source),
+        )
+    })?;
+    Ok(json(StatusCode::OK, &topics))
 }
 
 async fn healthz(State(st): St) -> Response {

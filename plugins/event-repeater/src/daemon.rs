@@ -134,6 +134,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         metrics: metrics.clone(),
         buffer: buffer.clone(),
         source: cfg.source.to_string(),
+        source_addr: cfg.source.clone(),
         sink: sink_url.clone(),
         started: api::Started::now(),
         max_routes: cfg.max_routes,

@@ -225,64 +225,98 @@ impl Source {
 
     /// Opens the connection and sends the subscription; `Ok` is a 200 stream.
     async fn subscribe(&self, last_id: Option<&str>) -> Result<Incoming, String> {
-        let connect_timeout = Duration::from_secs(5);
-        let (host, io): (String, Box<dyn IoStream>) = match &self.addr {
-            SourceAddr::Unix(path) => {
-                let s = tokio::time::timeout(connect_timeout, UnixStream::connect(path))
-                    .await
-                    .map_err(|_| "connect timed out".to_string())?
-                    .map_err(|e| e.to_string())?;
-                ("localhost".into(), Box::new(s))
-            }
-            SourceAddr::Tcp { host, port } => {
-                let s = tokio::time::timeout(
-                    connect_timeout,
-                    TcpStream::connect((host.as_str(), *port)),
-                )
+        let mut headers = vec![
+            ("accept", "text/event-stream"),
+            ("cache-control", "no-cache"),
+        ];
+        if let Some(id) = last_id {
+            headers.push(("last-event-id", id));
+        }
+        get(&self.addr, "/events?topic=.", &headers)
+            .await
+            .map(hyper::Response::into_body)
+    }
+}
+
+/// The longest `GET /topics` answer read from a source.
+const MAX_TOPICS_BODY: usize = 256 * 1024;
+
+/// The source's `GET /topics`: the topics it serves now. For the API's
+/// `GET /source/topics`, so that a manager on another machine can check a
+/// route against the source only the repeater can reach.
+pub async fn topics(addr: &SourceAddr) -> Result<Vec<String>, String> {
+    let body = get(addr, "/topics", &[("accept", "application/json")])
+        .await?
+        .into_body();
+    let limited = http_body_util::Limited::new(body, MAX_TOPICS_BODY);
+    let bytes = tokio::time::timeout(Duration::from_secs(2), limited.collect())
+        .await
+        .map_err(|_| "the source's GET /topics did not finish within 2s".to_string())?
+        .map_err(|e| format!("cannot read the source's GET /topics: {e}"))?
+        .to_bytes();
+    serde_json::from_slice(&bytes)
+        .map_err(|e| format!("the source's GET /topics is not a JSON array of strings: {e}"))
+}
+
+/// `GET path` on the source, connecting and answering within 5 s each;
+/// `Ok` is a 2xx answer, any other status an error with its body's start.
+async fn get(
+    addr: &SourceAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<hyper::Response<Incoming>, String> {
+    let connect_timeout = Duration::from_secs(5);
+    let (host, io): (String, Box<dyn IoStream>) = match addr {
+        SourceAddr::Unix(path) => {
+            let s = tokio::time::timeout(connect_timeout, UnixStream::connect(path))
                 .await
                 .map_err(|_| "connect timed out".to_string())?
                 .map_err(|e| e.to_string())?;
-                let _ = s.set_nodelay(true);
-                (join_host_port(host, *port), Box::new(s))
-            }
-        };
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-            .await
-            .map_err(|e| e.to_string())?;
-        tokio::spawn(async move {
-            // Errors surface through the response body as well.
-            let _ = conn.await;
-        });
-        let mut req = Request::get("/events?topic=.")
-            .header("host", host)
-            .header("accept", "text/event-stream")
-            .header("cache-control", "no-cache");
-        if let Some(id) = last_id {
-            req = req.header("last-event-id", id);
+            ("localhost".into(), Box::new(s))
         }
-        let req = req.body(Empty::<Bytes>::new()).map_err(|e| e.to_string())?;
-        let resp = tokio::time::timeout(connect_timeout, sender.send_request(req))
-            .await
-            .map_err(|_| "no response within 5s".to_string())?
-            .map_err(|e| e.to_string())?;
-        let status = resp.status();
-        if !status.is_success() {
-            let body = tokio::time::timeout(Duration::from_secs(1), resp.into_body().collect())
-                .await
-                .ok()
-                .and_then(|r| r.ok())
-                .map(|c| {
-                    String::from_utf8_lossy(&c.to_bytes())
-                        .trim()
-                        .chars()
-                        .take(200)
-                        .collect::<String>()
-                })
-                .unwrap_or_default();
-            return Err(format!("the source answered {status}: {body}"));
+        SourceAddr::Tcp { host, port } => {
+            let s =
+                tokio::time::timeout(connect_timeout, TcpStream::connect((host.as_str(), *port)))
+                    .await
+                    .map_err(|_| "connect timed out".to_string())?
+                    .map_err(|e| e.to_string())?;
+            let _ = s.set_nodelay(true);
+            (join_host_port(host, *port), Box::new(s))
         }
-        Ok(resp.into_body())
+    };
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        // Errors surface through the response body as well.
+        let _ = conn.await;
+    });
+    let mut req = Request::get(path).header("host", host);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
     }
+    let req = req.body(Empty::<Bytes>::new()).map_err(|e| e.to_string())?;
+    let resp = tokio::time::timeout(connect_timeout, sender.send_request(req))
+        .await
+        .map_err(|_| "no response within 5s".to_string())?
+        .map_err(|e| e.to_string())?;
+    let status = resp.status();
+    if !status.is_success() {
+        let body = tokio::time::timeout(Duration::from_secs(1), resp.into_body().collect())
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .map(|c| {
+                String::from_utf8_lossy(&c.to_bytes())
+                    .trim()
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
+            })
+            .unwrap_or_default();
+        return Err(format!("the source answered {status}: {body}"));
+    }
+    Ok(resp)
 }
 
 trait IoStream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
