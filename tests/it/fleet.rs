@@ -10,49 +10,26 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::repeater::{Repeater, RepeaterBuilder};
+use common::run::Ran;
 use common::tools::require_tool;
 use common::{free_port, plugin_bin, wait_for, Sandbox};
 use serde_json::{json, Value};
 
 const PROGRAM: &str = "app-event-repeater-manage: ";
 
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn ok(self) -> Run {
-        assert_eq!(self.code, 0, "expected success: {self:?}");
-        assert_eq!(self.stderr, "", "{self:?}");
-        self
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
-    }
-}
-
 /// Runs `cmd` with no stdin, killing it (and failing) when it hangs.
-fn run_bounded(cmd: Command) -> Run {
-    let out = common::run::Run::new(cmd).assert();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: out.stdout,
-        stderr: out.stderr,
-    }
+fn run_bounded(cmd: Command) -> Ran {
+    common::run::Run::new(cmd).assert()
 }
 
-fn manage(sb: &Sandbox, args: &[&str]) -> Run {
+fn manage(sb: &Sandbox, args: &[&str]) -> Ran {
     let mut cmd = sb.command(plugin_bin("app-event-repeater-manage"));
     cmd.args(args);
     run_bounded(cmd)
 }
 
 /// `app ARGS…`: the dispatcher passes `-H` to the plugin in its context.
-fn app(sb: &Sandbox, args: &[&str]) -> Run {
+fn app(sb: &Sandbox, args: &[&str]) -> Ran {
     let mut cmd = sb.app();
     cmd.args(args);
     run_bounded(cmd)
@@ -245,7 +222,7 @@ fn a_host_that_is_down_does_not_stop_the_others() {
             "apply", "-f", &file, "--host", &u1, "--host", &down, "--host", &u3,
         ],
     );
-    assert_eq!(run.code, 4, "{run:?}");
+    assert_eq!(run.exit(), 4, "{run:?}");
     assert_eq!(routes_of(&r1), want());
     assert_eq!(routes_of(&r3), want());
     assert!(run.stdout.contains(&format!("{u1}: applied")), "{run:?}");
@@ -265,7 +242,7 @@ fn a_host_that_is_down_does_not_stop_the_others() {
 
     // get: the answers of the hosts that answered, and the report.
     let run = manage(&sb, &["get", "--host", &u1, "--host", &down]);
-    assert_eq!(run.code, 4, "{run:?}");
+    assert_eq!(run.exit(), 4, "{run:?}");
     assert_eq!(run.json().as_object().map(|o| o.len()), Some(1));
     // status: the host is a "down" row with its reason.
     let run = manage(
@@ -280,7 +257,7 @@ fn a_host_that_is_down_does_not_stop_the_others() {
             &down,
         ],
     );
-    assert_eq!(run.code, 4, "{run:?}");
+    assert_eq!(run.exit(), 4, "{run:?}");
     let row = run
         .stdout
         .lines()
@@ -364,7 +341,7 @@ fn named_hosts_and_groups_from_the_config_file() {
     assert_eq!(got, json!([{"sourcetopic":"timer/sec/1","sinktopic":"/t"}]));
     // An unknown name is a usage error naming the known ones; nothing is sent.
     let run = manage(&sb, &["get", "--host", "edge9"]);
-    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.exit(), 2, "{run:?}");
     assert!(
         run.stderr.contains("no host 'edge9'") && run.stderr.contains("known: edge1, edge2"),
         "{run:?}"
@@ -379,7 +356,7 @@ fn a_token_never_goes_over_plain_http_to_another_machine() {
         &sb,
         &["get", "--host", "http://192.0.2.7:7070", "--token", "t"],
     );
-    assert_eq!(run.code, 2, "{run:?}");
+    assert_eq!(run.exit(), 2, "{run:?}");
     assert!(
         run.stderr
             .contains("refusing to send the API token in clear text to http://192.0.2.7:7070"),
@@ -397,7 +374,7 @@ fn a_token_never_goes_over_plain_http_to_another_machine() {
             "t",
         ],
     );
-    assert_eq!(run.code, 3, "{run:?}");
+    assert_eq!(run.exit(), 3, "{run:?}");
     assert!(run.stderr.contains("connection refused"), "{run:?}");
 }
 
@@ -692,8 +669,8 @@ fn tls_and_tokens_across_network_namespaces() {
     assert_eq!(rows[1]["routes"], 2);
 
     let u = urls[0].as_str();
-    let one_line = |run: &Run, code: i32, text: &str| {
-        assert_eq!(run.code, code, "{run:?}");
+    let one_line = |run: &Ran, code: i32, text: &str| {
+        assert_eq!(run.exit(), code, "{run:?}");
         assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
         assert!(run.stderr.contains(text), "want {text:?}: {run:?}");
     };
@@ -1023,7 +1000,7 @@ fn a_route_for_a_topic_the_source_does_not_serve_is_kept_with_a_warning() {
     // The default source: the event-time running in this sandbox.
     let r = Repeater::builder(&sb, "w").sinkprotocol("stderr").start();
     let run = manage(&sb, &["put", "timer/sec/7", "/x", "--name", "w"]);
-    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.exit(), 0, "{run:?}");
     assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
     assert!(
         run.stderr.contains("warning")
@@ -1095,7 +1072,7 @@ fn unserved_topics_are_warned_about_on_every_host() {
     let args = with_hosts(&["put", "timer/sec/7", "/x"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let run = manage(&sb, &args);
-    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.exit(), 0, "{run:?}");
     assert_eq!(run.stderr.lines().count(), 2, "{run:?}");
     for u in &urls {
         assert!(
@@ -1116,7 +1093,7 @@ fn unserved_topics_are_warned_about_on_every_host() {
     let args = with_hosts(&["apply", "-f", &file]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let run = manage(&sb, &args);
-    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.exit(), 0, "{run:?}");
     assert_eq!(run.stderr.lines().count(), 2, "{run:?}");
     assert!(run.stderr.lines().all(|l| l.contains("'nope/'")), "{run:?}");
 }

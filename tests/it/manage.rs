@@ -15,36 +15,24 @@ use std::time::{Duration, Instant};
 use common::broker::{Broker, Subscriber};
 use common::event_time::EventTime;
 use common::repeater::{Repeater, RepeaterBuilder};
+use common::run::Ran;
 use common::{plugin_bin, wait_for, Sandbox};
 use serde_json::{json, Value};
 
 const MANAGE: &str = "app-event-repeater-manage";
 const PROGRAM: &str = "app-event-repeater-manage: ";
 
-/// What a finished manager run gave.
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+/// The manager's failures: one line on stderr, starting with its name.
+trait Fails {
+    fn fails(self, code: i32, text: &str) -> Ran;
 }
 
-impl Run {
-    fn ok(self) -> Run {
-        assert_eq!(self.code, 0, "expected success, got {self:?}");
-        assert_eq!(self.stderr, "", "{self:?}");
-        self
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
-
+impl Fails for Ran {
     /// Checks the exit code and that stderr is exactly one line starting with
     /// the program name and containing `text`.
-    fn fails(self, code: i32, text: &str) -> Run {
-        assert_eq!(self.code, code, "{self:?}");
+    #[track_caller]
+    fn fails(self, code: i32, text: &str) -> Ran {
+        assert_eq!(self.exit(), code, "{self:?}");
         assert_eq!(self.stdout, "", "{self:?}");
         assert!(self.stderr.starts_with(PROGRAM), "{self:?}");
         assert_eq!(self.stderr.lines().count(), 1, "one line: {self:?}");
@@ -54,24 +42,19 @@ impl Run {
 }
 
 /// Runs `cmd` with `stdin`, killing it (and failing) when it hangs.
-fn run_bounded(cmd: Command, stdin: &str) -> Run {
-    let out = common::run::Run::new(cmd).stdin(stdin).assert();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: out.stdout,
-        stderr: out.stderr,
-    }
+fn run_bounded(cmd: Command, stdin: &str) -> Ran {
+    common::run::Run::new(cmd).stdin(stdin).assert()
 }
 
 fn manage_cmd(sb: &Sandbox) -> Command {
     sb.command(plugin_bin(MANAGE))
 }
 
-fn manage(sb: &Sandbox, args: &[&str]) -> Run {
+fn manage(sb: &Sandbox, args: &[&str]) -> Ran {
     manage_in(sb, args, "")
 }
 
-fn manage_in(sb: &Sandbox, args: &[&str], stdin: &str) -> Run {
+fn manage_in(sb: &Sandbox, args: &[&str], stdin: &str) -> Ran {
     let mut cmd = manage_cmd(sb);
     cmd.args(args);
     run_bounded(cmd, stdin)
@@ -705,7 +688,7 @@ fn completion_offers_commands_flags_and_the_running_routes() {
         let mut all = vec!["__complete"];
         all.extend_from_slice(args);
         let run = manage(&sb, &all);
-        assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:?}");
+        assert_eq!((run.exit(), run.stderr.as_str()), (0, ""), "{run:?}");
         run.stdout
     };
     let first: Vec<String> = complete(&[""])

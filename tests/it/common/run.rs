@@ -182,6 +182,24 @@ impl Ran {
         self
     }
 
+    /// Exit code 0 and nothing on stderr.
+    #[track_caller]
+    pub fn ok(self) -> Ran {
+        self.code(0).no_stderr()
+    }
+
+    /// The exit code, or -1 for a death by signal.
+    pub fn exit(&self) -> i32 {
+        self.status.code().unwrap_or(-1)
+    }
+
+    /// stdout as JSON.
+    #[track_caller]
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+
     /// stdout's lines.
     pub fn lines(&self) -> Vec<&str> {
         self.stdout.lines().collect()
