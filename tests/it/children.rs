@@ -25,22 +25,11 @@ fn pids(file: &Path, n: usize) -> Vec<i32> {
     .unwrap_or_else(|| panic!("{} never held {n} pids", file.display()))
 }
 
-/// Whether `pid` is a live process (not gone, not a zombie).
-fn alive(pid: i32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            !s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
-}
-
 fn assert_gone(pids: &[i32], what: &str) {
     for &pid in pids {
-        let gone = common::wait_for(Duration::from_secs(3), || (!alive(pid)).then_some(()));
+        let gone = common::wait_for(Duration::from_secs(3), || {
+            (!common::process::alive(pid)).then_some(())
+        });
         if gone.is_none() {
             // SAFETY: kill has no memory-safety preconditions; clean up for the next test.
             unsafe { libc::kill(pid, libc::SIGKILL) };

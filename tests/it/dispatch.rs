@@ -439,7 +439,7 @@ fn supervised_mode_leaves_no_orphan_when_app_is_killed() {
     child.kill().unwrap();
     child.wait().unwrap();
     let gone = common::wait_for(Duration::from_secs(5), || {
-        (!process_alive(pid)).then_some(())
+        (!common::process::alive(pid)).then_some(())
     });
     assert!(gone.is_some(), "plugin {pid} outlived app");
 }
@@ -462,17 +462,6 @@ fn plugin_path_prints_what_a_command_resolves_to() {
         .assert()
         .stdout_is(p.display().to_string());
     sb.run(["plugin", "path", "nope"]).assert().code(127);
-}
-
-fn process_alive(pid: i32) -> bool {
-    // A zombie still answers kill(0); read its state instead.
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
 }
 
 fn wait_timeout(

@@ -90,16 +90,7 @@ fn assert_all_gone(pid_file: &Path) {
     assert!(!pids.is_empty(), "listener wrote no pids");
     for pid in pids {
         let gone = common::wait_for(Duration::from_secs(2), || {
-            let alive = fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| {
-                    !s.rsplit(')')
-                        .next()
-                        .unwrap_or("")
-                        .trim_start()
-                        .starts_with('Z')
-                })
-                .unwrap_or(false);
-            (!alive).then_some(())
+            (!common::process::alive(pid)).then_some(())
         });
         assert!(gone.is_some(), "listener process {pid} outlived app");
     }

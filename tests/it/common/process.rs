@@ -124,3 +124,16 @@ pub fn stopped_by_sigterm_through_app(
     assert!(up.is_some(), "it never served");
     status
 }
+
+/// Whether `pid` is a live process (not gone, not a zombie).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
