@@ -9,9 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -136,60 +134,17 @@ impl fmt::Display for ConfigProblem {
     }
 }
 
-/// The kind of a file that is not a regular file, for messages.
-fn not_regular(file_type: fs::FileType) -> Option<&'static str> {
-    if file_type.is_file() {
-        None
-    } else if file_type.is_dir() {
-        Some("directory")
-    } else if file_type.is_fifo() {
-        Some("FIFO")
-    } else if file_type.is_char_device() {
-        Some("character device")
-    } else if file_type.is_block_device() {
-        Some("block device")
-    } else if file_type.is_socket() {
-        Some("socket")
-    } else {
-        Some("special file")
-    }
-}
-
-/// Opens `path` for reading only if it is a regular file of at most
-/// [`MAX_CONFIG_BYTES`], and reads it. `Ok(None)`: it does not exist.
+/// Reads `path` if it is a regular file of at most [`MAX_CONFIG_BYTES`].
+/// `Ok(None)`: it does not exist.
 fn read_regular(path: &Path) -> Result<Option<Vec<u8>>, ConfigProblem> {
-    // Look before opening: open() on a FIFO blocks until a writer comes.
-    let meta = match fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(ConfigProblem::Unreadable(e)),
-    };
-    if let Some(kind) = not_regular(meta.file_type()) {
-        return Err(ConfigProblem::NotRegularFile(kind));
+    use app_plugin::file::{read_limited, ReadError};
+    match read_limited(path, MAX_CONFIG_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(ReadError::NotFound) => Ok(None),
+        Err(ReadError::NotRegular(kind)) => Err(ConfigProblem::NotRegularFile(kind)),
+        Err(ReadError::TooLarge { len, .. }) => Err(ConfigProblem::TooLarge(len)),
+        Err(ReadError::Io(e)) => Err(ConfigProblem::Unreadable(e)),
     }
-    // O_NONBLOCK: were the path swapped for a FIFO since, open() still
-    // returns at once, and the check on the open file refuses it.
-    let file: File = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(ConfigProblem::Unreadable)?;
-    let meta = file.metadata().map_err(ConfigProblem::Unreadable)?;
-    if let Some(kind) = not_regular(meta.file_type()) {
-        return Err(ConfigProblem::NotRegularFile(kind));
-    }
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(ConfigProblem::TooLarge(meta.len()));
-    }
-    // Bounded even if the file grows while it is read.
-    let mut bytes = Vec::new();
-    file.take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(ConfigProblem::Unreadable)?;
-    if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(ConfigProblem::TooLarge(bytes.len() as u64));
-    }
-    Ok(Some(bytes))
 }
 
 impl Config {
@@ -277,7 +232,7 @@ mod tests {
         let big = dir.path().join("big.json");
         let mut text = String::from("{\"aliases\": {}}");
         text.push_str(&" ".repeat(MAX_CONFIG_BYTES as usize));
-        fs::write(&big, text).unwrap();
+        std::fs::write(&big, text).unwrap();
         let err = Config::load(&big, ConfigOrigin::Flag).unwrap_err();
         assert!(
             err.to_string().contains("larger than 1048576 bytes"),

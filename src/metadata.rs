@@ -48,7 +48,8 @@ impl Cache {
         let stat = fs::metadata(plugin).ok()?;
         let (size, mtime_ns) = (stat.size(), mtime_ns(&stat));
         let file = self.entry_file(plugin);
-        if let Some(entry) = fs::read(&file)
+        // A cache entry is a few hundred bytes; anything odd is a miss.
+        if let Some(entry) = app_plugin::file::read_limited(&file, 1 << 20)
             .ok()
             .and_then(|b| serde_json::from_slice::<CacheEntry>(&b).ok())
         {

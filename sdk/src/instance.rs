@@ -481,8 +481,9 @@ fn clear_stale(socket: &Path, pid_file: &Path) -> Result<bool, ClaimError> {
         return Err(ClaimError::NotASocket(socket.to_path_buf()));
     }
     if UnixStream::connect(socket).is_ok() {
-        let pid = fs::read_to_string(pid_file)
+        let pid = crate::file::read_limited(pid_file, 64)
             .ok()
+            .and_then(|p| String::from_utf8(p).ok())
             .and_then(|p| p.trim().parse().ok());
         return Err(ClaimError::Running {
             socket: socket.to_path_buf(),

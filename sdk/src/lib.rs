@@ -7,6 +7,7 @@
 //! - [`context`]: what `app` tells a plugin (environment variables, the JSON
 //!   context document on stdin), read with [`context::Context::load`];
 //! - [`paths`]: where config, data and runtime files live;
+//! - [`file`]: reading a file a user named: a regular file, up to a limit;
 //! - [`instance`]: the socket, pid and listen files of a long-running plugin
 //!   instance, and the one rule for instance names;
 //! - [`metadata`]: the answer to `__app_metadata`;
@@ -46,6 +47,7 @@
 pub mod cli;
 pub mod complete;
 pub mod context;
+pub mod file;
 #[cfg(feature = "tokio")]
 pub mod http;
 pub mod instance;

@@ -8,7 +8,7 @@
 //! entries.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -77,13 +77,16 @@ impl Index {
     /// Reads the index of plugin directory `dir`; none yet is an empty index.
     pub fn load(dir: &Path) -> Result<Index, IndexError> {
         let path = dir.join(FILE);
-        match fs::read(&path) {
+        use app_plugin::file::{read_limited, ReadError};
+        // Far more than any real index; a FIFO or device here is refused.
+        match read_limited(&path, 16 << 20) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| IndexError::Corrupt(path, e)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Index {
+            Err(ReadError::NotFound) => Ok(Index {
                 version: format_version(),
                 plugins: BTreeMap::new(),
             }),
-            Err(e) => Err(IndexError::Io(path, e)),
+            Err(ReadError::Io(e)) => Err(IndexError::Io(path, e)),
+            Err(e) => Err(IndexError::Io(path, io::Error::other(e.to_string()))),
         }
     }
 
@@ -147,7 +150,7 @@ mod tests {
     #[test]
     fn a_corrupt_index_is_an_error_naming_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join(FILE), "{not json").unwrap();
+        std::fs::write(dir.path().join(FILE), "{not json").unwrap();
         let err = Index::load(dir.path()).unwrap_err().to_string();
         assert!(err.contains(".index.json"), "{err}");
     }

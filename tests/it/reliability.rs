@@ -1010,6 +1010,39 @@ fn a_fifo_as_state_file_is_refused_at_once() {
     assert!(took < Duration::from_secs(5), "took {took:?}");
 }
 
+/// `--password-file` (like `--ca-file`, `--tls-cert`, `--tls-key`, `--creds`)
+/// is read only if it is a regular file of bounded size: a FIFO blocked the
+/// read, `/dev/zero` filled the memory.
+#[test]
+fn a_fifo_or_a_device_as_password_file_is_refused_at_once() {
+    let sb = Sandbox::new();
+    let fifo = sb.path().join("password.fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for (file, says) in [
+        (fifo.to_str().unwrap(), "is a FIFO, not a regular file"),
+        ("/dev/zero", "is a character device, not a regular file"),
+    ] {
+        let (code, err, took) = run_to_end(
+            &sb,
+            &[
+                "--name",
+                "pw",
+                "--sink",
+                "tcp://127.0.0.1:1",
+                "--username",
+                "u",
+                "--password-file",
+                file,
+            ],
+        );
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+    }
+}
+
 /// `--drain-timeout 999999999999999999m` overflowed; it is a usage error.
 #[test]
 fn an_overflowing_drain_timeout_is_a_usage_error() {

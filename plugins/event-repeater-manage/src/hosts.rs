@@ -12,7 +12,6 @@
 //! (`APP_TOKEN`) and `--ca-file` apply to the hosts that have none.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -50,25 +49,10 @@ pub struct Inventory {
 /// Reads a small regular file as UTF-8 text: refuses anything else (a FIFO
 /// would block, `/dev/zero` would never end) and anything over `max` bytes.
 pub fn read_small(path: &Path, max: u64, what: &str) -> Result<String, Error> {
-    let fail = |why: String| Error::Usage(format!("cannot read {what} {}: {why}", path.display()));
-    let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
-    if !meta.is_file() {
-        return Err(fail("not a regular file".into()));
-    }
-    if meta.len() > max {
-        return Err(fail(format!(
-            "it is {} bytes, over the limit of {max}",
-            meta.len()
-        )));
-    }
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(max + 1).read_to_string(&mut text))
-        .map_err(|e| fail(e.to_string()))?;
-    if text.len() as u64 > max {
-        return Err(fail(format!("it grew over the limit of {max} bytes")));
-    }
-    Ok(text)
+    let bytes = app_plugin::file::read_limited(path, max)
+        .map_err(|e| Error::Usage(format!("{what} {} {e}", path.display())))?;
+    String::from_utf8(bytes)
+        .map_err(|_| Error::Usage(format!("{what} {} is not UTF-8 text", path.display())))
 }
 
 /// `~/x` is under the home directory; a relative path is relative to the

@@ -223,7 +223,8 @@ pub fn find_local(
         return Ok(target(Endpoint::Unix(socket), Origin::Socket));
     }
     let listen = plugin_dir.join(format!("{name}.listen"));
-    if let Ok(text) = std::fs::read_to_string(&listen) {
+    // An address is short: a listen file over 4 KiB is not ours.
+    if let Ok(text) = crate::hosts::read_small(&listen, 4096, "the listen file") {
         let endpoint = Endpoint::parse(&text).map_err(|e| {
             Error::Failed(format!(
                 "the listen file {} does not hold an API address: {e}; remove it or restart the repeater",

@@ -52,12 +52,8 @@ impl ValueSpec {
     pub fn read(&self, stdin: impl Read) -> Result<String, Error> {
         match self {
             ValueSpec::Inline(text) => Ok(text.clone()),
-            ValueSpec::File(path) => std::fs::read_to_string(path).map_err(|e| {
-                Error::Usage(format!(
-                    "cannot read {}: {e}; give an existing JSON file",
-                    path.display()
-                ))
-            }),
+            // The repeater takes at most 1 MiB of body: no use reading more.
+            ValueSpec::File(path) => crate::hosts::read_small(path, 1 << 20, "--value @file"),
             ValueSpec::Stdin => read_all(stdin),
         }
     }

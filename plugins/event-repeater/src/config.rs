@@ -312,7 +312,8 @@ fn nats_config(
         return Err("--ca-file only applies to a tls:// sink".into());
     }
     if let Some(path) = &args.creds {
-        check_file(path, "--creds", 64 * 1024)?;
+        // Checked here; the NATS client reads it again when it connects.
+        read_file(path, "--creds", 64 * 1024)?;
     }
     if args.nats_token.as_deref().is_some_and(str::is_empty) {
         return Err("the NATS token (--nats-token or APP_NATS_TOKEN) must not be empty".into());
@@ -381,21 +382,10 @@ pub fn parse_nats_sink(text: &str) -> Result<(String, bool), String> {
     Ok((format!("{scheme}://{}", join_host_port(&host, port)), tls))
 }
 
-/// A regular file of at most `max` bytes.
-fn check_file(path: &Path, flag: &str, max: u64) -> Result<(), String> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| format!("cannot read {flag} {}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{flag} {} is not a regular file", path.display()));
-    }
-    if meta.len() > max {
-        return Err(format!(
-            "{flag} {} is {} bytes, over the {max} bytes such a file can be",
-            path.display(),
-            meta.len()
-        ));
-    }
-    Ok(())
+/// The bytes of the file `flag` names: a regular file of at most `max`
+/// bytes (a FIFO or a device is refused at once, not read).
+pub fn read_file(path: &Path, flag: &str, max: u64) -> Result<Vec<u8>, String> {
+    app_plugin::file::read_limited(path, max).map_err(|e| format!("{flag} {} {e}", path.display()))
 }
 
 fn check_name(name: &str) -> Result<String, String> {
@@ -501,8 +491,9 @@ pub fn is_loopback(host: &str) -> bool {
 }
 
 fn read_password(path: &Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read --password-file {}: {e}", path.display()))?;
+    let bytes = read_file(path, "--password-file", 64 * 1024)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("--password-file {} is not UTF-8 text", path.display()))?;
     Ok(text.lines().next().unwrap_or_default().to_string())
 }
 

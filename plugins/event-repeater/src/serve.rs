@@ -141,8 +141,9 @@ pub fn tls_acceptor(
     cert: &std::path::Path,
     key: &std::path::Path,
 ) -> Result<tokio_rustls::TlsAcceptor, String> {
-    let cert_text = read_pem(cert, "--tls-cert")?;
-    let key_text = read_pem(key, "--tls-key")?;
+    // PEM files: regular files of at most 1 MiB.
+    let cert_text = crate::config::read_file(cert, "--tls-cert", 1 << 20)?;
+    let key_text = crate::config::read_file(key, "--tls-key", 1 << 20)?;
     let certs: Vec<_> = rustls_pemfile::certs(&mut cert_text.as_slice())
         .collect::<Result<_, _>>()
         .map_err(|e| format!("--tls-cert {}: not PEM: {e}", cert.display()))?;
@@ -168,25 +169,4 @@ pub fn tls_acceptor(
         .with_single_cert(certs, key)
         .map_err(|e| format!("--tls-cert and --tls-key do not make a usable pair: {e}"))?;
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
-}
-
-/// Reads a PEM file: a regular file of at most 1 MiB.
-fn read_pem(path: &std::path::Path, flag: &str) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let meta = std::fs::metadata(path).map_err(|e| format!("{flag} {}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{flag} {}: not a regular file", path.display()));
-    }
-    const MAX: u64 = 1 << 20;
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("{flag} {}: {e}", path.display()))?;
-    if bytes.len() as u64 > MAX {
-        return Err(format!(
-            "{flag} {}: over the limit of {MAX} bytes",
-            path.display()
-        ));
-    }
-    Ok(bytes)
 }

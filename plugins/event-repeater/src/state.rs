@@ -9,8 +9,8 @@
 //! refused instead of blocking or reading forever), up to [`MAX_STATE`].
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -36,58 +36,33 @@ enum AnyDocument {
 pub const MAX_STATE: u64 = 64 << 20;
 
 /// Reads `path` if it is a regular file of at most `max` bytes; `Ok(None)`
-/// if it does not exist. Opened non-blocking, so a FIFO cannot hang the
-/// open, and checked on the open file, so nothing can be swapped in between.
+/// if it does not exist (see [`app_plugin::file::read_limited`]: a FIFO
+/// cannot hang the open, a device cannot fill the memory).
 pub fn read_regular(path: &Path, max: u64) -> Result<Option<String>, String> {
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    use app_plugin::file::{read_limited, ReadError};
+    let shown = path.display();
+    let bytes = match read_limited(path, max) {
+        Ok(bytes) => bytes,
+        Err(ReadError::NotFound) => return Ok(None),
+        Err(ReadError::NotRegular(kind)) => {
+            // "a device", whichever kind: the user's fix is the same.
+            let kind = if kind.ends_with("device") {
+                "device"
+            } else {
+                kind
+            };
+            return Err(format!(
+                "{shown} is a {kind}, not a regular file; pass a regular file (or a path that does not exist yet)"
+            ));
+        }
+        Err(e @ ReadError::TooLarge { .. }) => {
+            return Err(format!("{shown} {e}; is it the right file?"))
+        }
+        Err(ReadError::Io(e)) => return Err(format!("cannot read {shown}: {e}")),
     };
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if !meta.is_file() {
-        let t = meta.file_type();
-        let kind = if t.is_fifo() {
-            "a FIFO"
-        } else if t.is_dir() {
-            "a directory"
-        } else if t.is_socket() {
-            "a socket"
-        } else if t.is_char_device() || t.is_block_device() {
-            "a device"
-        } else {
-            "not a regular file"
-        };
-        return Err(format!(
-            "{} is {kind}, not a regular file; pass a regular file (or a path that does not exist yet)",
-            path.display()
-        ));
-    }
-    if meta.len() > max {
-        return Err(format!(
-            "{} is {} bytes, over the limit of {max}; is it the right file?",
-            path.display(),
-            meta.len()
-        ));
-    }
-    let mut text = String::new();
-    (&mut file)
-        .take(max + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if text.len() as u64 > max {
-        return Err(format!(
-            "{} grew over the limit of {max} bytes while being read",
-            path.display()
-        ));
-    }
-    Ok(Some(text))
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| format!("cannot read {shown}: it is not UTF-8 text"))
 }
 
 /// Creates `dir` (and missing parents) with mode 0700 if it does not exist.

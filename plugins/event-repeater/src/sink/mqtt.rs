@@ -89,8 +89,7 @@ fn tls_config(cfg: &MqttConfig) -> Result<TlsConfiguration, String> {
     let mut roots = rustls::RootCertStore::empty();
     match &cfg.ca_file {
         Some(path) => {
-            let pem = std::fs::read(path)
-                .map_err(|e| format!("cannot read --ca-file {}: {e}", path.display()))?;
+            let pem = crate::config::read_file(path, "--ca-file", 1 << 20)?;
             for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
                 let cert = cert.map_err(|e| format!("--ca-file {}: {e}", path.display()))?;
                 roots
