@@ -311,6 +311,10 @@ fn nats_config(
     if args.ca_file.is_some() && !tls {
         return Err("--ca-file only applies to a tls:// sink".into());
     }
+    if let Some(path) = &args.ca_file {
+        // Checked here; the NATS client reads it again when it connects.
+        read_file(path, "--ca-file", 1 << 20)?;
+    }
     if let Some(path) = &args.creds {
         // Checked here; the NATS client reads it again when it connects.
         read_file(path, "--creds", 64 * 1024)?;
