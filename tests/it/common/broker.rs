@@ -26,12 +26,105 @@ pub fn require(program: &str, package: &str) -> Option<PathBuf> {
     super::require_tool(program, package)
 }
 
-pub struct Broker {
-    child: Option<Child>,
-    pub port: u16,
-    dir: tempfile::TempDir,
+/// A server process a test controls: started as `EXE -c CONF`, waited for
+/// until it listens on its port, signalled, restarted on the same port and
+/// config, killed on drop. Shared by [`Broker`] and [`NatsServer`].
+struct Server {
+    name: &'static str,
     exe: PathBuf,
+    conf: PathBuf,
+    log: PathBuf,
+    port: u16,
+    child: Option<Child>,
     paused: bool,
+}
+
+impl Server {
+    fn spawn(&mut self) {
+        let child = Command::new(&self.exe)
+            .arg("-c")
+            .arg(&self.conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", self.name));
+        self.child = Some(child);
+        let port = self.port;
+        let up = wait_for(Duration::from_secs(15), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+        });
+        assert!(
+            up.is_some(),
+            "{} did not listen on {port}: {}",
+            self.name,
+            self.log()
+        );
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn signal(&self, sig: i32) {
+        if let Some(c) = &self.child {
+            // SAFETY: kill with a pid we spawned and a valid signal number.
+            unsafe { libc::kill(c.id() as i32, sig) };
+        }
+    }
+
+    fn reap(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.wait();
+        }
+    }
+
+    fn stop(&mut self) {
+        self.resume();
+        self.signal(libc::SIGTERM);
+        self.reap();
+    }
+
+    fn kill(&mut self) {
+        self.signal(libc::SIGKILL);
+        self.reap();
+        self.paused = false;
+    }
+
+    fn pause(&mut self) {
+        self.signal(libc::SIGSTOP);
+        self.paused = true;
+    }
+
+    fn resume(&mut self) {
+        if self.paused {
+            self.signal(libc::SIGCONT);
+            self.paused = false;
+        }
+    }
+
+    fn restart(&mut self) {
+        assert!(
+            self.child.is_none(),
+            "restart() needs stop() or kill() first"
+        );
+        self.spawn();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.resume();
+        self.signal(libc::SIGKILL);
+        self.reap();
+    }
+}
+
+pub struct Broker {
+    server: Server,
+    pub port: u16,
+    // Dropped after the server (fields drop in order): its files outlive it.
+    _dir: tempfile::TempDir,
 }
 
 impl Broker {
@@ -67,36 +160,21 @@ impl Broker {
             conf.push_str("persistence false\n");
         }
         fs::write(dir.path().join("mosquitto.conf"), conf).expect("write mosquitto.conf");
-        let mut b = Broker {
-            child: None,
-            port,
-            dir,
+        let mut server = Server {
+            name: "mosquitto",
             exe,
+            conf: dir.path().join("mosquitto.conf"),
+            log: dir.path().join("mosquitto.log"),
+            port,
+            child: None,
             paused: false,
         };
-        b.spawn();
-        Some(b)
-    }
-
-    fn spawn(&mut self) {
-        let child = Command::new(&self.exe)
-            .arg("-c")
-            .arg(self.dir.path().join("mosquitto.conf"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start mosquitto");
-        self.child = Some(child);
-        let port = self.port;
-        let up = wait_for(Duration::from_secs(10), || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
-        });
-        assert!(
-            up.is_some(),
-            "mosquitto did not listen on {port}: {}",
-            self.log()
-        );
+        server.spawn();
+        Some(Broker {
+            server,
+            port,
+            _dir: dir,
+        })
     }
 
     /// `tcp://127.0.0.1:PORT`.
@@ -106,64 +184,31 @@ impl Broker {
 
     /// mosquitto's own log, for assertion messages.
     pub fn log(&self) -> String {
-        fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default()
-    }
-
-    fn signal(&self, sig: i32) {
-        if let Some(c) = &self.child {
-            // SAFETY: kill with a pid we spawned and a valid signal number.
-            unsafe { libc::kill(c.id() as i32, sig) };
-        }
-    }
-
-    fn reap(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.wait();
-        }
+        self.server.log()
     }
 
     /// Graceful stop (SIGTERM); mosquitto saves its persistence file.
     pub fn stop(&mut self) {
-        self.resume();
-        self.signal(libc::SIGTERM);
-        self.reap();
+        self.server.stop();
     }
 
     /// Hard stop (SIGKILL).
     pub fn kill(&mut self) {
-        self.signal(libc::SIGKILL);
-        self.reap();
-        self.paused = false;
+        self.server.kill();
     }
 
     /// Freezes the broker (SIGSTOP): connections stay open, nothing answers.
     pub fn pause(&mut self) {
-        self.signal(libc::SIGSTOP);
-        self.paused = true;
+        self.server.pause();
     }
 
     pub fn resume(&mut self) {
-        if self.paused {
-            self.signal(libc::SIGCONT);
-            self.paused = false;
-        }
+        self.server.resume();
     }
 
     /// Starts again on the same port (after stop or kill).
     pub fn restart(&mut self) {
-        assert!(
-            self.child.is_none(),
-            "restart() needs stop() or kill() first"
-        );
-        self.spawn();
-    }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        self.resume();
-        self.signal(libc::SIGKILL);
-        self.reap();
+        self.server.restart();
     }
 }
 
@@ -265,11 +310,10 @@ impl Drop for Subscriber {
 /// `None` (after the skip line naming the `nats-server` package) when it is
 /// not installed, a failure under `APP_TEST_REQUIRE_ALL=1`.
 pub struct NatsServer {
-    child: Option<Child>,
+    server: Server,
     pub port: u16,
+    // Dropped after the server (fields drop in order): its files outlive it.
     dir: tempfile::TempDir,
-    exe: PathBuf,
-    paused: bool,
 }
 
 impl NatsServer {
@@ -373,36 +417,17 @@ impl NatsServer {
             extra(dir.path())
         );
         fs::write(dir.path().join("nats.conf"), conf).expect("write nats.conf");
-        let mut s = NatsServer {
-            child: None,
-            port,
-            dir,
+        let mut server = Server {
+            name: "nats-server",
             exe,
+            conf: dir.path().join("nats.conf"),
+            log: dir.path().join("nats.log"),
+            port,
+            child: None,
             paused: false,
         };
-        s.spawn();
-        s
-    }
-
-    fn spawn(&mut self) {
-        let child = Command::new(&self.exe)
-            .arg("-c")
-            .arg(self.dir.path().join("nats.conf"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nats-server");
-        self.child = Some(child);
-        let port = self.port;
-        let up = wait_for(Duration::from_secs(15), || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
-        });
-        assert!(
-            up.is_some(),
-            "nats-server did not listen on {port}: {}",
-            self.log()
-        );
+        server.spawn();
+        NatsServer { server, port, dir }
     }
 
     /// `nats://127.0.0.1:PORT`.
@@ -410,56 +435,23 @@ impl NatsServer {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
-    /// The server's own log, for assertion messages.
-    pub fn log(&self) -> String {
-        fs::read_to_string(self.dir.path().join("nats.log")).unwrap_or_default()
-    }
-
-    fn signal(&self, sig: i32) {
-        if let Some(c) = &self.child {
-            // SAFETY: kill with a pid we spawned and a valid signal number.
-            unsafe { libc::kill(c.id() as i32, sig) };
-        }
-    }
-
-    fn reap(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.wait();
-        }
-    }
-
     /// Hard stop (SIGKILL); the store stays for [`NatsServer::restart`].
     pub fn kill(&mut self) {
-        self.signal(libc::SIGKILL);
-        self.reap();
-        self.paused = false;
+        self.server.kill();
     }
 
     /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
     pub fn pause(&mut self) {
-        self.signal(libc::SIGSTOP);
-        self.paused = true;
+        self.server.pause();
     }
 
     pub fn resume(&mut self) {
-        if self.paused {
-            self.signal(libc::SIGCONT);
-            self.paused = false;
-        }
+        self.server.resume();
     }
 
     /// Starts again on the same port with the same store (after kill).
     pub fn restart(&mut self) {
-        assert!(self.child.is_none(), "restart() needs kill() first");
-        self.spawn();
-    }
-}
-
-impl Drop for NatsServer {
-    fn drop(&mut self) {
-        self.resume();
-        self.signal(libc::SIGKILL);
-        self.reap();
+        self.server.restart();
     }
 }
 
