@@ -4,6 +4,7 @@
 #
 #   bash bench/dispatch.sh            # prints a markdown table
 #   RUNS=2000 bash bench/dispatch.sh  # more runs
+#   CALLGRIND=1 bash bench/dispatch.sh  # also the instruction count (valgrind)
 #
 # Setup, as in the dispatcher issue: 50 directories and 5,000 files on PATH,
 # the trivial compiled plugin in the last directory (worst case for lookup).
@@ -94,3 +95,15 @@ print()
 print(f"app adds {a:.3f} ms = {a/w:.2f}x the minimal wrapper's {w:.3f} ms (target <= 1.5x); git adds {g:.3f} ms")
 print(f"app plugin list (5,000 files, warm cache): median {lst['median']*1000:.2f} ms (target < 30 ms)")
 PY
+
+# CALLGRIND=1: the instructions `app` runs to resolve the plugin in the same
+# setup (`app plugin path bench`: everything a dispatch does but the exec),
+# a count the machine's load does not change (docs/benchmarks.md).
+if [ "${CALLGRIND:-0}" = 1 ]; then
+  if command -v valgrind >/dev/null; then
+    valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$APP" plugin path bench >/dev/null 2>"$work/callgrind.err"
+    echo "app plugin path bench: $(awk '/^summary:/ { print $2 }' "$work/callgrind.out") instructions (callgrind)"
+  else
+    echo "CALLGRIND=1: valgrind is not installed (apt-get install valgrind)" >&2
+  fi
+fi
