@@ -6,10 +6,7 @@
 
 use crate::common;
 
-use std::ffi::CString;
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -184,17 +181,11 @@ fn app_run_by_a_plugin_accepts_the_default_config_path_it_inherits() {
     assert!(stdout.ends_with("hello\n"), "{stdout}");
 }
 
-fn mkfifo(path: &Path) {
-    let c = CString::new(path.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path and mode.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
-}
-
 #[test]
 fn a_fifo_as_config_is_refused_at_once_instead_of_hanging() {
     let sb = sandbox();
     let fifo = sb.path().join("config.fifo");
-    mkfifo(&fifo);
+    common::mkfifo(&fifo);
     let flag = fifo.clone();
     check_broken(
         &sb,
@@ -212,7 +203,7 @@ fn a_fifo_as_config_is_refused_at_once_instead_of_hanging() {
         "is a FIFO, not a regular file",
     );
     // The default config file as a FIFO: the same.
-    mkfifo(&sb.config_dir().join("config.json"));
+    common::mkfifo(&sb.config_dir().join("config.json"));
     check_broken(&sb, |_| {}, "is a FIFO, not a regular file");
 }
 

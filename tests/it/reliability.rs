@@ -990,9 +990,7 @@ fn run_to_end(sb: &Sandbox, args: &[&str]) -> (Option<i32>, String, Duration) {
 fn a_fifo_as_state_file_is_refused_at_once() {
     let sb = Sandbox::new();
     let fifo = sb.path().join("routes.fifo");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    common::mkfifo(&fifo);
     let (code, err, took) = run_to_end(
         &sb,
         &[
@@ -1017,9 +1015,7 @@ fn a_fifo_as_state_file_is_refused_at_once() {
 fn a_fifo_or_a_device_as_password_file_is_refused_at_once() {
     let sb = Sandbox::new();
     let fifo = sb.path().join("password.fifo");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    common::mkfifo(&fifo);
     for (file, says) in [
         (fifo.to_str().unwrap(), "is a FIFO, not a regular file"),
         ("/dev/zero", "is a character device, not a regular file"),

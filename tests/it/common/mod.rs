@@ -155,3 +155,11 @@ pub mod run;
 pub mod tools;
 
 pub use tools::{require_tool, require_tools};
+
+/// Makes a FIFO at `path`: a special file a reader would block on.
+pub fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path and mode.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
