@@ -20,6 +20,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::context::vars;
 use crate::error::{code, Error};
 use crate::signals;
 
@@ -40,6 +41,48 @@ impl Invocation {
         }
         cmd
     }
+
+    /// This invocation without `APP_COMMAND`, for when the kernel refused
+    /// the exec as too big (`E2BIG`): the plugin's arguments come first, the
+    /// copy of the command line is what gives way. `None` when there was
+    /// no command to drop.
+    fn without_command(&self) -> Option<Invocation> {
+        let value = |name: &str| {
+            self.env
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string_lossy())
+        };
+        let command = value(vars::COMMAND)?;
+        // Every word of the command line is now left out.
+        let words = shell_words::split(&command).map_or(0, |w| w.len())
+            + value(vars::COMMAND_OMITTED)
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or(0);
+        let mut smaller = self.clone();
+        smaller
+            .env
+            .retain(|(k, _)| *k != vars::COMMAND && *k != vars::COMMAND_OMITTED);
+        smaller
+            .env
+            .push((vars::COMMAND_OMITTED, words.to_string().into()));
+        let debug = value(vars::LOG)
+            .and_then(|l| app_plugin::log::parse_level(&l).ok())
+            .is_some_and(|l| l >= app_plugin::log::DEBUG);
+        if debug {
+            eprintln!(
+                "app: debug: the arguments and environment are too big for one exec with APP_COMMAND; running {} without it (APP_COMMAND_OMITTED is set)",
+                self.program.display()
+            );
+        }
+        Some(smaller)
+    }
+}
+
+/// Whether an exec or spawn failed because arguments and environment were
+/// over the kernel's limit.
+fn too_big(err: &io::Error) -> bool {
+    err.raw_os_error() == Some(libc::E2BIG)
 }
 
 /// How a supervised plugin ended.
@@ -61,6 +104,14 @@ impl Outcome {
 
 /// Replaces `app` with the plugin. Returns only if that failed.
 pub fn exec(inv: &Invocation) -> Error {
+    let err = exec_once(inv);
+    match inv.without_command() {
+        Some(smaller) if too_big(&err) => cannot_run(&inv.program, exec_once(&smaller)),
+        _ => cannot_run(&inv.program, err),
+    }
+}
+
+fn exec_once(inv: &Invocation) -> io::Error {
     let mut cmd = inv.command();
     // `app` may have blocked its handled signals before this point (asking a
     // trusted plugin for its metadata installs the signal thread), and a
@@ -72,8 +123,7 @@ pub fn exec(inv: &Invocation) -> Error {
             Ok(())
         });
     }
-    let err = cmd.exec();
-    cannot_run(&inv.program, err)
+    cmd.exec()
 }
 
 /// Empties the calling thread's signal mask. Async-signal-safe.
@@ -96,15 +146,24 @@ pub struct Supervised {
 /// stdin is a pipe that first gets that text, then everything `app` reads
 /// from its own stdin until EOF; without it, the child shares `app`'s stdin.
 pub fn spawn(inv: &Invocation, stdin_prelude: Option<String>) -> Result<Supervised, Error> {
+    match spawn_once(inv, stdin_prelude.clone()) {
+        Err(e) if too_big(&e) => match inv.without_command() {
+            Some(smaller) => spawn_once(&smaller, stdin_prelude),
+            None => Err(e),
+        },
+        other => other,
+    }
+    .map_err(|e| cannot_run(&inv.program, e))
+}
+
+fn spawn_once(inv: &Invocation, stdin_prelude: Option<String>) -> io::Result<Supervised> {
     let hub = signals::install();
     let mut cmd = inv.command();
     if stdin_prelude.is_some() {
         cmd.stdin(Stdio::piped());
     }
     die_with_app(&mut cmd, libc::SIGTERM);
-    let mut child = hub
-        .spawn_plugin(&mut cmd)
-        .map_err(|e| cannot_run(&inv.program, e))?;
+    let mut child = hub.spawn_plugin(&mut cmd)?;
     if let (Some(prelude), Some(mut pipe)) = (stdin_prelude, child.stdin.take()) {
         std::thread::spawn(move || {
             // The child may exit or close stdin early; that ends the relay, nothing more.
@@ -287,6 +346,10 @@ pub fn cannot_run(path: &Path, err: io::Error) -> Error {
             None => "a file it needs to start (its interpreter or dynamic loader) does not exist"
                 .to_string(),
         },
+        Some(libc::E2BIG) => {
+            "its arguments and environment together are over the system's limit (getconf ARG_MAX), even without APP_COMMAND; pass fewer or shorter arguments, or a smaller environment"
+                .to_string()
+        }
         Some(libc::ENOEXEC) => {
             "it is not a program this system can run (a script needs a #! line as its first line)"
                 .to_string()

@@ -33,12 +33,25 @@ pub enum Resolution {
     NotFound,
 }
 
+/// The longest file name Linux file systems allow (`NAME_MAX`): no plugin
+/// name is longer, so no more words than fit in it need trying.
+const NAME_MAX: usize = 255;
+
 /// The words that may name a plugin: those before the first argument that
-/// starts with `-`, stopping at anything that cannot be part of a file name.
+/// starts with `-`, stopping at anything that cannot be part of a file name
+/// and at the first word that would make `app-WORD-WORD…` longer than a file
+/// name can be. That bound keeps resolving linear in the arguments: with
+/// 20,000 plain words, every prefix of them was a candidate name, quadratic
+/// in time and memory.
 pub fn command_words(args: &[OsString]) -> Vec<&str> {
+    let mut len = PLUGIN_PREFIX.len();
     args.iter()
         .map_while(|a| a.to_str())
         .take_while(|w| !w.is_empty() && !w.starts_with('-') && !w.contains('/'))
+        .take_while(|w| {
+            len += w.len() + 1;
+            len <= NAME_MAX + 1
+        })
         .collect()
 }
 
@@ -99,6 +112,17 @@ mod tests {
         assert_eq!(command_words(&args), vec!["foo", "bar"]);
         assert!(command_words(&os(&["-v", "foo"])).is_empty());
         assert_eq!(command_words(&os(&["foo", "./file"])), vec!["foo"]);
+    }
+
+    #[test]
+    fn words_stop_where_a_file_name_would_be_too_long() {
+        let args: Vec<OsString> = std::iter::repeat(OsString::from("abcdefghi"))
+            .take(100)
+            .collect();
+        let words = command_words(&args);
+        // "app-" + 25 × "abcdefghi-" less the last dash = 253 bytes; one more is 263.
+        assert_eq!(words.len(), 25);
+        assert!(PLUGIN_PREFIX.len() + words.join("-").len() <= NAME_MAX);
     }
 
     #[test]

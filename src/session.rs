@@ -167,13 +167,24 @@ impl Session {
             .map(|f| f.as_str().to_string())
             .or_else(|| std::env::var(context::vars::LOG_FORMAT).ok())
             .unwrap_or_else(|| "text".to_string());
+        let words: Vec<_> = self.argv.iter().map(|a| a.to_string_lossy()).collect();
+        let (command, command_omitted) = context::command_line(words.iter().map(|w| &**w));
+        if command_omitted > 0 && self.log_level() >= app_plugin::log::DEBUG {
+            eprintln!(
+                "app: debug: APP_COMMAND holds the first {} of {} words of the command line ({} bytes at most); {command_omitted} omitted, the plugin's arguments are complete",
+                words.len() - command_omitted,
+                words.len(),
+                context::COMMAND_MAX
+            );
+        }
         Context {
             context_version: CONTEXT_VERSION,
             app_bin: self.app_exe.clone(),
             app_version: context::APP_VERSION.to_string(),
             plugin_name: name.to_string(),
             plugin_exe: exe,
-            command: shell_words::join(self.argv.iter().map(|a| a.to_string_lossy())),
+            command,
+            command_omitted,
             args: args
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())

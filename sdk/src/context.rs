@@ -30,6 +30,48 @@ pub const CONTEXT_VERSION: u32 = 1;
 /// ```
 pub const APP_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The most bytes of `APP_COMMAND` (and the context's `command`): whole
+/// shell-quoted words up to this size, the rest counted in
+/// [`vars::COMMAND_OMITTED`]. The kernel refuses any one environment string
+/// over 128 KiB (`MAX_ARG_STRLEN`) and the whole of arguments and
+/// environment over `ARG_MAX`, so a copy of a long command line in one
+/// variable would make `app` fail where the plugin run directly works.
+pub const COMMAND_MAX: usize = 16 * 1024;
+
+/// `argv` joined with shell quoting, whole words only, at most
+/// [`COMMAND_MAX`] bytes; with the number of words left out. Linear in the
+/// size of `argv`.
+///
+/// ```
+/// use app_plugin::context::command_line;
+/// assert_eq!(command_line(["app", "foo", "a b"]), ("app foo 'a b'".to_string(), 0));
+/// let many = std::iter::once("app").chain(std::iter::repeat("word").take(10_000));
+/// let (line, omitted) = command_line(many);
+/// assert!(line.len() <= app_plugin::context::COMMAND_MAX);
+/// assert_eq!(line.split(' ').count() + omitted, 10_001);
+/// ```
+pub fn command_line<'a>(argv: impl IntoIterator<Item = &'a str>) -> (String, usize) {
+    let mut line = String::new();
+    let mut omitted = 0;
+    for word in argv {
+        if omitted > 0 {
+            omitted += 1;
+            continue;
+        }
+        let quoted = shell_words::quote(word);
+        let sep = usize::from(!line.is_empty());
+        if line.len() + sep + quoted.len() > COMMAND_MAX {
+            omitted = 1;
+            continue;
+        }
+        if sep == 1 {
+            line.push(' ');
+        }
+        line.push_str(&quoted);
+    }
+    (line, omitted)
+}
+
 /// Names of the environment variables of the plugin protocol.
 pub mod vars {
     /// Absolute path of the `app` binary that ran the plugin.
@@ -40,8 +82,12 @@ pub mod vars {
     pub const PLUGIN_NAME: &str = "APP_PLUGIN_NAME";
     /// Absolute path of the plugin's own executable.
     pub const PLUGIN_EXE: &str = "APP_PLUGIN_EXE";
-    /// The original command line, joined with shell quoting.
+    /// The original command line, joined with shell quoting; at most
+    /// [`COMMAND_MAX`](super::COMMAND_MAX) bytes of whole words.
     pub const COMMAND: &str = "APP_COMMAND";
+    /// How many words of the command line `APP_COMMAND` leaves out (set only
+    /// when it leaves some out); the plugin's own arguments are always whole.
+    pub const COMMAND_OMITTED: &str = "APP_COMMAND_OMITTED";
     /// Log level 0 (silent) to 5 (trace), from `app --log N`.
     pub const LOG: &str = "APP_LOG";
     /// `text` or `json`, from `app --log-format`.
@@ -105,8 +151,13 @@ pub struct Context {
     pub plugin_name: String,
     /// The plugin's executable.
     pub plugin_exe: Option<PathBuf>,
-    /// The whole command line as the user typed it, shell-quoted.
+    /// The command line as the user typed it, shell-quoted: whole words up
+    /// to [`COMMAND_MAX`] bytes (see [`command_line`]).
     pub command: String,
+    /// How many words of the command line `command` leaves out (0 unless
+    /// it is over [`COMMAND_MAX`]); `args` is always complete.
+    #[serde(default)]
+    pub command_omitted: usize,
     /// The arguments the plugin received (after its name).
     #[serde(default)]
     pub args: Vec<String>,
@@ -257,6 +308,9 @@ impl Context {
         if let Some(c) = env_string(vars::COMMAND) {
             ctx.command = c;
         }
+        ctx.command_omitted = env_string(vars::COMMAND_OMITTED)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
         ctx.args = env::args().skip(1).collect();
         if let Some(level) = env_string(vars::LOG).and_then(|l| crate::log::parse_level(&l).ok()) {
             ctx.log = level;
@@ -296,6 +350,7 @@ impl Context {
             plugin_name: name.to_string(),
             plugin_exe: env::current_exe().ok(),
             command: String::new(),
+            command_omitted: 0,
             args: Vec::new(),
             log,
             log_format: "text".to_string(),
@@ -343,6 +398,12 @@ impl Context {
             (vars::RUNTIME_DIR, self.runtime_dir.clone().into()),
             (vars::CONTEXT_VERSION, CONTEXT_VERSION.to_string().into()),
         ];
+        if self.command_omitted > 0 {
+            env.push((
+                vars::COMMAND_OMITTED,
+                self.command_omitted.to_string().into(),
+            ));
+        }
         if let Some(bin) = &self.app_bin {
             env.push((vars::BIN, bin.clone().into()));
         }

@@ -9,6 +9,7 @@
 
 mod common;
 
+mod arguments;
 mod children;
 mod completion;
 mod config;
