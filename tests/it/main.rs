@@ -18,6 +18,7 @@ mod event_time;
 mod failover;
 mod first_run;
 mod fleet;
+mod integrity;
 mod lean;
 mod listeners;
 mod manage;

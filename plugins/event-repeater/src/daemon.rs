@@ -120,10 +120,10 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         cfg.allowall,
         None,
     ))));
-    let (sink_url, max_packet) = match &cfg.sink {
-        SinkConfig::Mqtt(m) => (m.url(), Some(m.max_packet_size)),
-        SinkConfig::Nats(n) => (n.url(), None),
-        SinkConfig::Stderr => ("stderr".to_string(), None),
+    let sink_url = match &cfg.sink {
+        SinkConfig::Mqtt(m) => m.url(),
+        SinkConfig::Nats(n) => n.url(),
+        SinkConfig::Stderr => "stderr".to_string(),
     };
     let state = Arc::new(ApiState {
         name: cfg.name.clone(),
@@ -172,7 +172,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         table,
         buffer.clone(),
         metrics.clone(),
-        max_packet,
+        crate::sink::Kind::of(&cfg.sink),
     ));
     let source = Source {
         addr: cfg.source.clone(),

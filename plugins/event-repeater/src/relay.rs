@@ -4,7 +4,8 @@
 //! the sink topic is fixed then, so a route change takes effect between two
 //! events and never rewrites an event already accepted.
 
-use std::sync::{Arc, RwLock};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -14,7 +15,7 @@ use crate::buffer::Buffer;
 use crate::event::Event;
 use crate::metrics::{inc, Metrics};
 use crate::routes::Table;
-use crate::sink::mqtt::mqtt_refusal;
+use crate::sink::{Kind, Refusal};
 use app_plugin::log::{RateLimited, DEBUG, WARN};
 
 /// The routing table shared by the API (writer) and the router (reader).
@@ -30,11 +31,38 @@ pub struct Relay {
     table: SharedTable,
     buffer: Arc<Buffer>,
     metrics: Arc<Metrics>,
-    /// For MQTT: the largest packet, so oversized events are refused here.
-    max_packet: Option<usize>,
+    /// The sink, asked about every event before it is buffered.
+    sink: Kind,
     invalid_warning: RateLimited,
-    refused_warning: RateLimited,
+    refused_warning: OncePerTopic,
     unrouted_note: RateLimited,
+}
+
+/// How many topics [`OncePerTopic`] remembers; past that, one warning per
+/// 5 s for the rest, so a source inventing topics cannot grow the set.
+const WARNED_TOPICS: usize = 1024;
+
+/// A warning given once per topic.
+struct OncePerTopic {
+    warned: Mutex<HashSet<String>>,
+    others: RateLimited,
+}
+
+impl OncePerTopic {
+    fn log(&self, topic: &str, message: impl FnOnce() -> String) {
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        if warned.contains(topic) {
+            return;
+        }
+        if warned.len() < WARNED_TOPICS {
+            warned.insert(topic.to_string());
+            drop(warned);
+            app_plugin::log::write(WARN, format_args!("{} (said once per topic)", message()));
+        } else {
+            drop(warned);
+            self.others.log(WARN, message);
+        }
+    }
 }
 
 impl Relay {
@@ -42,16 +70,19 @@ impl Relay {
         table: SharedTable,
         buffer: Arc<Buffer>,
         metrics: Arc<Metrics>,
-        max_packet: Option<usize>,
+        sink: Kind,
     ) -> Relay {
         let every = Duration::from_secs(5);
         Relay {
             table,
             buffer,
             metrics,
-            max_packet,
+            sink,
             invalid_warning: RateLimited::new(every),
-            refused_warning: RateLimited::new(every),
+            refused_warning: OncePerTopic {
+                warned: Mutex::default(),
+                others: RateLimited::new(every),
+            },
             unrouted_note: RateLimited::new(every),
         }
     }
@@ -92,18 +123,20 @@ impl Relay {
             });
             return;
         };
-        if let Some(max) = self.max_packet {
-            if let Some((reason, why)) = mqtt_refusal(&decision.sink_topic, event.json.len(), max) {
-                self.buffer.skip(id);
-                match reason {
-                    "too_large" => inc(&self.metrics.failed_too_large),
-                    _ => inc(&self.metrics.failed_invalid_topic),
-                }
-                let source = event.topic.clone();
-                self.refused_warning
-                    .log(WARN, || format!("refused an event on {source:?}: {why}"));
-                return;
+        if let Some(refusal) = self.sink.refuse(&decision.sink_topic, event.json.len()) {
+            self.buffer.skip(id);
+            match refusal {
+                Refusal::TooLarge(_) => inc(&self.metrics.failed_too_large),
+                Refusal::InvalidTopic(_) => inc(&self.metrics.failed_invalid_topic),
             }
+            self.refused_warning.log(&decision.sink_topic, || {
+                format!(
+                    "refused an event from {:?}: {}",
+                    event.topic,
+                    refusal.message()
+                )
+            });
+            return;
         }
         self.buffer
             .push(
@@ -146,7 +179,8 @@ mod tests {
             Overflow::DropNewest,
             metrics.clone(),
         ));
-        let relay = Relay::new(table, buffer.clone(), metrics.clone(), Some(200));
+        let sink = Kind::Mqtt { max_packet: 200 };
+        let relay = Relay::new(table, buffer.clone(), metrics.clone(), sink);
         let c = CancellationToken::new();
         relay
             .handle(r#"{"topic":"a","data":1}"#, Some("1"), &c)

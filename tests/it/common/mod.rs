@@ -152,6 +152,7 @@ pub mod http_server;
 pub mod process;
 pub mod repeater;
 pub mod run;
+pub mod sse_source;
 pub mod tools;
 
 pub use tools::{require_tool, require_tools};

@@ -41,7 +41,7 @@ use crate::cli::Qos;
 use crate::config::{Endpoint, MqttConfig};
 use crate::metrics::{inc, Metrics};
 use crate::routes::MAX_TOPIC_LEN;
-use crate::sink::{until, Drain};
+use crate::sink::{until, Drain, Refusal};
 use app_plugin::log::{RateLimited, WARN};
 
 fn qos(q: Qos) -> QoS {
@@ -115,26 +115,39 @@ fn tls_config(cfg: &MqttConfig) -> Result<TlsConfiguration, String> {
     Ok(TlsConfiguration::Rustls(Arc::new(config)))
 }
 
-/// Why MQTT cannot take an event under `topic` (the router checks this
-/// before buffering, the sink again for the record it takes).
-pub fn mqtt_refusal(
-    topic: &str,
-    payload_len: usize,
-    max_packet: usize,
-) -> Option<(&'static str, String)> {
-    if topic.is_empty() || topic.len() > MAX_TOPIC_LEN || topic.contains(['+', '#', '\0']) {
-        return Some((
-            "invalid_topic",
-            format!("{topic:?} is not a valid MQTT topic to publish to"),
-        ));
+/// Why MQTT cannot take an event of `payload_len` bytes under `topic` (the
+/// router asks before buffering, the sink again for the record it takes).
+///
+/// A topic name to publish to is not empty, holds no wildcard (`+`, `#`),
+/// and none of the code points MQTT says it must not or should not:
+/// U+0000, the controls U+0001–U+001F and U+007F–U+009F, and the
+/// non-characters (U+FDD0–U+FDEF, U+xFFFE, U+xFFFF). mosquitto treats any of
+/// them as a malformed packet and drops the connection, so publishing one
+/// would make the repeater resend it on every reconnect.
+pub fn refuse(topic: &str, payload_len: usize, max_packet: usize) -> Option<Refusal> {
+    let bad_char = |c: char| {
+        let c = u32::from(c);
+        c <= 0x1F
+            || (0x7F..=0x9F).contains(&c)
+            || (0xFDD0..=0xFDEF).contains(&c)
+            || c & 0xFFFE == 0xFFFE
+    };
+    if topic.is_empty() || topic.len() > MAX_TOPIC_LEN || topic.contains(['+', '#']) {
+        return Some(Refusal::InvalidTopic(format!(
+            "{topic:?} is not a valid MQTT topic to publish to (empty, over {MAX_TOPIC_LEN} bytes, or with a wildcard '+' or '#')"
+        )));
+    }
+    if topic.chars().any(bad_char) {
+        return Some(Refusal::InvalidTopic(format!(
+            "{topic:?} holds a control character or a Unicode non-character, which MQTT brokers refuse"
+        )));
     }
     // Fixed header (≤ 5) + topic length (2) + topic + packet id (2) + payload.
     let size = 5 + 2 + topic.len() + 2 + payload_len;
     if size > max_packet {
-        return Some((
-            "too_large",
-            format!("the event is {payload_len} bytes, over the --max-packet-size of {max_packet} bytes for a publish to {topic:?}"),
-        ));
+        return Some(Refusal::TooLarge(format!(
+            "the event is {payload_len} bytes, over the --max-packet-size of {max_packet} bytes for a publish to {topic:?}"
+        )));
     }
     None
 }
@@ -530,14 +543,14 @@ impl MqttSink {
             let Some(rec) = self.buffer.take(1).pop() else {
                 return;
             };
-            if let Some((reason, why)) =
-                mqtt_refusal(&rec.sink_topic, rec.payload.len(), self.cfg.max_packet_size)
+            if let Some(refusal) =
+                refuse(&rec.sink_topic, rec.payload.len(), self.cfg.max_packet_size)
             {
-                match reason {
-                    "too_large" => inc(&self.metrics.failed_too_large),
-                    _ => inc(&self.metrics.failed_invalid_topic),
+                match refusal {
+                    Refusal::TooLarge(_) => inc(&self.metrics.failed_too_large),
+                    Refusal::InvalidTopic(_) => inc(&self.metrics.failed_invalid_topic),
                 }
-                refused.log(WARN, || format!("refused an event: {why}"));
+                refused.log(WARN, || format!("refused an event: {}", refusal.message()));
                 self.buffer.release(&rec);
                 continue;
             }
@@ -693,11 +706,46 @@ mod tests {
 
     #[test]
     fn refusals() {
-        assert!(mqtt_refusal("a/b", 10, 1000).is_none());
-        assert_eq!(mqtt_refusal("a/+", 10, 1000).unwrap().0, "invalid_topic");
-        assert_eq!(mqtt_refusal("", 10, 1000).unwrap().0, "invalid_topic");
-        assert_eq!(mqtt_refusal("a", 991, 1000).unwrap().0, "too_large");
-        assert!(mqtt_refusal("a", 990, 1000).is_none());
+        let invalid = |t: &str| matches!(refuse(t, 10, 1000), Some(Refusal::InvalidTopic(_)));
+        assert!(refuse("a/b", 10, 1000).is_none());
+        for t in [
+            "a/+",
+            "",
+            "a/#",
+            "a\0",
+            "a/\u{1b}[31m",
+            "\u{1f}",
+            "\u{7f}",
+            "\u{85}",
+            "\u{9f}",
+        ] {
+            assert!(invalid(t), "{t:?}");
+        }
+        for t in [
+            "\u{fdd0}",
+            "\u{fdef}",
+            "\u{fffe}",
+            "\u{ffff}",
+            "\u{1fffe}",
+            "\u{10ffff}",
+        ] {
+            assert!(invalid(t), "{t:?}");
+        }
+        // The neighbours of the refused ranges are fine.
+        for t in [
+            "a/ ",
+            "\u{a0}",
+            "\u{7e}",
+            "\u{fdcf}",
+            "\u{fdf0}",
+            "\u{fffd}",
+            "\u{10000}",
+            "é/ü",
+        ] {
+            assert!(refuse(t, 10, 1000).is_none(), "{t:?}");
+        }
+        assert!(matches!(refuse("a", 991, 1000), Some(Refusal::TooLarge(_))));
+        assert!(refuse("a", 990, 1000).is_none());
     }
 
     #[test]

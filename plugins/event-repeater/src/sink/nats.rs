@@ -47,7 +47,7 @@ use crate::cli::Qos;
 use crate::config::NatsConfig;
 use crate::metrics::{inc, Metrics};
 use crate::sink::subject::{first_token, matches, subject};
-use crate::sink::{until, Drain};
+use crate::sink::{until, Drain, Refusal};
 use app_plugin::log::{RateLimited, WARN};
 
 /// The description of a stream the repeater created (and may extend).
@@ -57,6 +57,13 @@ pub struct NatsSink {
     pub cfg: NatsConfig,
     pub buffer: Arc<Buffer>,
     pub metrics: Arc<Metrics>,
+}
+
+/// Why no NATS subject can be made of `topic` (see [`subject`]: no
+/// whitespace, control characters or wildcards, no reserved namespace, some
+/// token left); the size limit is the server's and is checked by the sink.
+pub fn refuse(topic: &str) -> Option<Refusal> {
+    subject(topic).err().map(Refusal::InvalidTopic)
 }
 
 fn is_connected(client: &Client) -> bool {

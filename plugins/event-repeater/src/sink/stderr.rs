@@ -7,7 +7,15 @@ use std::sync::Arc;
 
 use crate::buffer::{Buffer, Record};
 use crate::metrics::{inc, Metrics};
-use crate::sink::Drain;
+use crate::sink::{has_control, Drain, Refusal};
+
+/// Why the stderr sink refuses `topic`: only for a control character. The
+/// JSON line would show it escaped, but it is refused on every sink alike,
+/// so trying routes on stderr never shows an event no broker would take.
+pub fn refuse(topic: &str) -> Option<Refusal> {
+    has_control(topic)
+        .then(|| Refusal::InvalidTopic(format!("{topic:?} holds a control character")))
+}
 
 /// Formats one record as the stderr sink prints it (without the newline).
 pub fn line(rec: &Record) -> Vec<u8> {

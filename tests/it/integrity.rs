@@ -1,0 +1,229 @@
+//! Data a stranger controls must not stop, lose or corrupt what the
+//! repeater relays (issue 19): topics a sink cannot take, an empty
+//! checkpoint, over-long SSE ids, two repeaters on one state file, stale
+//! temp files, and an unusable `--ca-file`.
+//!
+//! Events come from a scripted source (`common::sse_source`) that replays
+//! after `Last-Event-ID` and records what it was asked for; the sinks are a
+//! real mosquitto and a real `nats-server -js` on free ports.
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use common::broker::{Broker, NatsServer, Subscriber};
+use common::repeater::Repeater;
+use common::sse_source::ScriptedSource;
+use common::{plugin_bin, wait_for, Sandbox};
+use serde_json::Value;
+
+fn metric(rep: &Repeater, name: &str) -> f64 {
+    rep.metrics()
+        .get(&format!("app_event_repeater_{name}"))
+        .copied()
+        .unwrap_or_else(|| panic!("no metric {name}: {}", rep.log()))
+}
+
+fn invalid_topics(rep: &Repeater) -> f64 {
+    metric(rep, "events_failed_total{reason=\"invalid_topic\"}")
+}
+
+/// Waits until the checkpoint file names `id` (the repeater writes it every
+/// 100 ms while it moves).
+fn wait_checkpoint(rep: &Repeater, sb: &Sandbox, id: &str) {
+    let file = sb
+        .data_dir()
+        .join(format!("event-repeater/{}.checkpoint", rep.name()));
+    let want = format!("\"last_event_id\":\"{id}\"");
+    let seen = wait_for(Duration::from_secs(10), || {
+        std::fs::read_to_string(&file)
+            .ok()
+            .filter(|t| t.contains(&want))
+    });
+    assert!(
+        seen.is_some(),
+        "the checkpoint never reached {id}: {:?}\n{}",
+        std::fs::read_to_string(&file),
+        rep.log()
+    );
+}
+
+/// The bad topics of issue 19 item 1, each refused by MQTT brokers
+/// (mosquitto closes the connection on any of them); the first comes twice.
+const BAD_FOR_MQTT: [&str; 5] = [
+    "a/\u{1b}[31m",
+    "a/\u{7f}",
+    "a/\u{85}",
+    "a/\u{ffff}",
+    "a/\u{1b}[31m",
+];
+
+/// Pushes bad, good, bad, good … then good ones to 15: returns the ids of
+/// the good events.
+fn push_mixed(source: &ScriptedSource, bad: &[&str]) -> Vec<u64> {
+    let mut good = Vec::new();
+    let mut id = 0;
+    for b in bad {
+        id += 1;
+        source.push_topic(id, b);
+        id += 1;
+        source.push_topic(id, &format!("good/{id}"));
+        good.push(id);
+    }
+    while id < 15 {
+        id += 1;
+        source.push_topic(id, &format!("good/{id}"));
+        good.push(id);
+    }
+    good
+}
+
+/// Issue 19 item 1: one event whose topic holds a control character made
+/// mosquitto drop the connection, the repeater sent it again on every
+/// reconnect, and nothing behind it was ever delivered; the checkpoint
+/// brought it back after a restart.
+#[test]
+fn a_topic_mqtt_refuses_is_refused_before_publishing_and_never_comes_back() {
+    let Some(broker) = Broker::start() else {
+        return;
+    };
+    let Some(sub) = Subscriber::start(&broker, "#", None) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let source = ScriptedSource::start();
+    let good = push_mixed(&source, &BAD_FOR_MQTT);
+    let mut rep = Repeater::builder(&sb, "event-repeater")
+        .source(&source.url())
+        .sink(&broker.url())
+        .args(["--allowall", "--qos", "1"])
+        .start();
+    let want: Vec<String> = good.iter().map(|n| format!("good/{n}")).collect();
+    let got = sub.wait(Duration::from_secs(15), |m| m.len() >= want.len());
+    let topics: Vec<&str> = got.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        topics,
+        want,
+        "log:\n{}\nbroker:\n{}",
+        rep.log(),
+        broker.log()
+    );
+    assert_eq!(invalid_topics(&rep), 5.0, "{}", rep.log());
+    let acked = wait_for(Duration::from_secs(10), || {
+        (metric(&rep, "events_acked_total") == good.len() as f64).then_some(())
+    });
+    assert!(acked.is_some(), "{}", rep.log());
+    assert_eq!(metric(&rep, "sink_disconnects_total"), 0.0);
+    // Warned once per topic, escaped: no control character reaches the log.
+    let log = rep.log();
+    for (escaped, n) in [
+        ("a/\\u{1b}[31m", 1),
+        ("a/\\u{7f}", 1),
+        ("a/\\u{85}", 1),
+        ("a/\\u{ffff}", 1),
+    ] {
+        let lines = log.lines().filter(|l| l.contains(escaped)).count();
+        assert_eq!(lines, n, "warnings naming {escaped}:\n{log}");
+    }
+    assert!(
+        !log.contains(['\u{1b}', '\u{7f}', '\u{85}', '\u{ffff}']),
+        "{log:?}"
+    );
+
+    // After a crash the bad events do not come back: the checkpoint moved
+    // past them, and the source is asked for what follows the last one.
+    wait_checkpoint(&rep, &sb, "15");
+    rep.kill9();
+    source.push_topic(16, BAD_FOR_MQTT[0]);
+    source.push_topic(17, "good/17");
+    rep.restart();
+    sub.wait(Duration::from_secs(15), |m| m.len() > want.len());
+    assert_eq!(source.asked().last(), Some(&Some("15".to_string())));
+    // Only the new bad event is counted (the positive control: a bad
+    // event after the restart is seen and refused).
+    let refused = wait_for(Duration::from_secs(10), || {
+        (invalid_topics(&rep) >= 1.0).then_some(())
+    });
+    assert!(refused.is_some(), "{}", rep.log());
+    assert_eq!(invalid_topics(&rep), 1.0, "{}", rep.log());
+    let topics: Vec<String> = sub.messages().into_iter().map(|(t, _)| t).collect();
+    assert_eq!(topics.last().map(String::as_str), Some("good/17"));
+    assert_eq!(topics.len(), want.len() + 1, "{topics:?}");
+}
+
+/// The same for NATS, whose subjects hold no whitespace, control character
+/// or wildcard token: refused before publishing, counted, the good events
+/// stored, and nothing of it again after a restart.
+#[test]
+fn a_topic_no_nats_subject_can_hold_is_refused_before_publishing_and_never_comes_back() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let source = ScriptedSource::start();
+    let bad = ["a/\u{1b}[31m", "a b/c", "a/\u{85}", "a/*", "a/>/b"];
+    let good = push_mixed(&source, &bad);
+    let nats = |sb| {
+        Repeater::builder(sb, "event-repeater")
+            .source(&source.url())
+            .sinkprotocol("nats")
+            .sink(&server.url())
+            .args(["--allowall", "--qos", "1", "--nats-stream", "GOOD"])
+    };
+    let mut rep = nats(&sb).start();
+    let acked = wait_for(Duration::from_secs(20), || {
+        (metric(&rep, "events_acked_total") >= good.len() as f64).then_some(())
+    });
+    assert!(acked.is_some(), "{}", rep.log());
+    assert_eq!(invalid_topics(&rep), bad.len() as f64, "{}", rep.log());
+    let stored = read_stream(&server.url(), "GOOD");
+    let subjects = stored["subjects"].as_object().expect("subjects");
+    let want: Vec<String> = good.iter().map(|n| format!("good.{n}")).collect();
+    let mut have: Vec<String> = subjects.keys().cloned().collect();
+    have.sort_by_key(|s| s[5..].parse::<u64>().unwrap_or(0));
+    assert_eq!(have, want, "{stored}");
+    assert!(subjects.values().all(|n| n == 1), "{stored}");
+    let log = rep.log();
+    assert_eq!(
+        log.matches("a/\\u{1b}[31m\" has whitespace").count(),
+        1,
+        "{log}"
+    );
+    assert!(!log.contains(['\u{1b}', '\u{85}']), "{log:?}");
+
+    wait_checkpoint(&rep, &sb, "15");
+    rep.kill9();
+    source.push_topic(16, bad[1]);
+    source.push_topic(17, "good/17");
+    rep.restart();
+    let acked = wait_for(Duration::from_secs(20), || {
+        (metric(&rep, "events_acked_total") >= 1.0).then_some(())
+    });
+    assert!(acked.is_some(), "{}", rep.log());
+    assert_eq!(source.asked().last(), Some(&Some("15".to_string())));
+    assert_eq!(invalid_topics(&rep), 1.0, "{}", rep.log());
+    let stored = read_stream(&server.url(), "GOOD");
+    assert_eq!(stored["subjects"]["good.17"], 1, "{stored}");
+    assert_eq!(stored["messages"], good.len() as u64 + 1, "{stored}");
+}
+
+/// What the JetStream stream `stream` holds (`loadgen nats-read`).
+fn read_stream(server: &str, stream: &str) -> Value {
+    let out = Command::new(loadgen())
+        .args(["nats-read", "--server", server, "--stream", stream])
+        .args(["--expect", "0", "--timeout", "30"])
+        .output()
+        .expect("run loadgen nats-read");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("nats-read prints JSON")
+}
+
+fn loadgen() -> PathBuf {
+    plugin_bin("loadgen")
+}
