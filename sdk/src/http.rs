@@ -9,6 +9,13 @@
 //! `content-length: 0`, `connection: close` and no `content-type`, which no
 //! handler of ours writes. Everything else passes through untouched.
 //!
+//! An HTTP/2 client that speaks without asking (the connection preface
+//! `PRI * HTTP/2.0`) is the one case hyper closes without any answer. The
+//! wrapper holds back the first bytes of a connection until they cannot be
+//! that preface; when they are, hyper sees an empty connection (which it
+//! closes quietly) and the client gets the same JSON 400 as any other
+//! request that is not HTTP/1.1.
+//!
 //! ```
 //! # async fn serve(stream: tokio::net::TcpStream) {
 //! use app_plugin::http::JsonParseErrors;
@@ -30,6 +37,26 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 pub struct JsonParseErrors<I> {
     inner: I,
     state: State,
+    reading: Reading,
+}
+
+/// The start of the HTTP/2 connection preface (RFC 9113 section 3.4): no
+/// HTTP/1.1 request line starts so.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n";
+
+/// The read side: the first bytes are held until they cannot be the HTTP/2
+/// preface.
+#[derive(Debug)]
+enum Reading {
+    /// The bytes so far, all a prefix of [`H2_PREFACE`].
+    Sniffing(Vec<u8>),
+    /// Not HTTP/2: the held bytes go to the server first, from `usize`.
+    Replaying(Vec<u8>, usize),
+    /// Passing bytes through.
+    Open,
+    /// HTTP/2: our answer goes out (`usize` bytes are out), then the
+    /// server reads an end of file.
+    Refusing(Vec<u8>, usize),
 }
 
 #[derive(Debug)]
@@ -55,6 +82,7 @@ impl<I> JsonParseErrors<I> {
         JsonParseErrors {
             inner,
             state: State::Open,
+            reading: Reading::Sniffing(Vec::new()),
         }
     }
 
@@ -111,7 +139,12 @@ pub fn json_answer(head: &[u8]) -> Option<Vec<u8>> {
     }
     let line_end = find(head, b"\r\n")?;
     let status_line = String::from_utf8_lossy(&head[..line_end]);
-    let message = match code {
+    Some(json_error(&status_line, code, message_for(code)))
+}
+
+/// What a bare answer of status `code` means to the client.
+fn message_for(code: u16) -> &'static str {
+    match code {
         400 => "the request is not valid HTTP/1.1; check the request line and the headers",
         414 => "the URL is too long; send a shorter path and query",
         431 => {
@@ -119,14 +152,25 @@ pub fn json_answer(head: &[u8]) -> Option<Vec<u8>> {
         }
         505 => "this HTTP version is not served; use HTTP/1.1",
         _ => "the request could not be read; check it is HTTP/1.1",
-    };
+    }
+}
+
+/// A whole closing answer: `status_line`, then `{"error":…,"status":…}`.
+fn json_error(status_line: &str, code: u16, message: &str) -> Vec<u8> {
     let body = serde_json::json!({ "error": message, "status": code }).to_string();
-    Some(
-        format!(
-            "{status_line}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .into_bytes(),
+    format!(
+        "{status_line}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// The answer to an HTTP/2 connection preface.
+fn h2_answer() -> Vec<u8> {
+    json_error(
+        "HTTP/1.1 400 Bad Request",
+        400,
+        "HTTP/2 is not served here (the connection started with the HTTP/2 preface); use HTTP/1.1",
     )
 }
 
@@ -158,13 +202,65 @@ impl<I: AsyncWrite + Unpin> JsonParseErrors<I> {
     }
 }
 
-impl<I: AsyncRead + Unpin> AsyncRead for JsonParseErrors<I> {
+impl<I: AsyncRead + AsyncWrite + Unpin> AsyncRead for JsonParseErrors<I> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let this = &mut *self;
+        loop {
+            match &mut this.reading {
+                Reading::Open => return Pin::new(&mut this.inner).poll_read(cx, buf),
+                Reading::Replaying(held, from) => {
+                    let n = (held.len() - *from).min(buf.remaining());
+                    buf.put_slice(&held[*from..*from + n]);
+                    *from += n;
+                    if *from == held.len() {
+                        this.reading = Reading::Open;
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                Reading::Sniffing(held) => {
+                    let mut chunk = [0u8; H2_PREFACE.len()];
+                    let want = H2_PREFACE.len() - held.len();
+                    let mut rb = ReadBuf::new(&mut chunk[..want]);
+                    ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+                    let got = rb.filled();
+                    if got.is_empty() {
+                        // The end before a whole preface: hand over what
+                        // came, then the end.
+                        let held = std::mem::take(held);
+                        if held.is_empty() {
+                            this.reading = Reading::Open;
+                            return Poll::Ready(Ok(()));
+                        }
+                        this.reading = Reading::Replaying(held, 0);
+                        continue;
+                    }
+                    held.extend_from_slice(got);
+                    if held.as_slice() == H2_PREFACE {
+                        this.reading = Reading::Refusing(h2_answer(), 0);
+                    } else if !H2_PREFACE.starts_with(held) {
+                        let held = std::mem::take(held);
+                        this.reading = Reading::Replaying(held, 0);
+                    }
+                }
+                Reading::Refusing(answer, sent) => {
+                    while *sent < answer.len() {
+                        let n = ready!(Pin::new(&mut this.inner).poll_write(cx, &answer[*sent..]))?;
+                        if n == 0 {
+                            return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+                        }
+                        *sent += n;
+                    }
+                    ready!(Pin::new(&mut this.inner).poll_flush(cx))?;
+                    // Nothing for the server: it closes an empty connection
+                    // without an answer of its own.
+                    return Poll::Ready(Ok(()));
+                }
+            }
+        }
     }
 }
 
@@ -250,6 +346,55 @@ mod tests {
             b"",
         ] {
             assert!(json_answer(other).is_none(), "{}", String::from_utf8_lossy(other));
+        }
+    }
+
+    /// What a server reading `sent` through the wrapper reads, and what
+    /// the client gets back.
+    async fn through(sent: Vec<u8>) -> (Vec<u8>, String) {
+        let (a, mut b) = tokio::io::duplex(64);
+        let mut io = JsonParseErrors::new(a);
+        let client = tokio::spawn(async move {
+            // In small pieces, as a slow client would send them.
+            for piece in sent.chunks(5) {
+                b.write_all(piece).await.unwrap();
+            }
+            b.shutdown().await.unwrap();
+            let mut got = String::new();
+            b.read_to_string(&mut got).await.unwrap();
+            got
+        });
+        let mut read = Vec::new();
+        io.read_to_end(&mut read).await.unwrap();
+        io.shutdown().await.unwrap();
+        drop(io);
+        (read, client.await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn an_http2_preface_gets_a_json_400_and_the_server_an_empty_connection() {
+        let (read, answer) = through(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec()).await;
+        assert!(read.is_empty(), "{:?}", String::from_utf8_lossy(&read));
+        assert!(
+            answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+            "{answer}"
+        );
+        let body: serde_json::Value =
+            serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap();
+        assert_eq!(body["status"], 400);
+        assert!(body["error"].as_str().unwrap().contains("HTTP/2"), "{body}");
+
+        // Anything else reaches the server unchanged, whether or not it
+        // starts like the preface, however short.
+        for other in [
+            &b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+            b"PRI * HTTP/1.1\r\n\r\n",
+            b"PR",
+            b"",
+        ] {
+            let (read, answer) = through(other.to_vec()).await;
+            assert_eq!(read, other);
+            assert_eq!(answer, "");
         }
     }
 

@@ -9,6 +9,7 @@
 
 mod common;
 
+mod api_limits;
 mod arguments;
 mod children;
 mod completion;

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -18,14 +18,13 @@ use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::api_body::BodyBytes;
+pub use crate::api_body::MAX_BODY;
 use crate::api_error::ApiError;
 use crate::buffer::Buffer;
 use crate::metrics::{self, Metrics};
 use crate::relay::{current, SharedTable};
 use crate::routes::{RouteKey, RouteSpec, Routes, Table};
-
-/// The largest request body accepted.
-pub const MAX_BODY: usize = 1 << 20;
 
 pub struct ApiState {
     pub name: String,
@@ -44,6 +43,8 @@ pub struct ApiState {
     pub started: Started,
     /// `--max-routes`: a change that would grow the table past it is refused.
     pub max_routes: usize,
+    /// `--request-timeout`: how long a request body may take to arrive.
+    pub body_timeout: std::time::Duration,
 }
 
 /// The start of the process, on both clocks: the wall clock for the start
@@ -71,7 +72,7 @@ impl Started {
 }
 
 type St = State<Arc<ApiState>>;
-type Body = Result<Bytes, axum::extract::rejection::BytesRejection>;
+type Body = Result<BodyBytes, ApiError>;
 
 /// The API's routes (no authentication; see [`with_token`]).
 pub fn router(state: Arc<ApiState>) -> Router {
@@ -87,7 +88,6 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route("/metrics", get(metrics))
         .fallback(unknown_path)
         .method_not_allowed_fallback(wrong_method)
-        .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
 }
 
@@ -154,22 +154,9 @@ async fn no_topic() -> ApiError {
     ApiError::not_found("give a sourcetopic after /events/, e.g. /events/timer/sec/1")
 }
 
-/// Reads a body that may be too large or not JSON, with a JSON error.
+/// The body, or the JSON error of reading it (too large, too slow).
 fn body_bytes(body: Body) -> Result<Bytes, ApiError> {
-    body.map_err(|rejection| {
-        let status = rejection.status();
-        if status == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                status,
-                format!("request body is over the limit of {MAX_BODY} bytes"),
-            )
-        } else {
-            ApiError::new(
-                status,
-                format!("cannot read the request body: {}", rejection.body_text()),
-            )
-        }
-    })
+    body.map(|BodyBytes(bytes)| bytes)
 }
 
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {

@@ -8,6 +8,8 @@ use axum::response::{IntoResponse, Response};
 pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
+    /// Answer with `Connection: close` (the request was not read in full).
+    pub close: bool,
 }
 
 impl ApiError {
@@ -15,6 +17,15 @@ impl ApiError {
         ApiError {
             status,
             message: message.into(),
+            close: false,
+        }
+    }
+
+    /// The same error, closing the connection after the answer.
+    pub fn closing(self) -> ApiError {
+        ApiError {
+            close: true,
+            ..self
         }
     }
 
@@ -57,7 +68,14 @@ impl std::fmt::Display for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = serde_json::json!({ "error": self.message, "status": self.status.as_u16() });
-        (self.status, axum::Json(body)).into_response()
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if self.close {
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+        }
+        response
     }
 }
 

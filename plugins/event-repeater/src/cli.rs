@@ -187,6 +187,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value = "256", value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,
 
+    /// How long an API client may take to send a request head, then its
+    /// body, or a TLS handshake; also how long a kept-alive connection may
+    /// sit idle (e.g. 30s, 5s; at most 1h).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_limit_timeout)]
+    pub request_timeout: std::time::Duration,
+
     /// Most routes the table may hold; a change beyond it is refused (422).
     #[arg(long, value_name = "N", default_value = "10000", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_routes: u32,
@@ -225,6 +231,20 @@ pub const MAX_DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 /// `--drain-timeout`: a duration of at most [`MAX_DRAIN_TIMEOUT`].
 pub fn parse_drain_timeout(text: &str) -> Result<std::time::Duration, String> {
     let d = parse_duration(text)?;
+    if d > MAX_DRAIN_TIMEOUT {
+        return Err(format!(
+            "{text:?} is longer than the maximum of 1h; use a shorter duration"
+        ));
+    }
+    Ok(d)
+}
+
+/// A timeout that bounds a wait: more than zero, at most an hour.
+pub fn parse_limit_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(text)?;
+    if d.is_zero() {
+        return Err(format!("{text:?} is zero; give a duration such as 30s"));
+    }
     if d > MAX_DRAIN_TIMEOUT {
         return Err(format!(
             "{text:?} is longer than the maximum of 1h; use a shorter duration"
@@ -354,5 +374,16 @@ mod tests {
         assert_eq!(a.checkpoint, Switch::On);
         assert_eq!(a.max_packet_size, 1 << 20);
         assert_eq!(a.drain_timeout, std::time::Duration::from_secs(5));
+        assert_eq!(a.request_timeout, std::time::Duration::from_secs(30));
+    }
+
+    #[test]
+    fn limit_timeouts_are_positive_and_capped() {
+        assert!(parse_limit_timeout("0s").unwrap_err().contains("zero"));
+        assert!(parse_limit_timeout("2h").unwrap_err().contains("maximum"));
+        assert_eq!(
+            parse_limit_timeout("500ms"),
+            Ok(std::time::Duration::from_millis(500))
+        );
     }
 }

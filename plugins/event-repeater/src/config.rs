@@ -136,6 +136,8 @@ pub struct Config {
     pub max_connections: usize,
     /// `--max-routes`.
     pub max_routes: usize,
+    /// `--request-timeout`: request head, body, TLS handshake, idle keep-alive.
+    pub request_timeout: Duration,
     pub log: u8,
     pub state_file: PathBuf,
     /// `APP_RUNTIME_DIR/plugins`.
@@ -270,6 +272,7 @@ impl Config {
             api_tls: args.tls_cert.clone().zip(args.tls_key.clone()),
             max_connections: args.max_connections as usize,
             max_routes: args.max_routes as usize,
+            request_timeout: args.request_timeout,
             log: args.log.unwrap_or(ctx.log),
             state_file,
             runtime_dir: dirs.plugin_runtime_dir(),

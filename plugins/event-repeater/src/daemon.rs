@@ -138,6 +138,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         sink: sink_url.clone(),
         started: api::Started::now(),
         max_routes: cfg.max_routes,
+        body_timeout: cfg.request_timeout,
     });
 
     let api_stop = CancellationToken::new();
@@ -147,7 +148,12 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         let stop = api_stop.clone();
         let max = cfg.max_connections;
         servers.push(tokio::spawn(crate::serve::serve(
-            unix, None, app, max, stop,
+            unix,
+            None,
+            app,
+            max,
+            cfg.request_timeout,
+            stop,
         )));
     }
     let tcp_url = tcp.as_ref().map(|(_, url)| url.clone());
@@ -163,6 +169,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
             tls.clone(),
             app,
             cfg.max_connections,
+            cfg.request_timeout,
             stop,
         )));
     }

@@ -16,6 +16,7 @@
 extern crate app_plugin;
 
 pub mod api;
+pub mod api_body;
 pub mod api_error;
 pub mod backoff;
 pub mod buffer;

@@ -4,10 +4,12 @@
 //! - at most `max_connections` connections at once per listener: past that
 //!   the listener stops accepting until one closes, so a flood on TCP cannot
 //!   take the file descriptors the unix socket needs;
-//! - a request head must arrive within [`HEAD_TIMEOUT`] of the connection
-//!   opening or of the previous answer (hyper's header-read timeout, which
-//!   also bounds how long a kept-alive connection may sit idle);
-//! - a TLS handshake must finish within [`HEAD_TIMEOUT`] too;
+//! - a request head must arrive within `--request-timeout` (default
+//!   [`DEFAULT_REQUEST_TIMEOUT`]) of the connection opening or of the
+//!   previous answer (hyper's header-read timeout, which also bounds how
+//!   long a kept-alive connection may sit idle); the body then gets as long
+//!   again (see [`crate::api`]'s body extractor);
+//! - a TLS handshake must finish within that time too;
 //! - a request hyper cannot parse (a URL over 64 KiB, a head over its
 //!   buffer) gets the JSON error every other answer has, not hyper's empty
 //!   one ([`app_plugin::http::JsonParseErrors`]).
@@ -24,9 +26,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-/// How long a client may take to send a request head (or a TLS handshake),
-/// counted from the connection's start or the end of the previous answer.
-pub const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default of `--request-timeout`: how long a client may take to send
+/// a request head (or a TLS handshake), counted from the connection's start
+/// or the end of the previous answer, and then its body.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long open connections get to finish at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
@@ -63,6 +66,7 @@ pub async fn serve<L: Accept>(
     tls: Option<tokio_rustls::TlsAcceptor>,
     app: Router,
     max_connections: usize,
+    timeout: Duration,
     stop: CancellationToken,
 ) {
     let slots = Arc::new(Semaphore::new(max_connections));
@@ -99,28 +103,26 @@ pub async fn serve<L: Accept>(
         let tls = tls.clone();
         tokio::spawn(async move {
             match tls {
-                None => connection(io, app, stop).await,
-                Some(acceptor) => {
-                    match tokio::time::timeout(HEAD_TIMEOUT, acceptor.accept(io)).await {
-                        Ok(Ok(tls)) => connection(tls, app, stop).await,
-                        Ok(Err(e)) => debug!("API TLS handshake failed: {e}"),
-                        Err(_) => debug!("API TLS handshake timed out"),
-                    }
-                }
+                None => connection(io, app, timeout, stop).await,
+                Some(acceptor) => match tokio::time::timeout(timeout, acceptor.accept(io)).await {
+                    Ok(Ok(tls)) => connection(tls, app, timeout, stop).await,
+                    Ok(Err(e)) => debug!("API TLS handshake failed: {e}"),
+                    Err(_) => debug!("API TLS handshake timed out"),
+                },
             }
             drop(permit);
         });
     }
 }
 
-async fn connection<I>(io: I, app: Router, stop: CancellationToken)
+async fn connection<I>(io: I, app: Router, timeout: Duration, stop: CancellationToken)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let service = TowerToHyperService::new(app);
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEAD_TIMEOUT)
+        .header_read_timeout(timeout)
         .serve_connection(TokioIo::new(JsonParseErrors::new(io)), service);
     tokio::pin!(conn);
     tokio::select! {
