@@ -53,6 +53,8 @@ pub mod http;
 pub mod instance;
 pub mod log;
 pub mod metadata;
+#[cfg(feature = "systemd")]
+pub mod notify;
 pub mod paths;
 pub mod protocol;
 pub mod time;

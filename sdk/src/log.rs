@@ -12,6 +12,11 @@
 //! default level labelled as info (a daemon's start-up summary), and
 //! [`fatal`] the error that ends the program, at any level.
 //!
+//! Under systemd (`JOURNAL_STREAM` names this process's stderr, see
+//! [`journal_priority_prefix`]) every line starts with its syslog priority,
+//! `<3>` for an error … `<7>` for debug, so that `journalctl -p warning`
+//! filters them; journald strips the prefix, and JSON lines stay JSON there.
+//!
 //! The level and format are process-wide (set once at start-up, read by
 //! every task): every task writes to the same stderr, so passing a logger
 //! around would buy nothing. Each line is written with one call, so lines
@@ -315,7 +320,7 @@ pub fn write(level: u8, message: fmt::Arguments<'_>) {
 /// ```
 pub fn notice(message: fmt::Arguments<'_>) {
     if enabled(WARN) {
-        emit(INFO, message);
+        emit_as(INFO, 5, message);
     }
 }
 
@@ -330,21 +335,85 @@ pub fn notice(message: fmt::Arguments<'_>) {
 /// ```
 pub fn fatal(message: fmt::Arguments<'_>) {
     if format() == Format::Text {
-        let line = format!("app-{}: {message}\n", plugin_name());
+        let line = format!("{}app-{}: {message}\n", prefix(3), plugin_name());
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     } else {
         emit(ERROR, message);
     }
 }
 
+/// The syslog priority of a line at `level` (`notice` lines are 5).
+fn priority(level: u8) -> u8 {
+    match level {
+        ERROR => 3,
+        WARN => 4,
+        INFO => 6,
+        _ => 7,
+    }
+}
+
+/// `<N>` when stderr goes to the journal, else nothing.
+fn prefix(priority: u8) -> String {
+    static JOURNAL: OnceLock<bool> = OnceLock::new();
+    let journal = *JOURNAL.get_or_init(|| {
+        journal_priority_prefix(std::env::var("JOURNAL_STREAM").ok().as_deref(), stderr_id())
+    });
+    if journal {
+        format!("<{priority}>")
+    } else {
+        String::new()
+    }
+}
+
+/// Whether lines need the `<N>` prefix: `journal_stream` (the value of
+/// `JOURNAL_STREAM`, `DEVICE:INODE` in decimal, which systemd sets when it
+/// connects stdout or stderr to the journal) names `stderr` (the device and
+/// inode of fd 2). A child whose stderr was redirected elsewhere inherits the
+/// variable but not the stream, and gets no prefix.
+///
+/// ```
+/// use app_plugin::log::journal_priority_prefix;
+/// assert!(journal_priority_prefix(Some("8:12345"), Some((8, 12345))));
+/// assert!(!journal_priority_prefix(Some("8:12345"), Some((8, 999))));
+/// assert!(!journal_priority_prefix(None, Some((8, 12345))));
+/// assert!(!journal_priority_prefix(Some("junk"), Some((8, 12345))));
+/// ```
+pub fn journal_priority_prefix(journal_stream: Option<&str>, stderr: Option<(u64, u64)>) -> bool {
+    let parsed = journal_stream.and_then(|v| {
+        let (dev, ino) = v.trim().split_once(':')?;
+        Some((dev.parse::<u64>().ok()?, ino.parse::<u64>().ok()?))
+    });
+    parsed.is_some() && parsed == stderr
+}
+
+/// The device and inode of fd 2, as `JOURNAL_STREAM` writes them.
+fn stderr_id() -> Option<(u64, u64)> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes a whole `stat` into the pointer on success and
+    // nothing else; it is read only then.
+    let st = unsafe {
+        if libc::fstat(2, st.as_mut_ptr()) != 0 {
+            return None;
+        }
+        st.assume_init()
+    };
+    #[allow(clippy::unnecessary_cast)] // st_dev's type differs between targets
+    Some((st.st_dev as u64, st.st_ino as u64))
+}
+
 fn emit(level: u8, message: fmt::Arguments<'_>) {
-    let mut line = render(
+    emit_as(level, priority(level), message)
+}
+
+fn emit_as(level: u8, priority: u8, message: fmt::Arguments<'_>) {
+    let mut line = prefix(priority);
+    line.push_str(&render(
         format(),
         plugin_name(),
         level,
         &message.to_string(),
         SystemTime::now(),
-    );
+    ));
     line.push('\n');
     // One write per line, so that threads do not interleave; a closed
     // stderr is nobody's to report to.

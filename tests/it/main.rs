@@ -30,3 +30,4 @@ mod plugin_logs;
 mod reliability;
 mod repeater;
 mod shipped;
+mod systemd;

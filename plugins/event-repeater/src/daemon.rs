@@ -4,7 +4,9 @@
 //! joined by the buffer and cancellation tokens. SIGTERM or SIGINT stops
 //! the reader (no more events are taken), lets the sink drain for at most
 //! `--drain-timeout`, reports what could not be delivered, removes the
-//! runtime files and returns.
+//! runtime files and returns. Under systemd it says so (`READY=1` once the
+//! API listens, `STATUS=`, `STOPPING=1`; see [`crate::status`]) and the
+//! sink loop pings the watchdog (see [`crate::sink`]).
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
@@ -201,6 +203,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
     let drain = Drain {
         stop: stop.clone(),
         timeout: cfg.drain_timeout,
+        watchdog: app_plugin::notify::Watchdog::from_env(),
     };
     let sink_task = match &cfg.sink {
         SinkConfig::Mqtt(m) => tokio::spawn(
@@ -242,6 +245,20 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
             "no routes and no --allowall: nothing is relayed until a route is added (see `app event-repeater manage --help`), or run with --allowall to relay every topic"
         );
     }
+    // The API tasks run and their listeners are bound: requests are answered.
+    app_plugin::notify::ready(&format!(
+        "relaying from {} to {sink_url} ({routes} route{}); API on {}",
+        cfg.source,
+        if routes == 1 { "" } else { "s" },
+        files.socket().display()
+    ));
+    let status_stop = CancellationToken::new();
+    let status_task = tokio::spawn(crate::status::report(
+        sink_url.clone(),
+        metrics.clone(),
+        buffer.clone(),
+        status_stop.clone(),
+    ));
 
     let why = tokio::select! {
         _ = sigterm.recv() => "SIGTERM",
@@ -251,6 +268,14 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         "{why}: no longer taking events; waiting up to {:?} for the sink",
         cfg.drain_timeout
     );
+    status_stop.cancel();
+    let _ = status_task.await;
+    let held = buffer.stats();
+    app_plugin::notify::stopping(&format!(
+        "{why}: draining {} buffered events (at most {:?})",
+        held.queued + held.inflight,
+        cfg.drain_timeout
+    ));
     stop.cancel();
     let _ = source_task.await;
     let undelivered = sink_task
@@ -265,6 +290,10 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
     }
     let accepted = metrics.accepted.load(Ordering::Relaxed);
+    app_plugin::notify::status(&format!(
+        "stopped: {} of {accepted} accepted events delivered",
+        accepted.saturating_sub(undelivered as u64)
+    ));
     if undelivered > 0 {
         warn!(
             "stopped; {undelivered} of {accepted} accepted events were not delivered (not acknowledged within --drain-timeout {:?})",

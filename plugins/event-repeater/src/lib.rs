@@ -35,6 +35,7 @@ pub mod sink;
 pub mod source;
 pub mod sse;
 pub mod state;
+pub mod status;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -158,7 +158,7 @@ pub async fn serve(config: Config) -> Result<(), Error> {
 
     let catalogue = Arc::new(Catalogue::new(config.rate.is_some()));
     let hub = Arc::new(Hub::new(config.history));
-    sources::spawn_timers(&hub, &catalogue);
+    sources::spawn_timers(&hub, &catalogue, &app_plugin::notify::Watchdog::from_env());
     if let Some(rate) = config.rate {
         sources::spawn_numbered(&hub, &catalogue, rate, config.count);
     }
@@ -201,12 +201,18 @@ pub async fn serve(config: Config) -> Result<(), Error> {
             None => std::future::pending().await,
         }
     };
+    // Bound, and served from the select below on its first poll.
+    app_plugin::notify::ready(&format!(
+        "serving timer events on {}",
+        files.socket().display()
+    ));
     let outcome = tokio::select! {
         _ = term.recv() => { app_plugin::log!(INFO, "SIGTERM: stopping"); Ok(()) }
         _ = int.recv() => { app_plugin::log!(INFO, "SIGINT: stopping"); Ok(()) }
         source = unix_server => Err(Error::Stopped { what: "unix socket", source }),
         source = tcp_server => Err(Error::Stopped { what: "TCP", source }),
     };
+    app_plugin::notify::stopping("stopping: closing the streams");
     drop(files);
     outcome
 }

@@ -14,15 +14,19 @@ use crate::event::{rfc3339_millis, EventDoc};
 use crate::hub::Hub;
 use crate::topics::{Catalogue, TEST_SEQ, TIMERS};
 use app_plugin::log::{INFO, TRACE};
+use app_plugin::notify::Watchdog;
 
 /// At most this many events are published under one lock.
 const MAX_BATCH: u64 = 4096;
 
-/// Starts one task per timer topic.
-pub fn spawn_timers(hub: &Arc<Hub>, catalogue: &Catalogue) {
+/// Starts one task per timer topic. Each pings systemd's `watchdog` after
+/// it publishes (a ping is sent only when due), so the pings stop when the
+/// timers stop firing or publishing blocks.
+pub fn spawn_timers(hub: &Arc<Hub>, catalogue: &Catalogue, watchdog: &Watchdog) {
     for (topic, id, period) in TIMERS {
         if let Some(topic_id) = catalogue.id(topic) {
             let hub = Arc::clone(hub);
+            let watchdog = watchdog.clone();
             tokio::spawn(async move {
                 let mut ticks = tokio::time::interval_at(
                     Instant::now() + until_next_multiple(SystemTime::now(), period),
@@ -43,6 +47,7 @@ pub fn spawn_timers(hub: &Arc<Hub>, catalogue: &Catalogue) {
                     .to_json();
                     let seq = hub.publish(topic_id, json);
                     app_plugin::log!(TRACE, "published {seq} on {topic}");
+                    watchdog.beat();
                 }
             });
         }

@@ -396,6 +396,7 @@ impl MqttSink {
         let mut prober: Option<tokio::task::JoinHandle<()>> = None;
         let mut deadline = None;
         loop {
+            drain.beat();
             let dl = drain.deadline(&mut deadline);
             if dl.is_some() && book.len() == 0 && self.buffer.is_queue_empty() {
                 break;
@@ -438,6 +439,7 @@ impl MqttSink {
                     // mid-write, the book holds everything not acknowledged.
                     _ = tokio::time::sleep_until(hung_at), if hang_check => Turn::Hung,
                     _ = back.notified(), if active != 0 => Turn::PreferredBack,
+                    _ = drain.watchdog_due(), if can_interrupt => Turn::Nothing,
                 },
             };
             let next = match turn {
@@ -650,10 +652,16 @@ impl MqttSink {
     ) {
         let delay = link.backoff.next_delay();
         let dl = drain.deadline(deadline);
-        tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
-            _ = drain.stop.cancelled(), if dl.is_none() => {}
-            _ = until(dl) => {}
+        let end = tokio::time::Instant::now() + delay;
+        // Still turning while the broker is away: the watchdog keeps quiet.
+        loop {
+            drain.beat();
+            tokio::select! {
+                _ = tokio::time::sleep_until(end) => return,
+                _ = drain.stop.cancelled(), if dl.is_none() => return,
+                _ = until(dl) => return,
+                _ = drain.watchdog_due() => {}
+            }
         }
     }
 

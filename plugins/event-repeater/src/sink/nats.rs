@@ -224,6 +224,7 @@ impl NatsSink {
         let refused = RateLimited::new(Duration::from_secs(5));
         let mut deadline = None;
         loop {
+            drain.beat();
             let dl = drain.deadline(&mut deadline);
             if dl.is_some() && self.buffer.is_queue_empty() {
                 return 0;
@@ -263,6 +264,7 @@ impl NatsSink {
                 _ = tokio::time::sleep(Duration::from_millis(250)), if !connected => {}
                 _ = drain.stop.cancelled(), if dl.is_none() => {}
                 _ = until(dl) => {}
+                _ = drain.watchdog_due() => {}
             }
         }
     }
@@ -292,6 +294,7 @@ impl NatsSink {
         let mut warned_missing: HashSet<String> = HashSet::new();
         let mut deadline = None;
         loop {
+            drain.beat();
             let dl = drain.deadline(&mut deadline);
             let held = acks.len() + retry.len();
             if dl.is_some() && held == 0 && self.buffer.is_queue_empty() {
@@ -410,6 +413,7 @@ impl NatsSink {
                 _ = tokio::time::sleep(Duration::from_millis(250)), if !connected => {}
                 _ = drain.stop.cancelled(), if dl.is_none() => {}
                 _ = until(dl) => {}
+                _ = drain.watchdog_due() => {}
             }
         }
     }

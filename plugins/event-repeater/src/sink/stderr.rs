@@ -35,6 +35,7 @@ pub async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, drain: Drain) -> us
     metrics.sink_connected.store(true, Ordering::Relaxed);
     let mut deadline = None;
     loop {
+        drain.beat();
         let batch = buffer.take(256);
         if batch.is_empty() {
             if drain.deadline(&mut deadline).is_some() {
@@ -43,6 +44,7 @@ pub async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, drain: Drain) -> us
             tokio::select! {
                 _ = buffer.ready() => {}
                 _ = drain.stop.cancelled() => {}
+                _ = drain.watchdog_due() => {}
             }
             continue;
         }
