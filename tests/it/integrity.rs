@@ -10,10 +10,11 @@
 use crate::common;
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::broker::{Broker, NatsServer, Subscriber};
+use common::process::Proc;
 use common::repeater::Repeater;
 use common::sse_source::ScriptedSource;
 use common::{plugin_bin, wait_for, Sandbox};
@@ -226,4 +227,83 @@ fn read_stream(server: &str, stream: &str) -> Value {
 
 fn loadgen() -> PathBuf {
     plugin_bin("loadgen")
+}
+
+/// Issue 19 item 2: a checkpoint truncated to 0 bytes while the repeater
+/// was down read as "no checkpoint": it started from the source's live
+/// events and the ones sent meanwhile were lost without a word. Now the
+/// start is refused (exit 1, the code for an unusable state or checkpoint
+/// file), saying what to do; nothing is read from the source.
+#[test]
+fn an_empty_checkpoint_is_refused_at_start_with_what_to_do() {
+    let sb = Sandbox::new();
+    let source = ScriptedSource::start();
+    for id in 1..=3 {
+        source.push_topic(id, "t/a");
+    }
+    let stderr_sink = |sb| {
+        Repeater::builder(sb, "event-repeater")
+            .source(&source.url())
+            .sinkprotocol("stderr")
+            .args(["--allowall"])
+    };
+    let mut rep = stderr_sink(&sb).start();
+    wait_checkpoint(&rep, &sb, "3");
+    rep.kill9();
+    let checkpoint = sb
+        .data_dir()
+        .join("event-repeater/event-repeater.checkpoint");
+    std::fs::write(&checkpoint, "").unwrap();
+    source.push_topic(4, "t/a");
+
+    let (code, err) = run_to_exit(
+        &sb,
+        &[
+            "--source",
+            &source.url(),
+            "--sinkprotocol",
+            "stderr",
+            "--allowall",
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the checkpoint file {} is empty",
+            checkpoint.display()
+        )) && err.contains("remove it to start from the source's live events"),
+        "{err}"
+    );
+    assert_eq!(std::fs::metadata(&checkpoint).unwrap().len(), 0);
+    assert_eq!(source.asked(), vec![None], "it subscribed to the source");
+
+    // What the message says to do works: without the file it starts.
+    std::fs::remove_file(&checkpoint).unwrap();
+    rep.restart();
+    let seen = wait_for(Duration::from_secs(10), || {
+        (source.asked().len() == 2).then_some(())
+    });
+    assert!(seen.is_some(), "{}", rep.log());
+}
+
+/// `app-event-repeater run --name event-repeater ARGS`, which must exit
+/// within 10 s: its exit code and stderr (a start that does not fail is
+/// killed and reported).
+fn run_to_exit(sb: &Sandbox, args: &[&str]) -> (Option<i32>, String) {
+    let log = sb.path().join("run-to-exit.stderr");
+    let mut proc = Proc::spawn(
+        "app-event-repeater",
+        sb.command(plugin_bin("app-event-repeater"))
+            .args(["run", "--name", "event-repeater"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("create the log")),
+    );
+    let status = proc.wait_exit(Duration::from_secs(10));
+    let err = std::fs::read_to_string(&log).unwrap_or_default();
+    match status {
+        Some(status) => (status.code(), err),
+        None => panic!("it started instead of refusing; log:\n{err}"),
+    }
 }

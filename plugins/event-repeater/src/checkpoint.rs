@@ -124,7 +124,8 @@ pub struct CheckpointFile {
 /// What was found at start.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Loaded {
-    /// No file (first start, or a source that never sent an id).
+    /// No file (first start, or a source that never sent an id). An empty
+    /// file is an error, not this.
     None,
     /// The id to resume after.
     Resume(String),
@@ -158,7 +159,14 @@ impl CheckpointFile {
             return Ok(Loaded::None);
         };
         if text.trim().is_empty() {
-            return Ok(Loaded::None);
+            // The repeater writes the file whole (fsynced temp file, rename),
+            // so an empty one was emptied by something else; reading it as
+            // "no checkpoint" would skip every event sent while the repeater
+            // was down, without a word.
+            return Err(format!(
+                "the checkpoint file {} is empty, so the repeater cannot tell which events it already delivered (it writes the file whole: something else emptied it). Restore it, or remove it to start from the source's live events (events sent since the last checkpoint are then missed)",
+                self.path.display()
+            ));
         }
         let doc: Document = serde_json::from_str(&text).map_err(|e| {
             format!(
@@ -179,11 +187,12 @@ impl CheckpointFile {
         Ok(Loaded::Resume(doc.last_event_id))
     }
 
-    /// Writes `id` atomically (temp file, rename), mode 0600; `sync` also
-    /// flushes file and directory to disk (at shutdown). Without `sync` the
-    /// rename is still atomic for other processes and survives the
-    /// repeater's own crash; only a power loss can take it back to an
-    /// earlier checkpoint, which means more duplicates, not losses.
+    /// Writes `id` atomically (temp file, rename), mode 0600; the file's
+    /// data always reaches the disk before the rename, so not even a power
+    /// loss leaves it empty or partly written. `sync` also flushes the
+    /// directory (at shutdown); without it a power loss can take the file
+    /// back to an earlier checkpoint, which means more duplicates, not
+    /// losses.
     pub fn save(&self, id: &str, sync: bool) -> io::Result<()> {
         let doc = Document {
             version: 1,
@@ -353,6 +362,11 @@ mod tests {
         assert_eq!(names.len(), 1, "a temp file was left behind");
         fs::write(f.path(), "{").unwrap();
         assert!(f.load().unwrap_err().contains("remove it"));
+        for empty in ["", "\n", "  \n"] {
+            fs::write(f.path(), empty).unwrap();
+            let e = f.load().unwrap_err();
+            assert!(e.contains("is empty") && e.contains("remove it"), "{e}");
+        }
         let custom = CheckpointFile::beside(Path::new("/x/routes"), String::new());
         assert_eq!(custom.path(), Path::new("/x/routes.checkpoint"));
     }

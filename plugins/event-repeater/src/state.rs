@@ -131,9 +131,11 @@ pub fn save(path: &Path, routes: &Routes) -> io::Result<()> {
 }
 
 /// Replaces `path` with `bytes` atomically (temp file in the same directory,
-/// rename), mode 0600 in a 0700 directory. `sync` also flushes file and
-/// directory to disk; without it the rename is still atomic for readers and
-/// survives a crash of the process, only not a power loss.
+/// rename), mode 0600 in a 0700 directory. The temp file's data is flushed
+/// to disk before the rename, so after a power loss `path` holds the old
+/// bytes or the new ones, never an empty file (which a rename of unflushed
+/// data can leave on ext4, XFS and btrfs). `sync` also flushes the
+/// directory, so the rename itself survives a power loss.
 pub fn write_private(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     let dir = path
         .parent()
@@ -151,9 +153,7 @@ pub fn write_private(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
         // A temp file left by a crash may have had another mode.
         f.set_permissions(fs::Permissions::from_mode(0o600))?;
         f.write_all(bytes)?;
-        if sync {
-            f.sync_all()?;
-        }
+        f.sync_data()?;
         drop(f);
         fs::rename(&tmp, path)?;
         if sync {
