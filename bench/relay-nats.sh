@@ -1,34 +1,57 @@
 #!/usr/bin/env bash
 # bench/relay-nats.sh: the repeater into NATS JetStream at QoS 1 against a
 # direct JetStream publisher with the same in-flight window, in one run
-# (issue 14).
+# (issues 14 and 24).
 #
 #   direct    loadgen nats-publish (async-nats, --inflight N unacknowledged
 #             publishes, each with a Nats-Msg-Id) -> nats-server -js
-#   repeater  loadgen sse (saturating) -> app-event-repeater run
-#             --sinkprotocol nats --qos 1 --inflight N -> nats-server -js
+#   repeater  loadgen sse -> app-event-repeater run --sinkprotocol nats
+#             --qos 1 --inflight N -> nats-server -js
 #
 # Every run starts a fresh `nats-server -js` (127.0.0.1, free port, file
-# store in a temp dir) and publishes COUNT numbered events into the stream
-# EVENTS (subjects bench, bench.>; 2 min duplicate window). The figure is
-# acknowledged events/s: for direct, from the first numbered publish to the
-# last acknowledgement (loadgen's own span); for the repeater, from the
-# moment WARMUP events are acknowledged to the moment all are, read from its
-# /metrics every 20 ms. Medians of RUNS runs, alternating the two paths.
+# store in a temp dir) and publishes WARMUP warm-up events (numbered 0, one
+# message id: stored once) then the numbered ones into the stream EVENTS.
+# Both paths are timed alike, by the server: once the run is over,
+# `loadgen nats-read` reads the stream back and takes each numbered event's
+# store time. Rate = numbered events stored per second, from the first to
+# the last; latency = store time minus the send time the generator wrote
+# into the event. Nothing polls either path while it runs, except a check
+# of the server's /jsz every 0.5 s to see that the repeater is done (the
+# figures do not depend on when that check runs). The repeater's source
+# sends its warm-up only once the repeater has one event acknowledged
+# (loadgen sse --ready-file), so that neither path's figures include its
+# start.
+#
+# Cases, each RUNS times, alternating direct and repeater:
+#   saturate SIZE   as fast as the path goes, COUNT events (LARGE_COUNT for
+#                   payloads over 4 KiB), for every SIZE in SIZES: events/s
+#                   and MB/s of payload
+#   latency RATE    LAT_COUNT events at RATE/s, for every RATE in LAT_RATES:
+#                   p50/p99 latency to the store, and p99 added over direct
+# Also: lost and duplicated numbers, and the CPU time per event of the
+# publishing process (loadgen nats-publish, or the repeater).
 #
 # Usage: bench/relay-nats.sh [--no-build]
-# Environment: RUNS (5), COUNT (50000), WARMUP (2000), INFLIGHT (1000),
-# SIZE (0 = loadgen's default payload), OUT (JSON-lines results file), BIN
-# (where loadgen and app-event-repeater are; target/release).
+# Environment: RUNS (5), COUNT (200000), LARGE_COUNT (20000), SIZES
+# ("0 16384"; 0 = loadgen's default payload, 148 bytes), LAT_RATES
+# ("1000 10000"), LAT_COUNT (20000), KINDS ("saturate latency"), WARMUP
+# (2000), INFLIGHT (1000), OUT (JSON-lines results file), BIN (where
+# loadgen and app-event-repeater are; target/release), REPEATER_ARGS (extra
+# arguments for the repeater).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=1
 RUNS=${RUNS:-5}
-COUNT=${COUNT:-50000}
+COUNT=${COUNT:-200000}
+LARGE_COUNT=${LARGE_COUNT:-20000}
+SIZES=${SIZES:-0 16384}
+LAT_RATES=${LAT_RATES:-1000 10000}
+LAT_COUNT=${LAT_COUNT:-20000}
+KINDS=${KINDS:-saturate latency}
 WARMUP=${WARMUP:-2000}
 INFLIGHT=${INFLIGHT:-1000}
-SIZE=${SIZE:-0}
+REPEATER_ARGS=${REPEATER_ARGS:-}
 for arg in "$@"; do
     case $arg in
         --no-build) BUILD=0 ;;
@@ -41,6 +64,8 @@ command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || {
 }
 NATS_SERVER=$(command -v nats-server || echo /usr/sbin/nats-server)
 command -v curl >/dev/null || { echo "relay-nats.sh: curl not found (apt-get install curl)" >&2; exit 1; }
+command -v jq >/dev/null || { echo "relay-nats.sh: jq not found (apt-get install jq)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "relay-nats.sh: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
 if [ "$BUILD" = 1 ]; then
     cargo build --release -q -p app-bench-loadgen -p app-event-repeater
 fi
@@ -51,13 +76,15 @@ mkdir -p "$ROOT/target/bench"
 OUT=${OUT:-$ROOT/target/bench/relay-nats-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
 : >"$OUT"
 WORK=$(mktemp -d /tmp/app-relay-nats.XXXXXX)
+CLK_TCK=$(getconf CLK_TCK)
 # PIDS, stop_all (also at exit), wait_port.
 . "$ROOT/bench/lib.sh"
 
 # start_server DIR: a fresh nats-server -js; sets NATS_PORT.
 start_server() {
     NATS_PORT=$($LOADGEN port)
-    "$NATS_SERVER" -js -a 127.0.0.1 -p "$NATS_PORT" -sd "$1/js" >"$1/nats.log" 2>&1 &
+    MON_PORT=$($LOADGEN port)
+    "$NATS_SERVER" -js -a 127.0.0.1 -p "$NATS_PORT" -m "$MON_PORT" -sd "$1/js" >"$1/nats.log" 2>&1 &
     PIDS+=($!)
     wait_port "$NATS_PORT"
 }
@@ -68,68 +95,126 @@ acked() {
         awk '/^app_event_repeater_events_acked_total / { print $2 }'
 }
 
-now_s() { date +%s.%N; }
-
-run_direct() {
-    local dir=$WORK/direct-$1
-    mkdir -p "$dir"
-    start_server "$dir"
-    "$LOADGEN" nats-publish --server "nats://127.0.0.1:$NATS_PORT" --inflight "$INFLIGHT" \
-        --count "$COUNT" --warmup 0 --size "$SIZE" >"$dir/pub.json"
-    jq -c --argjson run "$1" '{path: "direct", run: $run, rate: .rate, acked: .acked, count: .count}' "$dir/pub.json" >>"$OUT"
-    stop_all
+# Messages the server's JetStream holds (its monitoring port).
+stored() {
+    curl -s --max-time 2 "http://127.0.0.1:$MON_PORT/jsz" | jq -r '.messages // 0'
 }
 
+# CPU seconds (user + system) used so far by process $1.
+cpu_s() {
+    awk -v tck="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / tck }' "/proc/$1/stat"
+}
+
+# run_direct DIR COUNT RATE SIZE: writes DIR/cpu (CPU seconds).
+run_direct() {
+    local dir=$1
+    /usr/bin/time -f '%U %S' -o "$dir/time" \
+        "$LOADGEN" nats-publish --server "nats://127.0.0.1:$NATS_PORT" --inflight "$INFLIGHT" \
+        --count "$2" --rate "$3" --warmup "$WARMUP" --size "$4" >"$dir/pub.json" 2>"$dir/pub.err"
+    awk '{ printf "%.3f", $1 + $2 }' "$dir/time" >"$dir/cpu"
+}
+
+# run_repeater DIR COUNT RATE SIZE: writes DIR/cpu (CPU seconds).
 run_repeater() {
-    local dir=$WORK/repeater-$1
+    local dir=$1 count=$2 port pid
     mkdir -p "$dir/run" "$dir/data"
-    start_server "$dir"
-    local port total
     port=$($LOADGEN port)
-    total=$((COUNT + WARMUP))
-    # Warm-up events are numbered 0 (one SSE id: stored once); the
-    # numbered ones follow at once, as fast as the repeater reads.
-    "$LOADGEN" sse --listen "127.0.0.1:$port" --count "$COUNT" --rate 0 --warmup "$WARMUP" \
-        --size "$SIZE" >/dev/null 2>"$dir/sse.err" &
+    # Events numbered 0 every 10 ms until the ready file exists (the
+    # repeater has one acknowledged: source, repeater and stream are up),
+    # then the warm-up, then the numbered ones.
+    "$LOADGEN" sse --listen "127.0.0.1:$port" --count "$count" --rate "$3" --warmup "$WARMUP" \
+        --size "$4" --ready-file "$dir/ready" >/dev/null 2>"$dir/sse.err" &
     PIDS+=($!)
     wait_port "$port"
+    # shellcheck disable=SC2086 # REPEATER_ARGS is a list of words
     APP_RUNTIME_DIR=$dir/run APP_DATA_DIR=$dir/data "$REPEATER" run --name bench \
         --source "http://127.0.0.1:$port" --sinkprotocol nats --sink "nats://127.0.0.1:$NATS_PORT" \
-        --qos 1 --inflight "$INFLIGHT" --overflow block --allowall --checkpoint off \
+        --qos 1 --inflight "$INFLIGHT" --overflow block --allowall --checkpoint off $REPEATER_ARGS \
         2>"$dir/repeater.err" &
-    PIDS+=($!)
-    local sock=$dir/run/plugins/bench.sock n=0 t0="" t1="" a0=0 deadline
-    deadline=$(($(date +%s) + 300))
-    while :; do
-        n=$(acked "$sock" || true)
-        n=${n:-0}
-        if [ -z "$t0" ] && [ "${n%.*}" -ge "$WARMUP" ]; then t0=$(now_s) a0=${n%.*}; fi
-        if [ "${n%.*}" -ge "$total" ]; then t1=$(now_s); break; fi
+    pid=$!
+    PIDS+=($pid)
+    local sock=$dir/run/plugins/bench.sock n=0 deadline
+    deadline=$(($(date +%s) + 60))
+    until [ "$(acked "$sock" 2>/dev/null || echo 0)" -ge 1 ] 2>/dev/null; do
         if [ "$(date +%s)" -gt "$deadline" ]; then
-            echo "relay-nats.sh: the repeater acknowledged $n of $total within 300 s" >&2
+            echo "relay-nats.sh: the repeater acknowledged nothing within 60 s" >&2
             cat "$dir/repeater.err" >&2
             exit 1
         fi
-        sleep 0.02
+        sleep 0.1
     done
-    local rate
-    rate=$(awk -v a="$a0" -v b="$total" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", (b - a) / (t1 - t0) }')
-    echo "{\"path\":\"repeater\",\"run\":$1,\"rate\":$rate,\"acked\":${n%.*},\"count\":$COUNT}" >>"$OUT"
-    stop_all
+    touch "$dir/ready"
+    # Done when the stream holds every numbered event and the warm-up one
+    # (all events numbered 0 share one message id).
+    deadline=$(($(date +%s) + 600))
+    while :; do
+        n=$(stored || true)
+        n=${n:-0}
+        if [ "$n" -ge "$((count + 1))" ]; then break; fi
+        if [ "$(date +%s)" -gt "$deadline" ]; then
+            echo "relay-nats.sh: the stream holds $n of $((count + 1)) events after 600 s" >&2
+            cat "$dir/repeater.err" >&2
+            exit 1
+        fi
+        sleep 0.5
+    done
+    cpu_s "$pid" >"$dir/cpu"
 }
 
-command -v jq >/dev/null || { echo "relay-nats.sh: jq not found (apt-get install jq)" >&2; exit 1; }
-for run in $(seq 1 "$RUNS"); do
-    run_direct "$run"
-    run_repeater "$run"
-done
+# run_one PATH KIND SIZE RATE RUN: one run and its line in $OUT.
+run_one() {
+    local path=$1 kind=$2 size=$3 rate=$4 run=$5 count
+    local dir=$WORK/$path-$kind-$size-$rate-$run
+    mkdir -p "$dir"
+    count=$COUNT
+    if [ "$kind" = latency ]; then count=$LAT_COUNT; elif [ "$size" -gt 4096 ]; then count=$LARGE_COUNT; fi
+    start_server "$dir"
+    "run_$path" "$dir" "$count" "$rate" "$size"
+    "$LOADGEN" nats-read --server "nats://127.0.0.1:$NATS_PORT" --stream EVENTS --expect "$count" \
+        --timeout 300 >"$dir/read.json"
+    stop_all
+    rm -rf "$dir/js"
+    jq -c --arg path "$path" --arg kind "$kind" --argjson size "$size" --argjson rate "$rate" \
+        --argjson run "$run" --argjson cpu "$(cat "$dir/cpu")" --argjson events "$((count + WARMUP))" \
+        '{path: $path, kind: $kind, size: $size, target_rate: $rate, run: $run, count: .expected,
+          rate: .rate, bytes: .payload_bytes[1], mbps: (.rate * .payload_bytes[1] / 1e6),
+          p50_ms: (.latency_us.p50 / 1000), p99_ms: (.latency_us.p99 / 1000),
+          missing: .missing, duplicates: .duplicates, cpu_us_per_event: ($cpu * 1e6 / $events)}' \
+        "$dir/read.json" | tee -a "$OUT" >&2
+}
 
-median() { jq -s --arg p "$1" '[.[] | select(.path == $p) | .rate] | sort | .[(length - 1) / 2 | floor]' "$OUT"; }
-DIRECT=$(median direct)
-REPEATED=$(median repeater)
-echo "| path | events/s (median of $RUNS, $COUNT events, --inflight $INFLIGHT) |"
-echo "|---|---|"
-echo "| direct async-nats JetStream publisher | $DIRECT |"
-echo "| repeater (SSE -> JetStream, QoS 1) | $REPEATED |"
-awk -v d="$DIRECT" -v r="$REPEATED" 'BEGIN { printf "repeater / direct = %.0f%%\n", 100 * r / d }'
+echo "relay-nats.sh: $(date -u +%FT%TZ), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $("$NATS_SERVER" --version 2>&1 | head -n 1), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); results in $OUT" >&2
+for kind in $KINDS; do
+    if [ "$kind" = saturate ]; then cases=$SIZES; else cases=$LAT_RATES; fi
+    for c in $cases; do
+        for run in $(seq 1 "$RUNS"); do
+            for path in direct repeater; do
+                if [ "$kind" = saturate ]; then
+                    run_one "$path" saturate "$c" 0 "$run"
+                else
+                    run_one "$path" latency 0 "$c" "$run"
+                fi
+            done
+        done
+    done
+done
+echo "relay-nats.sh: done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+# The table: medians per path and case, the repeater against direct.
+jq -rs '
+  def median: sort | .[(length - 1) / 2 | floor];
+  def fmt: . * 100 | round / 100;
+  group_by([.kind, .size, .target_rate]) | .[] |
+  (map(select(.path == "direct"))) as $d | (map(select(.path == "repeater"))) as $r |
+  ($d | map(.rate) | median) as $dr | ($r | map(.rate) | median) as $rr |
+  ($d | map(.p99_ms) | median) as $dp | ($r | map(.p99_ms) | median) as $rp |
+  if .[0].kind == "saturate" then
+    "| saturate, \(.[0].bytes) B | \($dr | round) ev/s, \($d | map(.mbps) | median | fmt) MB/s | \($rr | round) ev/s, \($r | map(.mbps) | median | fmt) MB/s | \(100 * $rr / $dr | round)% | \($d | map(.cpu_us_per_event) | median | fmt) / \($r | map(.cpu_us_per_event) | median | fmt) | \($d | map(.missing) | add) / \($r | map(.missing) | add) | \($d | map(.duplicates) | add) / \($r | map(.duplicates) | add) |"
+  else
+    "| \(.[0].target_rate)/s, \(.[0].bytes) B | p50 \($d | map(.p50_ms) | median | fmt), p99 \($dp | fmt) ms | p50 \($r | map(.p50_ms) | median | fmt), p99 \($rp | fmt) ms | p99 added \($rp - $dp | fmt) ms | \($d | map(.cpu_us_per_event) | median | fmt) / \($r | map(.cpu_us_per_event) | median | fmt) | \($d | map(.missing) | add) / \($r | map(.missing) | add) | \($d | map(.duplicates) | add) / \($r | map(.duplicates) | add) |"
+  end' "$OUT" | {
+    echo "| case (medians of $RUNS) | direct | repeater | repeater vs direct | CPU µs/event, direct / repeater | lost, direct / repeater | duplicated, direct / repeater |"
+    echo "| --- | --- | --- | --- | --- | --- | --- |"
+    cat
+}
 echo "results: $OUT"

@@ -1,5 +1,8 @@
 //! NATS modes: `nats-read` reads a JetStream stream back and counts what it
-//! holds (per subject, and the numbered events: missing, duplicated);
+//! holds (per subject, and the numbered events: missing, duplicated), with
+//! the rate and latency as the server stored them (each message's store
+//! time: measured by the server, read once at the end, the same for every
+//! publisher, so the timing loads neither path);
 //! `nats-publish` publishes numbered events straight into JetStream with an
 //! in-flight window, the direct path of bench/relay-nats.sh.
 
@@ -51,7 +54,7 @@ pub async fn read(args: NatsReadArgs) -> Result<(), String> {
     let stream = &stream;
     let mut gets = futures_util::stream::iter(first.max(1)..=last)
         .map(|seq| async move { (seq, stream.get_raw_message(seq).await) })
-        .buffer_unordered(64);
+        .buffered(64);
     while read < total {
         let left = deadline.saturating_duration_since(Instant::now());
         let msg = match tokio::time::timeout(left, gets.next()).await {
@@ -71,9 +74,13 @@ pub async fn read(args: NatsReadArgs) -> Result<(), String> {
         read += 1;
         *subjects.entry(msg.subject.to_string()).or_default() += 1;
         // Numbered events only when asked (other payloads may hold any "seq").
+        // "Arrival" is the store time: rate is stored events/s between the
+        // first and the last numbered one, latency is store time minus the
+        // send time the generator wrote into the event.
         if args.expect > 0 {
+            let stored = u64::try_from(msg.time.unix_timestamp_nanos()).unwrap_or(0);
             match read_stamp(&msg.payload) {
-                Some(s) => tally.record(s.seq, None, msg.payload.len(), now_ns()),
+                Some(s) => tally.record(s.seq, s.t_ns, msg.payload.len(), stored),
                 None => tally.record_unreadable(),
             }
         }
@@ -135,10 +142,19 @@ pub async fn publish(args: NatsPublishArgs) -> Result<(), String> {
         })
         .await?;
     }
-    let started = Instant::now();
+    // Warm-up events (numbered 0, one message id: stored once) go through
+    // the same window first, as the repeater's path gets its warm-up; the
+    // span and the pacing start at the first numbered event.
+    let mut started = Instant::now();
     let mut err = None;
-    for i in 0..gen.count {
-        if let Some(ns) = i.saturating_mul(1_000_000_000).checked_div(gen.rate) {
+    for i in 0..gen.warmup + gen.count {
+        let numbered = i.checked_sub(gen.warmup);
+        if numbered == Some(0) {
+            started = Instant::now();
+        }
+        if let Some(ns) =
+            numbered.and_then(|n| n.saturating_mul(1_000_000_000).checked_div(gen.rate))
+        {
             let due = started + Duration::from_nanos(ns);
             if due > Instant::now() {
                 tokio::time::sleep_until(due).await;
@@ -152,7 +168,7 @@ pub async fn publish(args: NatsPublishArgs) -> Result<(), String> {
                 }
             }
         }
-        pending.push_back(send(i + 1).await?);
+        pending.push_back(send(numbered.map_or(0, |n| n + 1)).await?);
     }
     while let Some(ack) = pending.pop_front() {
         match ack.await {
@@ -169,6 +185,7 @@ pub async fn publish(args: NatsPublishArgs) -> Result<(), String> {
             "inflight": window,
             "payload_bytes": size,
             "acked": acked,
+            "warmup": gen.warmup,
             "span_s": span.as_secs_f64(),
             "rate": (gen.count as f64 / span.as_secs_f64()).round(),
         })
