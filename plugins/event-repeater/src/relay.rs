@@ -101,7 +101,7 @@ impl Relay {
     /// Routes one event's data (`id`: the SSE event id in force); waits
     /// only under `--overflow block`. Every event that is not accepted into
     /// the buffer is recorded as done for the checkpoint.
-    pub async fn handle(&self, data: &str, id: Option<&str>, cancel: &CancellationToken) {
+    pub async fn handle(&self, data: String, id: Option<&str>, cancel: &CancellationToken) {
         inc(&self.metrics.received);
         let event = match Event::parse(data) {
             Ok(e) => e,
@@ -183,12 +183,14 @@ mod tests {
         let relay = Relay::new(table, buffer.clone(), metrics.clone(), sink);
         let c = CancellationToken::new();
         relay
-            .handle(r#"{"topic":"a","data":1}"#, Some("1"), &c)
+            .handle(r#"{"topic":"a","data":1}"#.into(), Some("1"), &c)
             .await;
-        relay.handle(r#"{"topic":"zzz"}"#, Some("2"), &c).await;
-        relay.handle("not json", Some("3"), &c).await;
+        relay
+            .handle(r#"{"topic":"zzz"}"#.into(), Some("2"), &c)
+            .await;
+        relay.handle("not json".into(), Some("3"), &c).await;
         let big = format!(r#"{{"topic":"bad","data":"{}"}}"#, "x".repeat(300));
-        relay.handle(&big, Some("4"), &c).await;
+        relay.handle(big, Some("4"), &c).await;
         // Only the accepted event holds the checkpoint back.
         assert_eq!(buffer.checkpoint().0, None);
         let taken = buffer.take(10);

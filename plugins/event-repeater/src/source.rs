@@ -189,7 +189,7 @@ impl Source {
                             }
                             asked = None;
                         }
-                        self.relay.handle(&ev.data, ev.id.as_deref(), cancel).await;
+                        self.relay.handle(ev.data, ev.id.as_deref(), cancel).await;
                         if cancel.is_cancelled() {
                             return End::Cancelled;
                         }
