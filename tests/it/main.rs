@@ -30,4 +30,5 @@ mod plugin_logs;
 mod reliability;
 mod repeater;
 mod shipped;
+mod source_stall;
 mod systemd;

@@ -67,6 +67,9 @@ pub struct Row {
     pub source: Option<String>,
     /// Whether the source stream is open.
     pub source_connected: Option<bool>,
+    /// Whether the source went silent past the repeater's
+    /// `--source-idle-timeout` (and has not answered again).
+    pub source_stalled: Option<bool>,
     /// The sink (the broker's URL, or stderr).
     pub sink: Option<String>,
     /// Whether the sink is connected.
@@ -157,6 +160,7 @@ pub fn row(host: &str, before: Option<&Sample>, now: &Sample, elapsed: Duration)
         routes: h["routes"].as_u64(),
         source: text(&h["source"]["url"]),
         source_connected: h["source"]["connected"].as_bool(),
+        source_stalled: h["source"]["stalled"].as_bool(),
         sink: text(&h["sink"]["url"]),
         sink_connected: h["sink"]["connected"].as_bool(),
         received_per_sec: rate("events_received_total"),
@@ -219,7 +223,13 @@ pub fn table(rows: &[Row]) -> String {
                 r.state.clone(),
                 r.version.clone().unwrap_or("-".into()),
                 opt(r.routes),
-                link(&r.source, r.source_connected),
+                if r.source_stalled == Some(true) {
+                    r.source
+                        .as_ref()
+                        .map_or("-".into(), |u| format!("STALLED {u}"))
+                } else {
+                    link(&r.source, r.source_connected)
+                },
                 link(&r.sink, r.sink_connected),
                 rate(r.received_per_sec),
                 rate(r.acked_per_sec),
@@ -429,6 +439,21 @@ mod tests {
         );
         assert!(lines[1].contains("ok tcp://127.0.0.1:1883"), "{t}");
         assert!(lines[1].ends_with("1h02m"), "{t}");
+    }
+
+    #[test]
+    fn a_stalled_source_is_shown_as_such() {
+        let health = serde_json::json!({
+            "status": "degraded", "name": "r1",
+            "source": {"url": "event-time", "connected": false, "stalled": true},
+            "sink": {"url": "stderr", "connected": true}
+        });
+        let r = row("e1", None, &sample(health, ""), Duration::from_secs(1));
+        assert_eq!(
+            (r.state.as_str(), r.source_stalled),
+            ("degraded", Some(true))
+        );
+        assert!(table(&[r]).contains("STALLED event-time"));
     }
 
     #[test]

@@ -409,18 +409,25 @@ async fn source_topics(State(st): St, uri: Uri) -> Result<Response, ApiError> {
 async fn healthz(State(st): St) -> Response {
     use std::sync::atomic::Ordering::Relaxed;
     let source = st.metrics.source_connected.load(Relaxed);
+    let stalled = st.metrics.source_stalled.load(Relaxed);
+    let source_problem = metrics::problem(&st.metrics.source_problem);
     let sink = st.metrics.sink_connected.load(Relaxed);
     let b = st.buffer.stats();
     let routes = st.routes.lock().await.len();
     json(
         StatusCode::OK,
         &serde_json::json!({
-            "status": if source && sink { "ok" } else { "degraded" },
+            "status": if source && !stalled && sink { "ok" } else { "degraded" },
             "name": st.name,
             "version": app_plugin::context::APP_VERSION,
             "started_unix": st.started.unix_secs(),
             "uptime_secs": st.started.mono.elapsed().as_secs(),
-            "source": { "url": st.source, "connected": source },
+            "source": {
+                "url": st.source,
+                "connected": source,
+                "stalled": stalled,
+                "problem": source_problem,
+            },
             "sink": { "url": st.sink, "connected": sink, "broker": st.metrics.broker() },
             "routes": routes,
             "allowall": st.allowall,

@@ -197,6 +197,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value = "10000", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_routes: u32,
 
+    /// A source that sends nothing, not even a keep-alive, for this long is
+    /// reported as stalled and subscribed to again (event-time sends a
+    /// keep-alive every 15s; at most 1h).
+    #[arg(long, value_name = "DURATION", default_value = "40s", value_parser = parse_limit_timeout)]
+    pub source_idle_timeout: std::time::Duration,
+
     /// Largest MQTT packet sent or received; bigger events are refused and counted.
     #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
     pub max_packet_size: usize,
@@ -375,6 +381,7 @@ mod tests {
         assert_eq!(a.max_packet_size, 1 << 20);
         assert_eq!(a.drain_timeout, std::time::Duration::from_secs(5));
         assert_eq!(a.request_timeout, std::time::Duration::from_secs(30));
+        assert_eq!(a.source_idle_timeout, std::time::Duration::from_secs(40));
     }
 
     #[test]

@@ -138,6 +138,8 @@ pub struct Config {
     pub max_routes: usize,
     /// `--request-timeout`: request head, body, TLS handshake, idle keep-alive.
     pub request_timeout: Duration,
+    /// `--source-idle-timeout`: silence after which the source is stalled.
+    pub source_idle_timeout: Duration,
     pub log: u8,
     pub state_file: PathBuf,
     /// `APP_RUNTIME_DIR/plugins`.
@@ -273,6 +275,7 @@ impl Config {
             max_connections: args.max_connections as usize,
             max_routes: args.max_routes as usize,
             request_timeout: args.request_timeout,
+            source_idle_timeout: args.source_idle_timeout,
             log: args.log.unwrap_or(ctx.log),
             state_file,
             runtime_dir: dirs.plugin_runtime_dir(),

@@ -189,6 +189,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         metrics: metrics.clone(),
         max_event: cfg.max_event_size.saturating_mul(2).max(1 << 20) + 64 * 1024,
         resume_after,
+        idle_timeout: cfg.source_idle_timeout,
     };
     let source_task = tokio::spawn(source.run(stop.clone()));
     let checkpoint_stop = CancellationToken::new();

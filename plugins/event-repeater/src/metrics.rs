@@ -52,6 +52,30 @@ pub struct Metrics {
     pub sink_disconnects: AtomicU64,
     /// Events the source said it skipped for us (never received).
     pub missed: AtomicU64,
+    /// The source went silent past `--source-idle-timeout` and has not
+    /// answered a new subscription since.
+    pub source_stalled: AtomicBool,
+    /// Times the source went silent past `--source-idle-timeout`.
+    pub source_stalls: AtomicU64,
+    /// What is wrong with the source now, for `/healthz` ("" when nothing).
+    pub source_problem: std::sync::RwLock<String>,
+}
+
+/// Reads a problem slot ("" when none).
+pub fn problem(slot: &std::sync::RwLock<String>) -> Option<String> {
+    let p = slot.read().map(|p| p.clone()).unwrap_or_default();
+    (!p.is_empty()).then_some(p)
+}
+
+/// Sets (or, with "", clears) a problem slot; `true` when it changed.
+pub fn set_problem(slot: &std::sync::RwLock<String>, text: &str) -> bool {
+    match slot.write() {
+        Ok(mut p) if *p != text => {
+            text.clone_into(&mut p);
+            true
+        }
+        _ => false,
+    }
 }
 
 impl Metrics {
@@ -109,6 +133,8 @@ pub struct Snapshot {
     broker: String,
     source_disconnects: u64,
     sink_disconnects: u64,
+    source_stalled: bool,
+    source_stalls: u64,
     buffer: BufferStats,
     routes: usize,
     /// The per-route counters live in the table's entries; they are read
@@ -154,6 +180,8 @@ impl Metrics {
             broker: self.broker(),
             source_disconnects: get(&self.source_disconnects),
             sink_disconnects: get(&self.sink_disconnects),
+            source_stalled: self.source_stalled.load(Ordering::Relaxed),
+            source_stalls: get(&self.source_stalls),
             buffer,
             routes,
             table,
@@ -376,6 +404,19 @@ impl Collector for Snapshot {
             "Times the broker connection was lost.",
             self.sink_disconnects,
         )?;
+        gauge(
+            e,
+            "source_stalled",
+            "1 while the source is stalled: silent past --source-idle-timeout and not yet answering again.",
+            None,
+            u64::from(self.source_stalled),
+        )?;
+        counter(
+            e,
+            "source_stalls",
+            "Times the source went silent past --source-idle-timeout (each followed by a reconnect).",
+            self.source_stalls,
+        )?;
         let omitted = self.route_series(e)?;
         gauge(
             e,
@@ -514,6 +555,8 @@ mod tests {
             "sink_broker{broker=\"tcp://b:1883\"}",
             "source_disconnects_total",
             "sink_disconnects_total",
+            "source_stalled",
+            "source_stalls_total",
             "route_events_total{sourcetopic=\"timer/sec/1\",sinktopic=\"/time/1s\"}",
             // Label values are escaped as the text format wants.
             "route_events_total{sourcetopic=\"we\\\"ird\\\\\",sinktopic=\"/x\"}",
@@ -609,7 +652,7 @@ mod tests {
                 assert_eq!(sample, want, "{line}");
             }
         }
-        assert_eq!(families.len(), 25, "{families:?}");
+        assert_eq!(families.len(), 27, "{families:?}");
     }
 
     #[test]

@@ -12,6 +12,14 @@
 //! the source says it skipped events (`events A..B are no longer held`, as
 //! event-time writes for a slow or late reader) is counted in
 //! `events_missed_total` and warned about once.
+//!
+//! A source that keeps its connection open but sends nothing, not even a
+//! keep-alive comment, for `--source-idle-timeout` (a frozen or hung
+//! process: event-time sends a keep-alive every 15 s) is reported as
+//! stalled (`/healthz`, the log, `source_stalled`), counted
+//! (`source_stalls_total`) and left: the repeater subscribes again with
+//! `Last-Event-ID`, so what the source sends once it moves again is not
+//! lost. The stall ends when a subscription is answered.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -37,6 +45,8 @@ enum End {
     Failed(String),
     /// The stream was open and then ended or broke.
     Lost(String),
+    /// The stream was open and then silent past the idle timeout.
+    Stalled,
     Cancelled,
 }
 
@@ -48,6 +58,8 @@ pub struct Source {
     pub max_event: usize,
     /// The checkpoint to resume after, from the file.
     pub resume_after: Option<String>,
+    /// `--source-idle-timeout`: silence after which the source is stalled.
+    pub idle_timeout: Duration,
 }
 
 /// The events a source comment says were skipped: `… events A..B are no
@@ -102,6 +114,7 @@ impl Source {
                 Err(why) => End::Failed(why),
                 Ok(body) => {
                     self.metrics.source_connected.store(true, Ordering::Relaxed);
+                    self.stall_ended();
                     backoff.reset();
                     match down_since.take() {
                         Some(t) => warn!(
@@ -135,6 +148,11 @@ impl Source {
                         down_since = Some(Instant::now());
                     }
                 }
+                End::Stalled => {
+                    inc(&self.metrics.source_disconnects);
+                    self.stalled(parser.last_id());
+                    down_since.get_or_insert_with(Instant::now);
+                }
                 End::Failed(why) => {
                     if down_since.is_none() {
                         warn!(
@@ -163,8 +181,13 @@ impl Source {
     ) -> End {
         let mut items = Vec::new();
         loop {
+            // Only the wait for the source is timed: time spent relaying
+            // (a full buffer under --overflow block) is not its silence.
             let frame = tokio::select! {
-                f = body.frame() => f,
+                f = tokio::time::timeout(self.idle_timeout, body.frame()) => match f {
+                    Ok(f) => f,
+                    Err(_) => return End::Stalled,
+                },
                 _ = cancel.cancelled() => return End::Cancelled,
             };
             let chunk = match frame {
@@ -220,6 +243,32 @@ impl Source {
                     }
                 }
             }
+        }
+    }
+
+    /// The source went silent: reported until a subscription is answered.
+    fn stalled(&self, last_id: Option<&str>) {
+        inc(&self.metrics.source_stalls);
+        self.metrics.source_stalled.store(true, Ordering::Relaxed);
+        let timeout = humantime::format_duration(self.idle_timeout);
+        crate::metrics::set_problem(
+            &self.metrics.source_problem,
+            &format!(
+                "stalled: nothing received, not even a keep-alive, for {timeout} (--source-idle-timeout); subscribing again"
+            ),
+        );
+        warn!(
+            "the event source {} sent nothing, not even a keep-alive, for {timeout} (--source-idle-timeout): it looks stalled (stopped, or hung); subscribing again{}",
+            self.addr,
+            last_id
+                .map(|id| format!(" to resume after event id {id}"))
+                .unwrap_or_default()
+        );
+    }
+
+    fn stall_ended(&self) {
+        if self.metrics.source_stalled.swap(false, Ordering::Relaxed) {
+            crate::metrics::set_problem(&self.metrics.source_problem, "");
         }
     }
 

@@ -1,0 +1,156 @@
+//! A source that keeps its connection open and sends nothing (issue 19,
+//! item 7): a real `app-event-time` frozen with SIGSTOP is reported as
+//! stalled by the repeater (`/healthz`, `manage status`, the log, the
+//! metrics) once `--source-idle-timeout` passes, and after SIGCONT the
+//! repeater's new subscription (with `Last-Event-ID`) relays on with no
+//! event missing.
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use common::event_time::EventTime;
+use common::repeater::Repeater;
+use common::{plugin_bin, wait_for, Sandbox};
+use serde_json::Value;
+
+/// The `test/seq` numbers the stderr sink printed so far, in order.
+fn relayed(r: &Repeater) -> Vec<u64> {
+    r.log()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["sink_topic"] == "test/seq")
+        .filter_map(|v| v["event"]["data"].as_u64())
+        .collect()
+}
+
+fn healthz(r: &Repeater) -> Value {
+    let (status, body) = r.get("/healthz");
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).expect("JSON")
+}
+
+fn metric(r: &Repeater, name: &str) -> f64 {
+    let m = r.metrics();
+    *m.get(&format!("app_event_repeater_{name}"))
+        .unwrap_or_else(|| panic!("no {name} in {m:?}"))
+}
+
+/// `manage status -o json` for the repeater's TCP API: its one row.
+fn status_row(sb: &Sandbox, r: &Repeater) -> Value {
+    let ran = common::run::Run::new({
+        let mut c = sb.command(plugin_bin("app-event-repeater-manage"));
+        c.args([
+            "status",
+            "-o",
+            "json",
+            "--interval",
+            "0.2",
+            "--host",
+            &r.url(),
+        ]);
+        c
+    })
+    .assert()
+    .ok();
+    ran.json()[0].clone()
+}
+
+#[test]
+fn a_frozen_source_is_reported_stalled_and_resubscribed_without_loss() {
+    let sb = Sandbox::new();
+    let mut source = EventTime::start(
+        &sb,
+        &["--name", "frozen", "--rate", "50", "--keep-alive", "1"],
+    );
+    let r = Repeater::builder(&sb, "stall")
+        .source("frozen")
+        .sinkprotocol("stderr")
+        .args([
+            "--allowall",
+            "--log",
+            "3",
+            "--listen",
+            "127.0.0.1:0",
+            "--source-idle-timeout",
+            "2s",
+        ])
+        .start();
+    let flowing = wait_for(Duration::from_secs(10), || {
+        (relayed(&r).len() >= 50).then_some(())
+    });
+    assert!(flowing.is_some(), "no events relayed: {}", r.log());
+    // A source that sends is never stalled, however long it runs.
+    std::thread::sleep(Duration::from_secs(3));
+    let h = healthz(&r);
+    assert_eq!(h["status"], "ok", "{h}");
+    assert_eq!(h["source"]["stalled"], false, "{h}");
+    assert_eq!(metric(&r, "source_stalls_total"), 0.0);
+
+    // Frozen: the connection stays open, nothing comes.
+    // SAFETY: kill with the pid of a child we started and a valid signal.
+    assert_eq!(unsafe { libc::kill(source.pid(), libc::SIGSTOP) }, 0);
+    let stopped = Instant::now();
+    let before = relayed(&r).last().copied().expect("events before the stop");
+    let stalled = wait_for(Duration::from_secs(10), || {
+        let h = healthz(&r);
+        (h["source"]["stalled"] == true).then_some(h)
+    })
+    .unwrap_or_else(|| panic!("never reported stalled: {}", r.log()));
+    let noticed = stopped.elapsed();
+    assert!(
+        noticed >= Duration::from_millis(1500) && noticed < Duration::from_secs(8),
+        "stall noticed after {noticed:?} with --source-idle-timeout 2s"
+    );
+    assert_eq!(stalled["status"], "degraded", "{stalled}");
+    let problem = stalled["source"]["problem"].as_str().unwrap_or_default();
+    assert!(problem.contains("--source-idle-timeout"), "{stalled}");
+    assert_eq!(metric(&r, "source_stalled"), 1.0);
+    assert_eq!(metric(&r, "source_stalls_total"), 1.0);
+    let log = r.log();
+    assert!(
+        log.contains("sent nothing, not even a keep-alive, for 2s")
+            && log.contains("resume after event id"),
+        "{log}"
+    );
+    let row = status_row(&sb, &r);
+    assert_eq!(row["source_stalled"], true, "{row}");
+    assert_eq!(row["state"], "degraded", "{row}");
+    // Frozen a while longer: still stalled, no events, no second stall
+    // counted while the new subscriptions go unanswered.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(healthz(&r)["source"]["stalled"], true);
+    assert_eq!(metric(&r, "source_stalls_total"), 1.0);
+    assert_eq!(relayed(&r).last().copied(), Some(before));
+
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(source.pid(), libc::SIGCONT) }, 0);
+    let resumed = wait_for(Duration::from_secs(30), || {
+        let h = healthz(&r);
+        let last = relayed(&r).last().copied()?;
+        (h["status"] == "ok" && last > before + 100).then_some(h)
+    })
+    .unwrap_or_else(|| panic!("did not resume: {}", r.log()));
+    assert_eq!(resumed["source"]["stalled"], false, "{resumed}");
+    assert!(resumed["source"]["problem"].is_null(), "{resumed}");
+    assert_eq!(metric(&r, "source_stalled"), 0.0);
+    assert!(r.log().contains("is back after"), "{}", r.log());
+
+    // Every number from the first relayed to the last, none missing: the
+    // new subscription resumed after the last event received before the
+    // stop (the range covers the stop: `before` and 100 more).
+    let got = relayed(&r);
+    let (first, last) = (got[0], *got.last().expect("events"));
+    let mut seen = got.clone();
+    seen.sort_unstable();
+    seen.dedup();
+    let missing: Vec<u64> = (first..=last)
+        .filter(|n| seen.binary_search(n).is_err())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "missing {missing:?} of {first}..={last}"
+    );
+    assert!(last > before + 100);
+    assert!(source.alive());
+}
