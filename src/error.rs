@@ -188,7 +188,10 @@ impl fmt::Display for Error {
                 "plugin '{name}' is already installed at {}; pass --force to replace it, or 'app plugin upgrade {name}'",
                 path.display()
             ),
-            Error::Fetch { message, .. } => f.write_str(message),
+            // From app_fetch, quoting a server or an archive: as data.
+            Error::Fetch { message, .. } => {
+                f.write_str(&app_plugin::text::escape_for_terminal(message))
+            }
             Error::NotManaged {
                 name,
                 reason,

@@ -37,7 +37,7 @@ impl Plugin {
 fn printable(mut m: Metadata) -> Metadata {
     let clean = |t: &mut Option<String>| {
         if let Some(text) = t {
-            *text = crate::escape::printable(text).into_owned();
+            *text = app_plugin::text::escape_for_terminal(text).into_owned();
         }
     };
     clean(&mut m.name);
@@ -86,7 +86,7 @@ impl std::fmt::Display for Warning {
             Warning::UnprintableName { path } => write!(
                 f,
                 "{} has control characters in its name, so it is not listed; rename it",
-                crate::escape::printable(&path.display().to_string())
+                app_plugin::text::escape_for_terminal(&path.display().to_string())
             ),
         }
     }

@@ -26,7 +26,6 @@ pub mod complete;
 pub mod config;
 pub mod discovery;
 pub mod error;
-pub mod escape;
 pub mod exec;
 pub mod external;
 pub mod install;

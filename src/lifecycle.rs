@@ -95,8 +95,8 @@ pub fn observe(
         finish(listeners, log);
         // Both come from the listener; printed as data, not terminal codes.
         return Err(Error::Aborted {
-            listener: crate::escape::printable(&listener).into_owned(),
-            reason: crate::escape::printable(&reason).into_owned(),
+            listener: app_plugin::text::escape_for_terminal(&listener).into_owned(),
+            reason: app_plugin::text::escape_for_terminal(&reason).into_owned(),
         });
     }
 

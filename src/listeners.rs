@@ -32,7 +32,7 @@ pub fn timeout(settings: &ListenerSettings) -> (Duration, Option<String>) {
             MAX_TIMEOUT,
             Some(format!(
                 "listener '{}': \"timeout_ms\": {} is above the maximum of {} ms, so it gets {} ms; lower it in the config file",
-                crate::escape::printable(&settings.name),
+                app_plugin::text::escape_for_terminal(&settings.name),
                 t.as_millis(),
                 MAX_TIMEOUT.as_millis(),
                 MAX_TIMEOUT.as_millis()
@@ -153,7 +153,7 @@ impl Listener {
         // The group goes in every case: a listener that exited may have left
         // children behind.
         let status = self.child.finish().ok();
-        let name = crate::escape::printable(&self.name);
+        let name = app_plugin::text::escape_for_terminal(&self.name);
         match (exited, status) {
             (true, Some(s)) if s.success() => None,
             (true, Some(s)) => Some(format!("listener '{name}' failed ({s})")),

@@ -165,11 +165,15 @@ impl Completion {
     /// ```
     pub fn render(&self) -> String {
         let mut out = String::new();
-        for c in &self.candidates {
-            out.push_str(&one_line(&c.value));
+        // What a plugin offers reaches the shell and its menu: a value with a
+        // control or bidi character cannot be typed and could act on the
+        // terminal, so it is left out; a description is shown escaped.
+        let typeable = |c: &&Candidate| !c.value.chars().any(crate::text::is_dangerous);
+        for c in self.candidates.iter().filter(typeable) {
+            out.push_str(&c.value);
             if let Some(d) = &c.description {
                 out.push('\t');
-                out.push_str(d);
+                out.push_str(&crate::text::escape_for_terminal(d));
             }
             out.push('\n');
         }
@@ -224,7 +228,7 @@ pub fn parse(text: &str) -> Completion {
     }
 }
 
-/// Text on one line: tabs and line breaks become spaces; only the first
+/// Text on one line: tabs and carriage returns become spaces; only the first
 /// line of a long description is kept.
 fn one_line(s: &str) -> String {
     let first = s.lines().next().unwrap_or("");
@@ -233,6 +237,13 @@ fn one_line(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn hostile_descriptions_are_escaped_and_hostile_values_left_out() {
+        let answer = "ok\tfine \x1b]0;pwned\x07 \u{202e}gnp.exe\nbad\x1b[2J\tx\n:4\n";
+        let out = super::parse(answer).render();
+        assert_eq!(out, "ok\tfine \\x1b]0;pwned\\x07 \\u{202e}gnp.exe\n:4\n");
+    }
+
     use super::*;
 
     #[test]

@@ -135,6 +135,198 @@ pub fn read_limited(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
     Ok(bytes)
 }
 
+/// Like [`read_limited`], but a pipe is also read: a FIFO or socket such as
+/// `<(command)` (`/dev/fd/63`), `/dev/stdin` or a named FIFO, up to `max`
+/// bytes and until `timeout` has passed since the call, whichever comes
+/// first (then `ReadError::Io` of kind `TimedOut`). A named FIFO nobody
+/// writes to reads as empty or times out; it never blocks beyond `timeout`. Devices and directories are still refused.
+///
+/// ```
+/// use std::io::Write;
+/// use std::time::Duration;
+/// let mut child = std::process::Command::new("sh")
+///     .args(["-c", "printf '[1,2]'"])
+///     .stdout(std::process::Stdio::piped())
+///     .spawn()
+///     .unwrap();
+/// let pipe = format!("/dev/fd/{}", std::os::fd::AsRawFd::as_raw_fd(child.stdout.as_ref().unwrap()));
+/// let bytes = app_plugin::file::read_limited_or_pipe(pipe.as_ref(), 100, Duration::from_secs(5)).unwrap();
+/// assert_eq!(bytes, b"[1,2]");
+/// child.wait().unwrap();
+/// ```
+pub fn read_limited_or_pipe(
+    path: &Path,
+    max: u64,
+    timeout: std::time::Duration,
+) -> Result<Vec<u8>, ReadError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => ReadError::NotFound,
+            _ => ReadError::Io(e),
+        })?;
+    let kind = file.metadata().map_err(ReadError::Io)?.file_type();
+    if kind.is_fifo() || kind.is_socket() {
+        return read_stream(&file, max, timeout);
+    }
+    drop(file);
+    read_limited(path, max)
+}
+
+/// Reads `file` (a pipe, a socket, a terminal: anything `poll` works on) to
+/// its end, at most `max` bytes, giving up when `timeout` has passed.
+///
+/// ```
+/// use std::time::Duration;
+/// let mut child = std::process::Command::new("true")
+///     .stdout(std::process::Stdio::piped())
+///     .spawn()
+///     .unwrap();
+/// let out = child.stdout.take().unwrap();
+/// let got = app_plugin::file::read_stream(&out, 10, Duration::from_secs(5)).unwrap();
+/// assert!(got.is_empty());
+/// child.wait().unwrap();
+/// ```
+pub fn read_stream(
+    file: &impl std::os::fd::AsRawFd,
+    max: u64,
+    timeout: std::time::Duration,
+) -> Result<Vec<u8>, ReadError> {
+    let fd = file.as_raw_fd();
+    let deadline = std::time::Instant::now() + timeout;
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(ReadError::Io(timed_out(timeout)));
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+        // SAFETY: one valid pollfd for the duration of the call.
+        let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if ready < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(ReadError::Io(e));
+        }
+        if ready == 0 {
+            continue;
+        }
+        // SAFETY: `chunk` is valid for writes of its length.
+        let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if matches!(
+                e.kind(),
+                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+            ) {
+                continue;
+            }
+            return Err(ReadError::Io(e));
+        }
+        if n == 0 {
+            return Ok(bytes);
+        }
+        bytes.extend_from_slice(&chunk[..n as usize]);
+        if bytes.len() as u64 > max {
+            return Err(ReadError::TooLarge {
+                len: bytes.len() as u64,
+                max,
+            });
+        }
+    }
+}
+
+/// The error of a pipe that did not end in time (`ErrorKind::TimedOut`).
+fn timed_out(limit: std::time::Duration) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!(
+            "its end did not come within {} s (the writer must finish and close it)",
+            limit.as_secs_f64()
+        ),
+    )
+}
+
+/// A reader of a pipe or terminal (stdin) whose reads fail with
+/// `TimedOut` once `timeout` has passed since the first read: a command that
+/// reads its input from stdin ends even when the writer never closes it.
+/// It polls the descriptor, so it must be the first reader of it (a
+/// buffered reader before it may hold bytes the poll cannot see).
+///
+/// ```
+/// use std::io::Read;
+/// use std::time::Duration;
+/// let mut child = std::process::Command::new("echo")
+///     .arg("[]")
+///     .stdout(std::process::Stdio::piped())
+///     .spawn()
+///     .unwrap();
+/// let out = child.stdout.take().unwrap();
+/// let mut text = String::new();
+/// app_plugin::file::TimedReader::new(out, Duration::from_secs(5))
+///     .read_to_string(&mut text)
+///     .unwrap();
+/// assert_eq!(text, "[]\n");
+/// child.wait().unwrap();
+/// ```
+pub struct TimedReader<F> {
+    inner: F,
+    timeout: std::time::Duration,
+    deadline: Option<std::time::Instant>,
+}
+
+impl<F> TimedReader<F> {
+    /// Reads `inner` within `timeout` from the first read.
+    pub fn new(inner: F, timeout: std::time::Duration) -> TimedReader<F> {
+        TimedReader {
+            inner,
+            timeout,
+            deadline: None,
+        }
+    }
+}
+
+impl<F: Read + std::os::fd::AsRawFd> Read for TimedReader<F> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let deadline = *self
+            .deadline
+            .get_or_insert_with(|| std::time::Instant::now() + self.timeout);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(timed_out(self.timeout));
+            }
+            let mut pfd = libc::pollfd {
+                fd: self.inner.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+            // SAFETY: one valid pollfd for the duration of the call.
+            match unsafe { libc::poll(&mut pfd, 1, ms) } {
+                0 => continue,
+                n if n < 0 => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+                _ => return self.inner.read(buf),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,6 +341,56 @@ mod tests {
         assert!(matches!(
             read_limited(&fifo, 10),
             Err(ReadError::NotRegular("FIFO"))
+        ));
+    }
+
+    #[test]
+    fn a_pipe_that_never_ends_times_out_and_one_too_long_is_refused() {
+        use std::io::Write;
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe() returns.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both descriptors were just made and are owned by nobody else.
+        let (read, mut write) =
+            unsafe { (fs::File::from_raw_fd(fds[0]), fs::File::from_raw_fd(fds[1])) };
+        write.write_all(b"[").unwrap();
+        let started = std::time::Instant::now();
+        let limit = std::time::Duration::from_millis(300);
+        assert!(matches!(
+            read_stream(&read, 10, limit),
+            Err(ReadError::Io(ref e)) if e.kind() == io::ErrorKind::TimedOut
+        ));
+        assert!(started.elapsed() < std::time::Duration::from_secs(3));
+        write.write_all(&[b' '; 20]).unwrap();
+        drop(write);
+        assert!(matches!(
+            read_stream(&read, 10, limit),
+            Err(ReadError::TooLarge { len: 20, max: 10 })
+        ));
+    }
+
+    #[test]
+    fn a_named_fifo_without_a_writer_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let started = std::time::Instant::now();
+        let got = read_limited_or_pipe(&fifo, 10, std::time::Duration::from_millis(300));
+        assert!(
+            matches!(got, Ok(ref b) if b.is_empty())
+                || matches!(got, Err(ReadError::Io(ref e)) if e.kind() == io::ErrorKind::TimedOut)
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(3));
+        assert!(matches!(
+            read_limited_or_pipe(
+                Path::new("/dev/zero"),
+                10,
+                std::time::Duration::from_secs(1)
+            ),
+            Err(ReadError::NotRegular("character device"))
         ));
     }
 

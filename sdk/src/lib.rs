@@ -57,6 +57,7 @@ pub mod metadata;
 pub mod notify;
 pub mod paths;
 pub mod protocol;
+pub mod text;
 pub mod time;
 
 /// The version of this SDK.

@@ -335,7 +335,13 @@ pub fn notice(message: fmt::Arguments<'_>) {
 /// ```
 pub fn fatal(message: fmt::Arguments<'_>) {
     if format() == Format::Text {
-        let line = format!("{}app-{}: {message}\n", prefix(3), plugin_name());
+        let message = message.to_string();
+        let line = format!(
+            "{}app-{}: {}\n",
+            prefix(3),
+            plugin_name(),
+            crate::text::escape_for_terminal(&message)
+        );
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     } else {
         emit(ERROR, message);
@@ -428,6 +434,11 @@ fn emit_as(level: u8, priority: u8, message: fmt::Arguments<'_>) {
 /// let t = UNIX_EPOCH + Duration::from_millis(1_767_225_600_250);
 /// assert_eq!(render(Format::Text, "demo", WARN, "low disk", t), "app-demo: warning: low disk");
 /// assert_eq!(render(Format::Text, "demo", INFO, "started", t), "app-demo: started");
+/// // In text, control and bidi characters are escaped (one line, no terminal codes):
+/// assert_eq!(
+///     render(Format::Text, "demo", WARN, "topic a/\x1b[2J\nforged", t),
+///     "app-demo: warning: topic a/\\x1b[2J\\nforged"
+/// );
 /// assert_eq!(
 ///     render(Format::Json, "demo", WARN, "low \"disk\"", t),
 ///     r#"{"time":"2026-01-01T00:00:00.250Z","level":"warn","plugin":"demo","message":"low \"disk\""}"#
@@ -443,6 +454,9 @@ pub fn render(format: Format, plugin: &str, level: u8, message: &str, time: Syst
                 DEBUG => "debug: ",
                 _ => "trace: ",
             };
+            // Log lines often quote a peer (a source's topic, a broker's
+            // refusal): as data, one line, never terminal codes.
+            let message = crate::text::escape_for_terminal(message);
             format!("app-{plugin}: {tag}{message}")
         }
         Format::Json => {

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use crate::cli::{Lang, PluginCmd};
 use crate::discovery::{Origin, PLUGIN_PREFIX};
 use crate::error::{code, Error, Result};
-use crate::escape::printable;
 use crate::install::{self, index::Index, Installed, Request, Source};
 use crate::inventory::Inventory;
 use crate::resolve::{resolve, Resolution};
 use crate::scaffold::{ScaffoldError, Skeleton};
 use crate::session::Session;
+use app_plugin::text::escape_for_terminal as printable;
 
 pub fn run(session: &Session, cmd: PluginCmd) -> Result<i32> {
     match cmd {

@@ -276,7 +276,7 @@ pub fn upgrade(
     let source = Source::parse(&entry.source, Path::new("/"))?;
     if matches!(&source, Source::Url(url) if url::has_password(url)) {
         return Err(Error::Usage(format!(
-            "plugin '{name}' was installed from {}, and its password was not recorded; install it again with the whole URL: app plugin install <URL> --name {name} --force --sha256 <HEX>",
+            "plugin '{name}' was installed from {}, and its password or token was not recorded; install it again with the whole URL: app plugin install <URL> --name {name} --force --sha256 <HEX>",
             entry.source
         )));
     }

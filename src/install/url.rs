@@ -3,8 +3,10 @@
 //! - `http://` and `https://` are downloaded; `file:///path` is the local
 //!   path it names (`%XX` escapes decoded); any other `scheme://` is refused
 //!   with a clear message instead of being read as a relative file name.
-//! - A password in a URL (`http://user:pass@host/…`) is never shown nor
-//!   recorded: [`redact`] replaces it with `***`.
+//! - A password in a URL (`http://user:pass@host/…`) or a secret query
+//!   parameter (`?token=…`, `&sig=…`) is never shown nor recorded: [`redact`]
+//!   replaces it with `***` (`app_plugin::text::mask_url`, the one masking
+//!   function of `app` and its plugins).
 //! - A redirect is followed only to another http(s) URL ([`follow`]).
 
 /// What a `scheme://…` text is, as far as `plugin install` cares.
@@ -53,17 +55,16 @@ pub fn kind(text: &str) -> Kind {
     }
 }
 
-/// `url` with the password of its user info replaced by [`MASK`].
+/// `url` with the password of its user info and the values of secret query
+/// parameters replaced by [`MASK`].
 pub fn redact(url: &str) -> String {
-    let Some((start, end)) = password_span(url) else {
-        return url.to_string();
-    };
-    format!("{}{MASK}{}", &url[..start], &url[end..])
+    app_plugin::text::mask_url(url)
 }
 
-/// Whether `url` carries a password (a recorded one is always [`MASK`]).
+/// Whether `url` carries a password or a secret query parameter (a
+/// recorded one is always [`MASK`]).
 pub fn has_password(url: &str) -> bool {
-    password_span(url).is_some()
+    password_span(url).is_some() || app_plugin::text::has_secret(url)
 }
 
 /// Byte range of the password in `scheme://user:password@host…`.
@@ -164,6 +165,11 @@ mod tests {
         assert_eq!(redact("https://h/x?a=b:c@d"), "https://h/x?a=b:c@d");
         assert!(has_password("http://u:@h/"));
         assert!(!has_password("http://u@h/"));
+        assert_eq!(
+            redact("https://h/p.tar.gz?token=hunter7&v=2"),
+            "https://h/p.tar.gz?token=***&v=2"
+        );
+        assert!(has_password("https://h/p?token=***"));
     }
 
     #[test]

@@ -258,6 +258,41 @@ fn protocol_asks_a_plugin_on_path_that_the_config_trusts() {
     );
 }
 
+/// Trusted, and hostile: its description and its answers hold an OSC
+/// title, a screen clear, a C1 CSI and a right-to-left override.
+const EVIL: &str = r#"#!/bin/bash
+case "$1" in
+__app_metadata)
+  echo '{"apiVersion":"app.plugin/v1","name":"evil","description":"Evil \u001b]0;pwned\u0007\u001b[2J \u009b31m \u202egnp.exe","completion":true}' ;;
+__complete)
+  printf 'safe\tfine \033]0;pwned\007 \342\200\256gnp.exe\n'
+  printf 'bad\033[2J\tvalue with ESC\n'
+  echo :4 ;;
+esac
+"#;
+
+#[test]
+fn a_hostile_plugins_descriptions_reach_the_shell_escaped() {
+    let w = World::new();
+    write_executable(&w.sb.path().join("plugins").join("app-evil"), EVIL);
+    let c = w.completer();
+    let raw = ['\x1b', '\x07', '\u{9b}', '\u{202e}'];
+    let top = c.protocol(&["ev"]);
+    // Positive control: the plugin's description was read (and shown escaped).
+    assert!(
+        top.contains("evil\tEvil \\x1b]0;pwned\\x07\\x1b[2J \\u{9b}31m \\u{202e}gnp.exe"),
+        "{top:?}"
+    );
+    let own = c.protocol(&["evil", ""]);
+    assert_eq!(
+        own, "safe\tfine \\x1b]0;pwned\\x07 \\u{202e}gnp.exe\n:4\n",
+        "the value with ESC is left out"
+    );
+    for text in [&top, &own] {
+        assert!(!text.contains(raw), "raw control in {text:?}");
+    }
+}
+
 #[test]
 fn a_delegate_that_hangs_is_killed_with_what_it_started() {
     let w = World::new();

@@ -23,6 +23,7 @@ mod integrity;
 mod lean;
 mod listeners;
 mod manage;
+mod manage_input;
 mod nats;
 mod odd_input;
 mod plugin_install;

@@ -941,7 +941,37 @@ fn a_password_in_the_url_is_never_printed_nor_recorded() {
     t.refused(
         &["plugin", "upgrade", "web", "--sha256", &sha256(&body)],
         2,
-        "its password was not recorded; install it again with the whole URL",
+        "was not recorded; install it again with the whole URL",
+    );
+}
+
+#[test]
+fn a_token_in_the_url_query_is_never_printed_nor_recorded() {
+    let t = T::new();
+    let server = Server::start();
+    let body = script_plugin("2.0.0", "tok").into_bytes();
+    // The server sees the token (the download needs it); nothing else does.
+    server.serve("/dl/app-tok?token=hunter7&v=2", &body);
+    let url = server.url("/dl/app-tok?token=hunter7&v=2");
+    let out = t.app(&["plugin", "install", &url, "--sha256", &sha256(&body)]);
+    let all = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    // Positive control: the install worked and names the URL, token masked.
+    assert!(out.status.success(), "{all}");
+    assert!(
+        !all.contains("hunter7") && all.contains("?token=***&v=2"),
+        "{all}"
+    );
+    let index = fs::read_to_string(t.plugin_dir().join(".index.json")).unwrap();
+    assert!(
+        !index.contains("hunter7") && index.contains("?token=***&v=2"),
+        "{index}"
+    );
+    let list = ok(t.app(&["plugin", "list"]));
+    assert!(!list.contains("hunter7"), "{list}");
+    t.refused(
+        &["plugin", "upgrade", "tok", "--sha256", &sha256(&body)],
+        2,
+        "was not recorded; install it again with the whole URL",
     );
 }
 

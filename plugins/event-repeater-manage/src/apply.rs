@@ -26,14 +26,22 @@ pub enum Change {
 
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The current routes come from the repeater: shown escaped.
+        use app_plugin::text::escape_for_terminal as shown;
         match self {
-            Change::Add(r) => write!(f, "+ {} -> {}", r.sourcetopic, r.sink()),
-            Change::Remove(r) => write!(f, "- {} -> {}", r.sourcetopic, r.sink()),
+            Change::Add(r) => write!(f, "+ {} -> {}", shown(&r.sourcetopic), shown(r.sink())),
+            Change::Remove(r) => write!(f, "- {} -> {}", shown(&r.sourcetopic), shown(r.sink())),
             Change::Modify {
                 sourcetopic,
                 from,
                 to,
-            } => write!(f, "~ {sourcetopic} -> {from} => {to}"),
+            } => write!(
+                f,
+                "~ {} -> {} => {}",
+                shown(sourcetopic),
+                shown(from),
+                shown(to)
+            ),
         }
     }
 }

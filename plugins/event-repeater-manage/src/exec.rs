@@ -57,7 +57,7 @@ pub fn execute(config: &Config, io: &mut Io<'_>) -> Result<(), Error> {
                 ValueSpec::File(path) => path.display().to_string(),
                 _ => "the routes on stdin".to_string(),
             };
-            let text = file.read(&mut *io.stdin)?;
+            let text = file.read(&mut *io.stdin, "-f")?;
             let desired = routes::from_file_text(&text, &origin)?;
             let targets = targets(config, io)?;
             match targets.as_slice() {
@@ -200,13 +200,35 @@ impl Remote {
             .send(method.as_str(), path, body)
             .map_err(|f| self.failure(f))?;
         if (200..300).contains(&reply.status) {
-            return Ok(reply);
+            return self.api_answer(method, path, reply);
         }
         Err(Error::Refused {
             request: format!("{} {}", method.as_str(), path),
             status: reply.status,
             message: server_message(&reply.body),
         })
+    }
+
+    /// A success answer, if it is one the repeater's API gives: JSON, or the
+    /// text of `/metrics`. Anything else (a web server's HTML page answering
+    /// 200 at that address) is not the repeater, and printing it as the
+    /// answer would hide that: it is an error, with the start of the body.
+    fn api_answer(&self, method: Method, path: &str, reply: Reply) -> Result<Reply, Error> {
+        let route = path.split('?').next().unwrap_or(path);
+        let body = reply.body.trim();
+        if route == "/metrics"
+            || body.is_empty()
+            || serde_json::from_str::<serde_json::Value>(body).is_ok()
+        {
+            return Ok(reply);
+        }
+        Err(Error::Failed(format!(
+            "{} answered {} {path} with status {} but not JSON, so it is not an event repeater's API; check the address (the answer starts: {})",
+            self.target.described(),
+            method.as_str(),
+            reply.status,
+            app_plugin::text::shorten_for_terminal(&body.split_whitespace().collect::<Vec<_>>().join(" ")),
+        )))
     }
 
     /// Makes the routes exactly `routes` (`PUT /events?replace=true`).
@@ -329,8 +351,9 @@ fn load_ca(path: &Path) -> Result<Arc<Vec<ureq::tls::Certificate<'static>>>, Err
     Ok(Arc::new(certs))
 }
 
-/// The server's error message: the `error` field of its JSON, or its text.
-pub fn server_message(body: &str) -> String {
+/// The server's error message: the `error` field of its JSON, or its text
+/// with its white space runs made single spaces.
+fn server_text(body: &str) -> String {
     if let Ok(value) = serde_json::from_str::<serde_json::Value>(body) {
         if let Some(msg) = value.get("error").and_then(|e| e.as_str()) {
             return msg.to_string();
@@ -342,6 +365,11 @@ pub fn server_message(body: &str) -> String {
     } else {
         text
     }
+}
+
+/// [`server_text`], shortened and escaped: the form to print.
+pub fn server_message(body: &str) -> String {
+    app_plugin::text::shorten_for_terminal(&server_text(body))
 }
 
 #[cfg(test)]

@@ -80,7 +80,9 @@ pub fn run(args: Vec<OsString>) -> u8 {
     let plugin_dir = ctx.dirs().plugin_runtime_dir();
     let stdout = std::io::stdout();
     let mut io = exec::Io {
-        stdin: &mut std::io::stdin().lock(),
+        // Nothing read stdin before (the context comes from the environment),
+        // so polling its descriptor sees every byte.
+        stdin: &mut app_plugin::file::TimedReader::new(std::io::stdin(), value::PIPE_TIMEOUT),
         pretty: stdout.is_terminal(),
         stdout: &mut stdout.lock(),
         global_hosts: &ctx.hosts,

@@ -1,6 +1,7 @@
 //! Printing the server's answer: its JSON, pretty on a terminal and compact
 //! otherwise, or routes as an aligned table (`-o table`).
 
+use app_plugin::text::escape_for_terminal as shown;
 use serde_json::Value;
 
 use crate::routes::{self, Route};
@@ -16,18 +17,15 @@ pub enum Format {
 }
 
 /// What to print for a reply body (with a trailing newline, or empty when
-/// the body is). A body that is not JSON is printed as it came; a table is
-/// only made of routes, anything else stays JSON.
+/// the body is). A body that is not JSON (`/metrics`) is printed line by
+/// line, each escaped for the terminal; a table is only made of routes
+/// (escaped too), anything else stays JSON.
 pub fn render(body: &str, format: Format, pretty: bool) -> String {
     if body.trim().is_empty() {
         return String::new();
     }
     let Ok(value) = serde_json::from_str::<Value>(body.trim()) else {
-        let mut text = body.to_string();
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        return text;
+        return body.lines().map(|l| format!("{}\n", shown(l))).collect();
     };
     if format == Format::Table {
         if let Some(routes) = as_routes(&value) {
@@ -75,6 +73,10 @@ pub fn render_hosts(answers: &[(String, String)], format: Format, pretty: bool) 
 }
 
 fn host_table(tables: &[(&str, Vec<Route>)]) -> String {
+    let tables: Vec<(String, Vec<Route>)> = tables
+        .iter()
+        .map(|(h, routes)| (shown(h).into_owned(), routes.iter().map(escaped).collect()))
+        .collect();
     const HOST: &str = "HOST";
     const SOURCE: &str = "SOURCE TOPIC";
     let hw = tables
@@ -90,7 +92,7 @@ fn host_table(tables: &[(&str, Vec<Route>)]) -> String {
         .max()
         .unwrap_or(SOURCE.len());
     let mut out = format!("{HOST:<hw$}  {SOURCE:<sw$}  SINK TOPIC\n");
-    for (host, routes) in tables {
+    for (host, routes) in &tables {
         if routes.is_empty() {
             out.push_str(&format!("{host:<hw$}  (no routes)\n"));
         }
@@ -107,7 +109,9 @@ fn host_table(tables: &[(&str, Vec<Route>)]) -> String {
 
 /// Re-lays out JSON text that is known to be valid, keeping the server's key
 /// order (a parsed `Value` would sort the keys): compact, or indented by two
-/// spaces like `serde_json::to_string_pretty`. Ends with a newline.
+/// spaces like `serde_json::to_string_pretty`. Ends with a newline. The
+/// characters a terminal would act on are written as `\uXXXX` escapes, so
+/// the output is the same JSON value and safe to show.
 pub fn reformat(json: &str, pretty: bool) -> String {
     let mut out = String::with_capacity(json.len() * 2);
     let mut depth = 0usize;
@@ -120,6 +124,15 @@ pub fn reformat(json: &str, pretty: bool) -> String {
     };
     while let Some(c) = chars.next() {
         if in_string {
+            // A JSON string may hold DEL, C1 and bidi characters raw: write
+            // them as \uXXXX, the same JSON value, harmless on a terminal.
+            if !escaped && app_plugin::text::is_dangerous(c) {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{u:04x}"));
+                }
+                continue;
+            }
             out.push(c);
             match (escaped, c) {
                 (true, _) => escaped = false,
@@ -186,8 +199,18 @@ fn as_routes(value: &Value) -> Option<Vec<Route>> {
     }
 }
 
-/// Routes as an aligned two-column table under a header line.
+/// A route as shown in a table: its topics escaped for the terminal.
+fn escaped(r: &Route) -> Route {
+    Route {
+        sourcetopic: shown(&r.sourcetopic).into_owned(),
+        sinktopic: r.sinktopic.as_deref().map(|s| shown(s).into_owned()),
+    }
+}
+
+/// Routes as an aligned two-column table under a header line; a topic's
+/// control, bidi and invisible characters are shown escaped.
 pub fn table(routes: &[Route]) -> String {
+    let routes: Vec<Route> = routes.iter().map(escaped).collect();
     const SOURCE: &str = "SOURCE TOPIC";
     let width = routes
         .iter()
@@ -196,7 +219,7 @@ pub fn table(routes: &[Route]) -> String {
         .max()
         .unwrap_or(SOURCE.len());
     let mut out = format!("{SOURCE:<width$}  SINK TOPIC\n");
-    for r in routes {
+    for r in &routes {
         out.push_str(&format!("{:<width$}  {}\n", r.sourcetopic, r.sink()));
     }
     out
@@ -314,6 +337,25 @@ mod tests {
             render_hosts(&odd, Format::Json, false),
             "{\"a\":null,\"b\":\"x\"}\n"
         );
+    }
+
+    #[test]
+    fn hostile_topics_are_escaped_in_tables_and_json_stays_the_same_value() {
+        let body = "[{\"sourcetopic\":\"a\\u001b]0;pwned\\u0007\u{9b}2J\",\"sinktopic\":\"x\\r\\nforged  \u{202e}txt\"}]";
+        let table = render(body, Format::Table, false);
+        assert_eq!(table.lines().count(), 2, "{table:?}");
+        for bad in ['\x1b', '\x07', '\u{9b}', '\r', '\u{202e}'] {
+            assert!(!table.contains(bad), "{bad:?} in {table:?}");
+        }
+        assert!(table.contains("a\\x1b]0;pwned\\x07\\u{9b}2J"), "{table:?}");
+        let json = render(body, Format::Json, true);
+        assert!(
+            !json.contains('\u{9b}') && !json.contains('\u{202e}'),
+            "{json:?}"
+        );
+        let a: Value = serde_json::from_str(body).unwrap();
+        let b: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(a, b);
     }
 
     #[test]

@@ -239,6 +239,16 @@ pub fn table(rows: &[Row]) -> String {
             ]
         })
         .collect();
+    // Every cell may come from the repeater (its name, version, source and
+    // sink URLs, an error body): shortened and escaped for the terminal.
+    let cells: Vec<Vec<String>> = cells
+        .into_iter()
+        .map(|row| {
+            row.iter()
+                .map(|c| app_plugin::text::shorten_for_terminal(c))
+                .collect()
+        })
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in &cells {
         // A down host's reason is free text at the end: it does not widen columns.

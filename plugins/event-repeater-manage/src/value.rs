@@ -4,8 +4,16 @@
 
 use std::io::Read;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::error::Error;
+
+/// The most bytes read for a `--value` or `apply -f`: the repeater takes at
+/// most 1 MiB of body, so there is no use reading more.
+pub const MAX_INPUT: u64 = 1 << 20;
+
+/// How long a pipe (`-f -`, `-f <(…)`, `--value -`) may take to reach its end.
+pub const PIPE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where a `--value` comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,30 +51,46 @@ impl ValueSpec {
     /// is JSON. Returns the text exactly as given, so what is sent is what the
     /// user wrote.
     pub fn load(&self, stdin: impl Read) -> Result<String, Error> {
-        let text = self.read(stdin)?;
+        let text = self.read(stdin, "--value")?;
         check_json(&text, &self.origin())?;
         Ok(text)
     }
 
-    /// Reads the text without checking it.
-    pub fn read(&self, stdin: impl Read) -> Result<String, Error> {
+    /// Reads the text without checking it; `flag` names the option in
+    /// messages (`--value`, `-f`). A file may be a regular file or a pipe
+    /// (`<(command)`, `/dev/stdin`), as kubectl takes them; either is read up
+    /// to [`MAX_INPUT`], a pipe within [`PIPE_TIMEOUT`].
+    pub fn read(&self, stdin: impl Read, flag: &str) -> Result<String, Error> {
         match self {
             ValueSpec::Inline(text) => Ok(text.clone()),
-            // The repeater takes at most 1 MiB of body: no use reading more.
-            ValueSpec::File(path) => crate::hosts::read_small(path, 1 << 20, "--value @file"),
-            ValueSpec::Stdin => read_all(stdin),
+            ValueSpec::File(path) => {
+                let bytes = app_plugin::file::read_limited_or_pipe(path, MAX_INPUT, PIPE_TIMEOUT)
+                    .map_err(|e| Error::Usage(format!("{flag} {} {e}", path.display())))?;
+                String::from_utf8(bytes).map_err(|_| {
+                    Error::Usage(format!("{flag} {} is not UTF-8 text", path.display()))
+                })
+            }
+            ValueSpec::Stdin => read_all(stdin, flag),
         }
     }
 }
 
-fn read_all(mut stdin: impl Read) -> Result<String, Error> {
-    let mut text = String::new();
-    stdin.read_to_string(&mut text).map_err(|e| {
-        Error::Usage(format!(
-            "cannot read stdin: {e}; pipe JSON text into the command"
-        ))
-    })?;
-    Ok(text)
+fn read_all(stdin: impl Read, flag: &str) -> Result<String, Error> {
+    let mut bytes = Vec::new();
+    stdin
+        .take(MAX_INPUT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| {
+            Error::Usage(format!(
+                "{flag} -: stdin {e}; pipe JSON text into the command"
+            ))
+        })?;
+    if bytes.len() as u64 > MAX_INPUT {
+        return Err(Error::Usage(format!(
+            "{flag} -: stdin holds over {MAX_INPUT} bytes, the most this command reads"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| Error::Usage(format!("{flag} -: stdin is not UTF-8 text")))
 }
 
 /// Parses `text` as JSON; on error says where, 1-based line and column.
