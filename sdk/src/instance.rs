@@ -8,6 +8,12 @@
 //! [`InstanceFiles::claim`] creates the directory (mode 0700) and makes sure no
 //! other instance of that name is running: a socket nothing accepts on (left
 //! by a killed process) is replaced, a live one is an error naming its pid.
+//! Under systemd, in the unit's `RuntimeDirectory=` (`RUNTIME_DIRECTORY` is
+//! set and `dir` is inside it), the directory is 0750 and the socket 0660
+//! instead ([`shared_with_group`]): members of the service's group (`app`
+//! for the packaged units) may manage it, and the unit's
+//! `RuntimeDirectoryMode=` decides who reaches the directory at all.
+//!
 //! The socket is bound last ([`InstanceFiles::bind`]) and appears all at once,
 //! so a client that sees it also finds the other files. The files the
 //! instance created are removed when [`InstanceFiles`] drops, socket first.
@@ -272,6 +278,8 @@ pub struct InstanceFiles {
     bound: bool,
     wrote_pid: bool,
     wrote_listen: bool,
+    /// Modes for the group too (see [`shared_with_group`]).
+    group: bool,
 }
 
 impl InstanceFiles {
@@ -295,12 +303,14 @@ impl InstanceFiles {
         if let Err(e) = check_name(name) {
             return Err(ClaimError::BadName(e));
         }
+        let group = shared_with_group(dir, std::env::var_os("RUNTIME_DIRECTORY").as_deref());
+        let dir_mode = if group { 0o750 } else { 0o700 };
         fs::DirBuilder::new()
             .recursive(true)
-            .mode(0o700)
+            .mode(dir_mode)
             .create(dir)
             .map_err(io_err("create the directory", dir))?;
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+        fs::set_permissions(dir, fs::Permissions::from_mode(dir_mode))
             .map_err(io_err("set the mode of", dir))?;
         let mut files = InstanceFiles {
             socket: dir.join(format!("{name}.sock")),
@@ -310,6 +320,7 @@ impl InstanceFiles {
             bound: false,
             wrote_pid: false,
             wrote_listen: false,
+            group,
         };
         files.replaced_stale = clear_stale(&files.socket, &files.pid)?;
         // A `.listen` file from a dead instance must not point at its port.
@@ -345,7 +356,7 @@ impl InstanceFiles {
     /// # Ok::<(), app_plugin::instance::ClaimError>(())
     /// ```
     pub fn write_pid(&mut self) -> Result<(), ClaimError> {
-        write_atomic(&self.pid, &format!("{}\n", std::process::id()))?;
+        write_atomic(&self.pid, &format!("{}\n", std::process::id()), self.group)?;
         self.wrote_pid = true;
         Ok(())
     }
@@ -363,7 +374,7 @@ impl InstanceFiles {
     /// # Ok::<(), app_plugin::instance::ClaimError>(())
     /// ```
     pub fn write_listen(&mut self, url: &str) -> Result<(), ClaimError> {
-        write_atomic(&self.listen, &format!("{url}\n"))?;
+        write_atomic(&self.listen, &format!("{url}\n"), self.group)?;
         self.wrote_listen = true;
         Ok(())
     }
@@ -395,7 +406,8 @@ impl InstanceFiles {
         ));
         let _ = remove_if_exists(&tmp);
         let listener = UnixListener::bind(&tmp).map_err(io_err("listen on", &self.socket))?;
-        let placed = fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))
+        let mode = if self.group { 0o660 } else { 0o600 };
+        let placed = fs::set_permissions(&tmp, fs::Permissions::from_mode(mode))
             .map_err(io_err("set the mode of", &tmp))
             .and_then(|()| fs::rename(&tmp, &self.socket).map_err(io_err("create", &self.socket)));
         if let Err(e) = placed {
@@ -501,12 +513,32 @@ fn remove_if_exists(path: &Path) -> io::Result<()> {
     }
 }
 
-/// Writes `text` to `path` (mode 0600) through a temporary file and a
+/// Whether instance files in `dir` are shared with the group: `dir` is in
+/// one of the directories of `runtime_directory` (systemd's
+/// `RUNTIME_DIRECTORY`, colon-separated).
+///
+/// ```
+/// use std::ffi::OsStr;
+/// use std::path::Path;
+/// use app_plugin::instance::shared_with_group;
+/// let run = Some(OsStr::new("/run/app"));
+/// assert!(shared_with_group(Path::new("/run/app/plugins"), run));
+/// assert!(!shared_with_group(Path::new("/run/user/1000/app/plugins"), run));
+/// assert!(!shared_with_group(Path::new("/run/app/plugins"), None));
+/// ```
+pub fn shared_with_group(dir: &Path, runtime_directory: Option<&std::ffi::OsStr>) -> bool {
+    runtime_directory.is_some_and(|dirs| {
+        std::env::split_paths(dirs).any(|d| d.is_absolute() && dir.starts_with(&d))
+    })
+}
+
+/// Writes `text` to `path` (mode 0600, 0640 when shared with the group) through a temporary file and a
 /// rename, so a reader never sees half a file.
-fn write_atomic(path: &Path, text: &str) -> Result<(), ClaimError> {
+fn write_atomic(path: &Path, text: &str, group: bool) -> Result<(), ClaimError> {
     let tmp = path.with_file_name(format!(".{}.tmp{}", file_name(path), std::process::id()));
+    let mode = if group { 0o640 } else { 0o600 };
     let written = fs::write(&tmp, text)
-        .and_then(|()| fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600)))
+        .and_then(|()| fs::set_permissions(&tmp, fs::Permissions::from_mode(mode)))
         .map_err(io_err("write", &tmp))
         .and_then(|()| fs::rename(&tmp, path).map_err(io_err("write", path)));
     if written.is_err() {

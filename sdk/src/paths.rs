@@ -5,6 +5,12 @@
 //! Plugins use the same rules (through [`Dirs::from_env`]), which is why a
 //! shipped plugin run directly as `app-<name>` finds the same files as when it
 //! is run through `app`.
+//!
+//! Under a systemd unit with `StateDirectory=` and `RuntimeDirectory=`
+//! (the packaged `app-event-repeater@.service`), systemd's `STATE_DIRECTORY`
+//! and `RUNTIME_DIRECTORY` come next after the `APP_*` variables: state and
+//! checkpoints go to `/var/lib/app`, sockets to `/run/app/plugins`. A user
+//! finds those system instances through [`system_plugin_runtime_dir`].
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -41,9 +47,11 @@ impl Dirs {
             .or_else(|| dirs::config_dir().map(|d| d.join("app")))
             .unwrap_or_else(|| fallback_home().join(".config/app"));
         let data_dir = env_dir("APP_DATA_DIR")
+            .or_else(|| systemd_dir("STATE_DIRECTORY"))
             .or_else(|| dirs::data_dir().map(|d| d.join("app")))
             .unwrap_or_else(|| fallback_home().join(".local/share/app"));
         let runtime_dir = env_dir("APP_RUNTIME_DIR")
+            .or_else(|| systemd_dir("RUNTIME_DIRECTORY"))
             .or_else(|| dirs::runtime_dir().map(|d| d.join("app")))
             .unwrap_or_else(fallback_runtime_dir);
         let cache_dir = cache_dir(&data_dir);
@@ -106,6 +114,30 @@ pub fn cache_dir(data_dir: &Path) -> PathBuf {
     env_dir("APP_CACHE_DIR")
         .or_else(|| dirs::cache_dir().map(|d| d.join("app")))
         .unwrap_or_else(|| data_dir.join("cache"))
+}
+
+/// Where the packaged system instances keep their sockets: the units'
+/// `RuntimeDirectory=app` plus `plugins`, i.e. `/run/app/plugins`
+/// (`APP_SYSTEM_RUNTIME_DIR` instead of `/run/app`, for a second
+/// installation or a test). `app event-repeater manage` looks there after
+/// the user's own directory.
+///
+/// ```
+/// let dir = app_plugin::paths::system_plugin_runtime_dir();
+/// assert!(dir.ends_with("plugins") && dir.is_absolute());
+/// ```
+pub fn system_plugin_runtime_dir() -> PathBuf {
+    env_dir("APP_SYSTEM_RUNTIME_DIR")
+        .unwrap_or_else(|| PathBuf::from("/run/app"))
+        .join("plugins")
+}
+
+/// The first directory of a systemd `*_DIRECTORY` variable (a
+/// colon-separated list when a unit names several).
+fn systemd_dir(var: &str) -> Option<PathBuf> {
+    let value = env::var_os(var)?;
+    let first = env::split_paths(&value).next()?;
+    first.is_absolute().then_some(first)
 }
 
 fn env_dir(var: &str) -> Option<PathBuf> {

@@ -17,7 +17,8 @@ pub const DEFAULT_TIMEOUT: &str = "5";
 const AFTER_HELP: &str = "\
 The repeaters are the --host values (repeatable), else the global `app -H`
 hosts, else the files `app event-repeater run --name NAME` writes in
-$APP_RUNTIME_DIR/plugins/ (NAME.sock, or the TCP URL in NAME.listen).
+$APP_RUNTIME_DIR/plugins/ (NAME.sock, or the TCP URL in NAME.listen), then
+in /run/app/plugins/ (the instances of the packaged systemd units).
 A host is a URL (unix:///x.sock, http://127.0.0.1:PORT, https://HOST:PORT),
 a name from the \"hosts\" of app's config file, or @GROUP from its \"groups\".
 With several hosts every command runs on all of them at once.

@@ -144,11 +144,10 @@ impl Env for LiveEnv {
     }
 
     fn names(&self) -> Vec<String> {
-        let Ok(entries) = std::fs::read_dir(&self.plugin_dir) else {
-            return Vec::new();
-        };
-        let mut names: Vec<String> = entries
-            .flatten()
+        let mut names: Vec<String> = crate::target::local_dirs(&self.plugin_dir)
+            .iter()
+            .filter_map(|dir| std::fs::read_dir(dir).ok())
+            .flat_map(|entries| entries.flatten())
             .filter_map(|e| {
                 let file = e.file_name().to_string_lossy().into_owned();
                 file.strip_suffix(".sock")

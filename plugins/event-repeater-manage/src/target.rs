@@ -199,7 +199,8 @@ impl Target {
 }
 
 /// The repeater named `name` on this machine: the runtime files of `name` in
-/// `plugin_dir` (its socket, else its listen file).
+/// `plugin_dir` (its socket, else its listen file), else in the system
+/// instances' directory ([`local_dirs`]).
 pub fn find_local(
     name: &str,
     token: Option<String>,
@@ -216,27 +217,41 @@ pub fn find_local(
         ca_file: ca_file.clone(),
         timeout,
     };
-    let socket = plugin_dir.join(format!("{name}.sock"));
-    // symlink_metadata: a socket file is there even when nobody listens on it,
-    // and then we want to say "stale", not "not running".
-    if socket.symlink_metadata().is_ok() {
-        return Ok(target(Endpoint::Unix(socket), Origin::Socket));
-    }
-    let listen = plugin_dir.join(format!("{name}.listen"));
-    // An address is short: a listen file over 4 KiB is not ours.
-    if let Ok(text) = crate::hosts::read_small(&listen, 4096, "the listen file") {
-        let endpoint = Endpoint::parse(&text).map_err(|e| {
-            Error::Failed(format!(
-                "the listen file {} does not hold an API address: {e}; remove it or restart the repeater",
-                listen.display()
-            ))
-        })?;
-        return Ok(target(endpoint, Origin::ListenFile(listen)));
+    for dir in local_dirs(plugin_dir) {
+        let socket = dir.join(format!("{name}.sock"));
+        // symlink_metadata: a socket file is there even when nobody listens on it,
+        // and then we want to say "stale", not "not running".
+        if socket.symlink_metadata().is_ok() {
+            return Ok(target(Endpoint::Unix(socket), Origin::Socket));
+        }
+        let listen = dir.join(format!("{name}.listen"));
+        // An address is short: a listen file over 4 KiB is not ours.
+        if let Ok(text) = crate::hosts::read_small(&listen, 4096, "the listen file") {
+            let endpoint = Endpoint::parse(&text).map_err(|e| {
+                Error::Failed(format!(
+                    "the listen file {} does not hold an API address: {e}; remove it or restart the repeater",
+                    listen.display()
+                ))
+            })?;
+            return Ok(target(endpoint, Origin::ListenFile(listen)));
+        }
     }
     Err(Error::NotRunning {
         name: name.to_string(),
-        socket,
+        socket: plugin_dir.join(format!("{name}.sock")),
     })
+}
+
+/// Where repeaters on this machine are looked for: the user's own
+/// `plugin_dir`, then the system instances' (`/run/app/plugins`, made by
+/// the packaged units and open to the `app` group).
+pub fn local_dirs(plugin_dir: &Path) -> Vec<PathBuf> {
+    let system = app_plugin::paths::system_plugin_runtime_dir();
+    let mut dirs = vec![plugin_dir.to_path_buf()];
+    if system != plugin_dir {
+        dirs.push(system);
+    }
+    dirs
 }
 
 /// The first of: `host`, the first global host, the runtime files of `name`

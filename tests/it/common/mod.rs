@@ -101,6 +101,8 @@ impl Sandbox {
             .env("APP_DATA_DIR", self.data_dir())
             .env("APP_RUNTIME_DIR", self.runtime_dir())
             .env("APP_CACHE_DIR", self.path().join("cache"))
+            // Not the host's /run/app: manage looks for system instances there.
+            .env("APP_SYSTEM_RUNTIME_DIR", self.path().join("system-run"))
             .env_remove("XDG_RUNTIME_DIR")
             .current_dir(self.path());
         cmd
