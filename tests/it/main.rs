@@ -30,6 +30,7 @@ mod plugin_install;
 mod plugin_logs;
 mod reliability;
 mod repeater;
+mod secrets;
 mod shipped;
 mod source_stall;
 mod systemd;

@@ -14,14 +14,53 @@ use crate::cli::{OverflowPolicy, Qos, RunArgs, SinkProtocol};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SourceAddr {
     Unix(PathBuf),
-    Tcp { host: String, port: u16 },
+    Tcp {
+        host: String,
+        port: u16,
+        /// From `http://USER:PASSWORD@…`: sent as HTTP Basic authentication.
+        auth: Option<BasicAuth>,
+    },
+}
+
+/// HTTP Basic credentials. Shown (Display, Debug, `/healthz`, the log, the
+/// checkpoint) as `USER:***`: the password is only ever in the header sent.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BasicAuth {
+    user: String,
+    header: String,
+}
+
+impl BasicAuth {
+    /// Credentials for `user` and `password` (both already percent-decoded).
+    pub fn new(user: &str, password: &str) -> BasicAuth {
+        use base64::Engine;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        BasicAuth {
+            user: user.to_string(),
+            header: format!("Basic {token}"),
+        }
+    }
+
+    /// The `Authorization` header value.
+    pub fn header(&self) -> &str {
+        &self.header
+    }
+}
+
+impl std::fmt::Debug for BasicAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.user, app_plugin::text::MASK)
+    }
 }
 
 impl std::fmt::Display for SourceAddr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SourceAddr::Unix(p) => write!(f, "unix:{}", p.display()),
-            SourceAddr::Tcp { host, port } => write!(f, "http://{}", join_host_port(host, *port)),
+            SourceAddr::Tcp { host, port, auth } => {
+                let user = auth.as_ref().map(|a| format!("{a:?}@")).unwrap_or_default();
+                write!(f, "http://{user}{}", join_host_port(host, *port))
+            }
         }
     }
 }
@@ -372,21 +411,21 @@ pub fn parse_nats_sink(text: &str) -> Result<(String, bool), String> {
         (r, false)
     } else if text.contains("://") {
         return Err(format!(
-            "--sink {text:?}: unsupported scheme for NATS; use nats:// or tls://"
+            "--sink {:?}: unsupported scheme for NATS; use nats:// or tls://",
+            app_plugin::text::mask_url(text)
         ));
     } else {
         (text, false)
     };
+    no_credentials(text, rest, "--username, --creds or APP_NATS_TOKEN")?;
     let rest = rest.trim_end_matches('/');
     let (host, port) = match split_host_port(rest) {
         Some(hp) => hp,
         None if !rest.is_empty() && !rest.contains([':', '@', '/']) => (rest.to_string(), 4222),
         None => return Err(format!("--sink {text:?} is not HOST:PORT")),
     };
-    if host.contains(['@', '/']) {
-        return Err(format!(
-            "--sink {text:?}: give credentials with --username, --creds or APP_NATS_TOKEN, not in the URL"
-        ));
+    if host.contains('/') {
+        return Err(format!("--sink {text:?} is not HOST:PORT"));
     }
     let scheme = if tls { "tls" } else { "nats" };
     Ok((format!("{scheme}://{}", join_host_port(&host, port)), tls))
@@ -404,21 +443,32 @@ fn check_name(name: &str) -> Result<String, String> {
 }
 
 /// `event-time` → its socket; `/path/x.sock` or `./x.sock` → that socket;
-/// `unix:///path` → that socket; `http://host:port` → TCP.
+/// `unix:///path` → that socket; `http://[USER:PASSWORD@]host:port` → TCP,
+/// the credentials (percent-decoded) sent as HTTP Basic authentication.
+/// Messages show the text with its password masked.
 pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String> {
+    let shown = app_plugin::text::mask_url(text);
     if let Some(rest) = text.strip_prefix("http://") {
-        let hostport = rest.split('/').next().unwrap_or_default();
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let (userinfo, hostport) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        let auth = userinfo.map(|u| source_auth(u, &shown)).transpose()?;
         let (host, port) = split_host_port(hostport)
-            .or_else(|| (!hostport.is_empty()).then(|| (hostport.to_string(), 80)))
-            .ok_or_else(|| format!("--source {text:?} has no host; use http://HOST:PORT"))?;
-        return Ok(SourceAddr::Tcp { host, port });
+            .or_else(|| {
+                (!hostport.is_empty() && !hostport.contains(':'))
+                    .then(|| (hostport.to_string(), 80))
+            })
+            .ok_or_else(|| format!("--source {shown:?} has no host; use http://HOST:PORT"))?;
+        return Ok(SourceAddr::Tcp { host, port, auth });
     }
     if let Some(path) = text.strip_prefix("unix://") {
         return Ok(SourceAddr::Unix(PathBuf::from(path)));
     }
     if text.contains("://") {
         return Err(format!(
-            "--source {text:?}: unsupported scheme; use a plugin name, a socket path or http://HOST:PORT"
+            "--source {shown:?}: unsupported scheme; use a plugin name, a socket path or http://HOST:PORT"
         ));
     }
     if text.is_empty() {
@@ -428,6 +478,42 @@ pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String>
         return Ok(SourceAddr::Unix(PathBuf::from(text)));
     }
     Ok(SourceAddr::Unix(plugin_dir.join(format!("{text}.sock"))))
+}
+
+/// `USER:PASSWORD` of a source URL (percent-decoded) as Basic credentials.
+fn source_auth(userinfo: &str, shown: &str) -> Result<BasicAuth, String> {
+    let decode = |part: &str| {
+        percent_encoding::percent_decode_str(part)
+            .decode_utf8()
+            .map(|t| t.into_owned())
+            .map_err(|_| {
+                format!(
+                    "--source {shown:?}: the user or password is not UTF-8 once %XX are decoded"
+                )
+            })
+    };
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    let (user, password) = (decode(user)?, decode(password)?);
+    if user.is_empty() {
+        return Err(format!(
+            "--source {shown:?}: the user name before '@' is empty; use http://USER:PASSWORD@HOST:PORT"
+        ));
+    }
+    Ok(BasicAuth::new(&user, &password))
+}
+
+/// Refuses credentials in a sink URL (the sinks take them from flags, where
+/// they are not shown in `ps` either), naming the flags; the message shows
+/// the URL masked.
+fn no_credentials(text: &str, rest: &str, flags: &str) -> Result<(), String> {
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err(format!(
+            "--sink {:?}: give credentials with {flags}, not in the URL",
+            app_plugin::text::mask_url(text)
+        ));
+    }
+    Ok(())
 }
 
 /// `tcp://h:p`, `mqtt://h:p`, `mqtts://h:p`, `h:p` or `h` → (host, port, tls).
@@ -444,11 +530,17 @@ pub fn parse_sink(text: &str) -> Result<(String, u16, bool), String> {
         (r, false)
     } else if text.contains("://") {
         return Err(format!(
-            "--sink {text:?}: unsupported scheme; use tcp://, mqtt:// or mqtts://"
+            "--sink {:?}: unsupported scheme; use tcp://, mqtt:// or mqtts://",
+            app_plugin::text::mask_url(text)
         ));
     } else {
         (text, false)
     };
+    no_credentials(
+        text,
+        rest,
+        "--username and --password-file (or APP_MQTT_PASSWORD)",
+    )?;
     let rest = rest.trim_end_matches('/');
     let default_port = if tls { 8883 } else { 1883 };
     let (host, port) = match split_host_port(rest) {
@@ -583,8 +675,27 @@ mod tests {
             parse_source("http://127.0.0.1:99/", d),
             Ok(SourceAddr::Tcp {
                 host: "127.0.0.1".into(),
-                port: 99
+                port: 99,
+                auth: None
             })
+        );
+        // Credentials: parsed (percent-decoded), sent as Basic, never shown.
+        let with = parse_source("http://u:hun%40ter5@127.0.0.1:1/events", d).unwrap();
+        let SourceAddr::Tcp { host, port, auth } = &with else {
+            panic!("{with:?}")
+        };
+        assert_eq!((host.as_str(), *port), ("127.0.0.1", 1));
+        // base64("u:hun@ter5")
+        assert_eq!(
+            auth.as_ref().map(BasicAuth::header),
+            Some("Basic dTpodW5AdGVyNQ==")
+        );
+        assert_eq!(with.to_string(), "http://u:***@127.0.0.1:1");
+        assert!(!format!("{with:?}").contains("hun"));
+        let err = parse_source("http://:hunter5@h:1", d).unwrap_err();
+        assert!(
+            err.contains("user name") && !err.contains("hunter5"),
+            "{err}"
         );
         assert!(parse_source("https://x", d).is_err());
     }
@@ -647,7 +758,21 @@ mod tests {
         assert_eq!(parse_nats_sink("h"), Ok(("nats://h:4222".into(), false)));
         assert_eq!(parse_nats_sink("tls://h:1"), Ok(("tls://h:1".into(), true)));
         assert!(parse_nats_sink("mqtt://h").is_err());
-        assert!(parse_nats_sink("nats://u:p@h:1").is_err());
+        let err = parse_nats_sink("nats://u:hunter3@h:1").unwrap_err();
+        assert!(
+            err.contains("nats://u:***@h:1") && !err.contains("hunter3"),
+            "{err}"
+        );
+        let err = parse_sink("mqtt://u:hunter4@h:1").unwrap_err();
+        assert!(
+            err.contains("--password-file") && !err.contains("hunter4"),
+            "{err}"
+        );
+        let err = parse_sink("nats://u:hunter6@h:1").unwrap_err();
+        assert!(
+            err.contains("unsupported scheme") && !err.contains("hunter6"),
+            "{err}"
+        );
         let c = config(&[
             "--sinkprotocol",
             "nats",

@@ -315,22 +315,22 @@ async fn get(
     headers: &[(&str, &str)],
 ) -> Result<hyper::Response<Incoming>, String> {
     let connect_timeout = Duration::from_secs(5);
-    let (host, io): (String, Box<dyn IoStream>) = match addr {
+    let (host, io, auth): (String, Box<dyn IoStream>, _) = match addr {
         SourceAddr::Unix(path) => {
             let s = tokio::time::timeout(connect_timeout, UnixStream::connect(path))
                 .await
                 .map_err(|_| "connect timed out".to_string())?
                 .map_err(|e| e.to_string())?;
-            ("localhost".into(), Box::new(s))
+            ("localhost".into(), Box::new(s), None)
         }
-        SourceAddr::Tcp { host, port } => {
+        SourceAddr::Tcp { host, port, auth } => {
             let s =
                 tokio::time::timeout(connect_timeout, TcpStream::connect((host.as_str(), *port)))
                     .await
                     .map_err(|_| "connect timed out".to_string())?
                     .map_err(|e| e.to_string())?;
             let _ = s.set_nodelay(true);
-            (join_host_port(host, *port), Box::new(s))
+            (join_host_port(host, *port), Box::new(s), auth.as_ref())
         }
     };
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
@@ -341,6 +341,9 @@ async fn get(
         let _ = conn.await;
     });
     let mut req = Request::get(path).header("host", host);
+    if let Some(auth) = auth {
+        req = req.header("authorization", auth.header());
+    }
     for (name, value) in headers {
         req = req.header(*name, *value);
     }

@@ -18,6 +18,8 @@ struct Shared {
     events: Mutex<Vec<(String, String)>>,
     /// The `Last-Event-ID` of every subscription, `None` without one.
     asked: Mutex<Vec<Option<String>>>,
+    /// The `Authorization` header of every subscription, `None` without one.
+    auth: Mutex<Vec<Option<String>>>,
     stop: AtomicBool,
 }
 
@@ -79,6 +81,11 @@ impl ScriptedSource {
     pub fn asked(&self) -> Vec<Option<String>> {
         self.shared.asked.lock().unwrap().clone()
     }
+
+    /// The `Authorization` header of every subscription so far.
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        self.shared.auth.lock().unwrap().clone()
+    }
 }
 
 fn serve(stream: TcpStream, shared: &Shared) {
@@ -90,6 +97,7 @@ fn serve(stream: TcpStream, shared: &Shared) {
         return;
     }
     let mut last_id = None;
+    let mut auth = None;
     loop {
         let mut line = String::new();
         match reader.read_line(&mut line) {
@@ -100,6 +108,9 @@ fn serve(stream: TcpStream, shared: &Shared) {
             if name.eq_ignore_ascii_case("last-event-id") {
                 last_id = Some(value.trim().to_string());
             }
+            if name.eq_ignore_ascii_case("authorization") {
+                auth = Some(value.trim().to_string());
+            }
         }
     }
     let mut out = &stream;
@@ -109,6 +120,7 @@ fn serve(stream: TcpStream, shared: &Shared) {
         return;
     }
     shared.asked.lock().unwrap().push(last_id.clone());
+    shared.auth.lock().unwrap().push(auth);
     // No length and no chunking: the body ends when the connection does.
     if out
         .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
