@@ -43,12 +43,15 @@ fn wait_checkpoint(rep: &Repeater, sb: &Sandbox, id: &str) {
             .ok()
             .filter(|t| t.contains(&want))
     });
-    assert!(
-        seen.is_some(),
-        "the checkpoint never reached {id}: {:?}\n{}",
-        std::fs::read_to_string(&file),
-        rep.log()
-    );
+    if seen.is_none() {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let start: String = text.chars().take(200).collect();
+        panic!(
+            "the checkpoint never reached {id}: {} bytes, {start:?}…\n{}",
+            text.len(),
+            rep.log()
+        );
+    }
 }
 
 /// The bad topics of issue 19 item 1, each refused by MQTT brokers
@@ -306,4 +309,50 @@ fn run_to_exit(sb: &Sandbox, args: &[&str]) -> (Option<i32>, String) {
         Some(status) => (status.code(), err),
         None => panic!("it started instead of refusing; log:\n{err}"),
     }
+}
+
+/// Issue 19 item 5: an SSE id of 70,005 bytes went into the checkpoint,
+/// which was then over its 64 KiB read limit: the next start failed. Now
+/// the id is not kept (counted), the event is still relayed, and the
+/// repeater restarts after `kill -9` and keeps relaying.
+#[test]
+fn an_overlong_sse_id_is_not_kept_and_the_repeater_restarts_after_kill9() {
+    let sb = Sandbox::new();
+    let source = ScriptedSource::start();
+    source.push_topic(1, "t/a");
+    let long_id = "x".repeat(70_005);
+    source.push(&long_id, r#"{"topic":"t/long"}"#);
+    let mut rep = Repeater::builder(&sb, "event-repeater")
+        .source(&source.url())
+        .sinkprotocol("stderr")
+        .args(["--allowall"])
+        .start();
+    let relayed = wait_for(Duration::from_secs(10), || {
+        rep.sink_topics()
+            .contains(&"t/long".to_string())
+            .then_some(())
+    });
+    assert!(relayed.is_some(), "{}", rep.log());
+    assert_eq!(metric(&rep, "source_ids_refused_total"), 1.0);
+    assert!(rep
+        .log()
+        .contains("event id of 70005 bytes, over the limit of 1024 bytes"));
+    wait_checkpoint(&rep, &sb, "1");
+    let checkpoint = sb
+        .data_dir()
+        .join("event-repeater/event-repeater.checkpoint");
+    rep.kill9();
+    assert!(std::fs::metadata(&checkpoint).unwrap().len() < 2048);
+
+    source.push_topic(3, "t/after");
+    rep.restart();
+    let relayed = wait_for(Duration::from_secs(10), || {
+        rep.sink_topics()
+            .contains(&"t/after".to_string())
+            .then_some(())
+    });
+    assert!(relayed.is_some(), "{}", rep.log());
+    // It resumed after the last id it kept, so the long-id event came again.
+    assert_eq!(source.asked().last(), Some(&Some("1".to_string())));
+    assert_eq!(metric(&rep, "source_ids_refused_total"), 1.0);
 }

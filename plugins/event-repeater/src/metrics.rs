@@ -59,6 +59,8 @@ pub struct Metrics {
     pub source_stalls: AtomicU64,
     /// What is wrong with the source now, for `/healthz` ("" when nothing).
     pub source_problem: std::sync::RwLock<String>,
+    /// SSE ids over the length limit, not kept.
+    pub source_ids_refused: AtomicU64,
 }
 
 /// Reads a problem slot ("" when none).
@@ -132,6 +134,7 @@ pub struct Snapshot {
     sink_connected: bool,
     broker: String,
     source_disconnects: u64,
+    source_ids_refused: u64,
     sink_disconnects: u64,
     source_stalled: bool,
     source_stalls: u64,
@@ -179,6 +182,7 @@ impl Metrics {
             sink_connected: self.sink_connected.load(Ordering::Relaxed),
             broker: self.broker(),
             source_disconnects: get(&self.source_disconnects),
+            source_ids_refused: get(&self.source_ids_refused),
             sink_disconnects: get(&self.sink_disconnects),
             source_stalled: self.source_stalled.load(Ordering::Relaxed),
             source_stalls: get(&self.source_stalls),
@@ -400,6 +404,12 @@ impl Collector for Snapshot {
         )?;
         counter(
             e,
+            "source_ids_refused",
+            "SSE ids from the source over 1024 bytes, not kept (the event was relayed; the checkpoint stayed at the id before).",
+            self.source_ids_refused,
+        )?;
+        counter(
+            e,
             "sink_disconnects",
             "Times the broker connection was lost.",
             self.sink_disconnects,
@@ -554,6 +564,7 @@ mod tests {
             "sink_connected",
             "sink_broker{broker=\"tcp://b:1883\"}",
             "source_disconnects_total",
+            "source_ids_refused_total",
             "sink_disconnects_total",
             "source_stalled",
             "source_stalls_total",
@@ -652,7 +663,7 @@ mod tests {
                 assert_eq!(sample, want, "{line}");
             }
         }
-        assert_eq!(families.len(), 27, "{families:?}");
+        assert_eq!(families.len(), 28, "{families:?}");
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub struct Relay {
     /// The sink, asked about every event before it is buffered.
     sink: Kind,
     invalid_warning: RateLimited,
+    id_warning: RateLimited,
     refused_warning: OncePerTopic,
     unrouted_note: RateLimited,
 }
@@ -79,6 +80,7 @@ impl Relay {
             metrics,
             sink,
             invalid_warning: RateLimited::new(every),
+            id_warning: RateLimited::new(every),
             refused_warning: OncePerTopic {
                 warned: Mutex::default(),
                 others: RateLimited::new(every),
@@ -95,6 +97,18 @@ impl Relay {
         inc(&self.metrics.invalid);
         self.invalid_warning.log(WARN, || {
             format!("discarded an event from the source: {why}")
+        });
+    }
+
+    /// Counts an SSE id of `len` bytes the parser did not keep (over
+    /// [`crate::sse::MAX_ID`]); the event itself is still relayed.
+    pub fn id_too_long(&self, len: usize) {
+        inc(&self.metrics.source_ids_refused);
+        self.id_warning.log(WARN, || {
+            format!(
+                "the event source sent an event id of {len} bytes, over the limit of {} bytes: it is not kept (the event is relayed; the checkpoint and Last-Event-ID stay at the id before it, so a restart may send such events again)",
+                crate::sse::MAX_ID
+            )
         });
     }
 

@@ -224,6 +224,7 @@ impl Source {
                     Item::InvalidUtf8 => self
                         .relay
                         .discarded("the data is not UTF-8", parser.last_id()),
+                    Item::IdTooLong(len) => self.relay.id_too_long(len),
                     Item::Retry(_) => {}
                     Item::Comment(text) => {
                         if let Some(n) = skipped_in_comment(&text) {

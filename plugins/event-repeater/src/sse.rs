@@ -9,7 +9,18 @@
 //! dispatches the event.
 //! Every line and every event is bounded: an overlong one is discarded whole
 //! and reported, so a hostile source cannot make the reader grow without
-//! bound or lose track of where the next event starts.
+//! bound or lose track of where the next event starts. An `id:` over
+//! [`MAX_ID`] bytes is not kept (reported as [`Item::IdTooLong`]): the last
+//! event id stays what it was. Ids end up in the checkpoint file, in
+//! `Last-Event-ID` and in `Nats-Msg-Id`; an unbounded one made the
+//! checkpoint too large to read at the next start (issue 19). Keeping the
+//! previous id means a restart asks for a little more again (duplicates),
+//! where a truncated id would name an event the source never sent.
+
+/// The longest SSE id kept, in bytes: far above any real id (a number, a
+/// UUID, a timestamp and an offset), far below the checkpoint's 64 KiB
+/// read limit even when every byte is JSON-escaped six times over.
+pub const MAX_ID: usize = 1024;
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +41,8 @@ pub enum Item {
     Oversized,
     /// An event was discarded: its data was not UTF-8.
     InvalidUtf8,
+    /// An `id:` of this many bytes, over [`MAX_ID`], was not kept.
+    IdTooLong(usize),
     /// The source asked for this reconnection delay (`retry:`), in ms.
     Retry(u64),
     /// A comment line, without the leading `:` and one space.
@@ -203,6 +216,7 @@ impl Parser {
                 self.data.extend_from_slice(value);
                 self.has_data = true;
             }
+            b"id" if value.len() > MAX_ID => out.push(Item::IdTooLong(value.len())),
             b"id" if !value.contains(&0) => {
                 if let Ok(id) = std::str::from_utf8(value) {
                     self.last_id = Some(id.to_string());
@@ -305,6 +319,25 @@ mod tests {
                 ev("x", Some("1")),
                 ev("y", Some("1")),
                 ev("z", Some(""))
+            ]
+        );
+    }
+
+    #[test]
+    fn an_overlong_id_is_not_kept_and_its_event_still_dispatched() {
+        let mut p = Parser::new(128 * 1024, 128);
+        let mut out = Vec::new();
+        let at_limit = "i".repeat(MAX_ID);
+        let over = "o".repeat(70_005);
+        let text = format!("id: 1\ndata: a\n\nid: {over}\ndata: b\n\nid: {at_limit}\ndata: c\n\n");
+        p.feed(text.as_bytes(), &mut out);
+        assert_eq!(
+            out,
+            vec![
+                ev("a", Some("1")),
+                Item::IdTooLong(70_005),
+                ev("b", Some("1")),
+                ev("c", Some(&at_limit)),
             ]
         );
     }
