@@ -84,7 +84,11 @@ pub enum Cmd {
     #[command(subcommand)]
     Plugin(PluginCmd),
     /// Print a shell completion script (bash, zsh or fish)
+    #[command(after_help = COMPLETION_HELP)]
     Completion {
+        /// The shell: bash (4.0 or later, with or without the bash-completion
+        /// package), zsh (the script runs compinit if the shell has not yet)
+        /// or fish
         #[arg(value_enum)]
         shell: Shell,
     },
@@ -175,6 +179,18 @@ pub enum Shell {
     Zsh,
     Fish,
 }
+
+/// `app completion --help`: how to install each script, once.
+const COMPLETION_HELP: &str = "\
+Install (one line per shell; a new shell then completes app):
+  bash  echo 'source <(app completion bash)' >> ~/.bashrc
+  zsh   echo 'source <(app completion zsh)' >> ~/.zshrc
+  fish  mkdir -p ~/.config/fish/completions && app completion fish > ~/.config/fish/completions/app.fish
+
+Completion covers the built-ins, every plugin found (with its description when
+trusted), the aliases, and the arguments of plugins that opt in; the script
+asks `app __complete` on each TAB, so it never goes stale. Packagers: the same
+scripts are in completions/ (see docs/completion.md).";
 
 /// Names of the built-in commands; a plugin or alias can never replace one.
 pub const BUILTINS: &[&str] = &["help", "version", "plugin", "completion", "__complete"];

@@ -29,6 +29,45 @@ pub struct Config {
     /// Where this config was read from (not part of the file).
     #[serde(skip)]
     pub path: PathBuf,
+    /// Every other top-level key: the plugins' keys ([`PLUGIN_KEYS`]) and
+    /// typos, which [`Config::unknown_keys`] reports.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde::de::IgnoredAny>,
+}
+
+/// The top-level keys `app` itself reads.
+const APP_KEYS: [&str; 3] = ["aliases", "plugins", "listeners"];
+
+/// The top-level keys the shipped plugins read from the same file
+/// (`event-repeater manage`'s named hosts and groups).
+pub const PLUGIN_KEYS: [&str; 2] = ["hosts", "groups"];
+
+/// A top-level key of the config file that nothing reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKey {
+    /// The key as written.
+    pub key: String,
+    /// The known key it most likely meant.
+    pub nearest: Option<&'static str>,
+}
+
+impl fmt::Display for UnknownKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown key \"{}\" is ignored", self.key)?;
+        match self.nearest {
+            Some(k) => write!(f, "; did you mean \"{k}\"?"),
+            None => write!(
+                f,
+                "; the known keys are {}",
+                APP_KEYS
+                    .iter()
+                    .chain(&PLUGIN_KEYS)
+                    .map(|k| format!("\"{k}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
 }
 
 /// Settings for one plugin.
@@ -185,6 +224,21 @@ impl Config {
         Ok(config)
     }
 
+    /// The top-level keys that neither `app` nor a shipped plugin reads
+    /// (a typo such as `"aliasses"` would otherwise be ignored silently),
+    /// each with the nearest known key when one is close.
+    pub fn unknown_keys(&self) -> Vec<UnknownKey> {
+        let known = || APP_KEYS.iter().chain(&PLUGIN_KEYS).copied();
+        self.other
+            .keys()
+            .filter(|k| !known().any(|n| n == k.as_str()))
+            .map(|k| UnknownKey {
+                key: k.clone(),
+                nearest: crate::suggest::closest(k, known()),
+            })
+            .collect()
+    }
+
     /// Whether the config marks plugin `name` as trusted.
     pub fn is_trusted(&self, name: &str) -> bool {
         self.plugins.get(name).is_some_and(|p| p.trusted)
@@ -246,6 +300,38 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("c.json"), "{msg}");
         assert!(msg.contains("line 2"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_keys_are_reported_with_the_nearest_known_one() {
+        let c = Config::parse(
+            r#"{"aliasses": {"r": "x"}, "hosts": {}, "groups": {}, "zzzzzz": 1, "listeners": []}"#,
+            Path::new("c.json"),
+        )
+        .unwrap();
+        let unknown = c.unknown_keys();
+        assert_eq!(
+            unknown,
+            [
+                UnknownKey {
+                    key: "aliasses".into(),
+                    nearest: Some("aliases")
+                },
+                UnknownKey {
+                    key: "zzzzzz".into(),
+                    nearest: None
+                }
+            ]
+        );
+        assert_eq!(
+            unknown[0].to_string(),
+            "unknown key \"aliasses\" is ignored; did you mean \"aliases\"?"
+        );
+        assert!(unknown[1].to_string().contains("\"groups\""));
+        assert!(c.aliases.is_empty());
+        let known = Config::parse(r#"{"aliases": {"r": "x"}}"#, Path::new("c.json")).unwrap();
+        assert!(known.unknown_keys().is_empty());
+        assert_eq!(known.aliases["r"], "x");
     }
 
     #[test]

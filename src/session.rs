@@ -96,7 +96,14 @@ impl Session {
             _ => (dirs.config_file(), ConfigOrigin::Default),
         };
         let config = match Config::load(&config_path, origin) {
-            Ok(config) => config,
+            Ok(config) => {
+                if config_use != ConfigUse::Silent && log_level(&global) >= WARN {
+                    for key in config.unknown_keys() {
+                        eprintln!("app: warning: config file {}: {key}", config_path.display());
+                    }
+                }
+                config
+            }
             Err(e) if config_use == ConfigUse::Required => return Err(e),
             Err(e) => {
                 if config_use == ConfigUse::Optional && log_level(&global) >= WARN {

@@ -70,7 +70,8 @@ pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
 /// an archive, at most `limit` bytes.
 fn read_local(path: &Path, limit: u64) -> Result<Vec<u8>> {
     let shown = path.display().to_string();
-    let meta = fs::metadata(path).map_err(|e| Error::io(format!("cannot read {shown}"), e))?;
+    let meta =
+        fs::metadata(path).map_err(|e| Error::io(format!("cannot read {shown}"), missing(e)))?;
     if !meta.is_file() {
         return Err(Error::NotInstallable {
             source: shown,
@@ -93,6 +94,18 @@ fn read_local(path: &Path, limit: u64) -> Result<Vec<u8>> {
         });
     }
     Ok(bytes)
+}
+
+/// "No such file or directory (os error 2)" does not say what to give
+/// instead; the other errors (permission denied, …) say enough.
+fn missing(e: std::io::Error) -> std::io::Error {
+    if e.kind() != std::io::ErrorKind::NotFound {
+        return e;
+    }
+    std::io::Error::new(
+        e.kind(),
+        "there is no such file; give the path of an app-<name> executable or of a .tar.gz holding one, or an https:// URL with --sha256",
+    )
 }
 
 /// The last path segment of `source`: the file name the plugin name may

@@ -17,6 +17,8 @@
 //! - [`protocol`]: answers `__app_metadata` and `__complete` in one call;
 //! - `cli` (feature `clap`): completion derived from a `clap::Command`, and
 //!   a `--log` value parser;
+//! - `usage` (feature `clap`): a clap usage error as one log line that
+//!   keeps its point (the missing argument, the valid values);
 //! - `http` (feature `tokio`): JSON answers for requests an HTTP server
 //!   could not parse, for plugins that serve an API.
 //!
@@ -59,6 +61,8 @@ pub mod paths;
 pub mod protocol;
 pub mod text;
 pub mod time;
+#[cfg(feature = "clap")]
+pub mod usage;
 
 /// The version of this SDK.
 ///

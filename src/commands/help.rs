@@ -14,10 +14,14 @@ pub fn run(session: &Session, topic: &[String]) -> Result<i32> {
         print_overview(session);
         return Ok(0);
     };
-    let mut cmd = crate::cli::command();
-    if let Some(sub) = cmd.find_subcommand_mut(first) {
-        let mut sub = sub.clone().bin_name(format!("app {first}"));
-        print!("{}", sub.render_long_help());
+    let cmd = crate::cli::command();
+    if cmd.find_subcommand(first).is_some() {
+        // Exactly what `app <built-in> --help` prints: a clone of the
+        // subcommand rendered on its own lacks what the whole command
+        // propagates to it (no `help` subcommand, the flags' layout).
+        if let Err(e) = cmd.try_get_matches_from(["app", first.as_str(), "--help"]) {
+            print!("{}", e.render());
+        }
         return Ok(0);
     }
     // A plugin: ask it, the way `git help` shows a command's own help.

@@ -7,7 +7,7 @@ use crate::cli::Shell;
 
 /// bash: `source <(app completion bash)`.
 pub const BASH: &str = include_str!("../../completions/app.bash");
-/// zsh: `source <(app completion zsh)` after `compinit`, or `_app` on `$fpath`.
+/// zsh: `source <(app completion zsh)` (it runs `compinit` if no one has), or `_app` on `$fpath`.
 pub const ZSH: &str = include_str!("../../completions/_app");
 /// fish: `app completion fish | source`.
 pub const FISH: &str = include_str!("../../completions/app.fish");

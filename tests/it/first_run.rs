@@ -248,6 +248,27 @@ fn the_completion_lines_work_on_a_fresh_home() {
             "{written}"
         );
     }
+    // zsh: the line alone, on a ~/.zshrc that never ran compinit, registers
+    // the completion (it was "command not found: compdef").
+    if common::require_tool("zsh", "zsh").is_some() {
+        let out = account
+            .command("zsh")
+            .args([
+                "-i",
+                "-c",
+                "print -r -- \"registered: ${_comps[app]-none}\"",
+            ])
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(
+            stdout.contains("registered: _app") && !stderr.contains("compdef"),
+            "stdout: {stdout}\nstderr: {stderr}"
+        );
+    }
     // fish loads it from there by itself.
     if common::require_tool("fish", "fish").is_some() {
         let out = account

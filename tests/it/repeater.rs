@@ -160,7 +160,7 @@ fn metadata_and_completion() {
     assert_eq!(meta["name"], "event-repeater");
     assert_eq!(
         meta["description"],
-        "Relay events from an event source to MQTT or stderr"
+        "Relay events from an event source to MQTT, NATS or stderr"
     );
     assert_eq!(meta["completion"], true);
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);

@@ -37,6 +37,10 @@ Examples:
   app event-repeater manage apply -f routes.json --dry-run
   app -H @edges event-repeater manage status";
 
+/// The help section of the original design's `--op` form, listed after
+/// the commands' flags: kept for old scripts, not what to learn first.
+const LEGACY: &str = "Old form (use the commands above instead)";
+
 /// `app event-repeater manage`: change a running event repeater's routes.
 #[derive(Debug, Parser)]
 #[command(
@@ -55,23 +59,24 @@ pub struct Cli {
     command: Option<Command>,
 
     /// Old numeric form: 1 add (post), 2 delete, 3 update (put), 4 read (get)
-    #[arg(long, value_enum, value_name = "1-4")]
+    #[arg(long, help_heading = LEGACY, value_enum, value_name = "1-4")]
     op: Option<Op>,
 
     /// Old form: the resource; `event` means /events
-    #[arg(long, value_enum, value_name = "event")]
+    #[arg(long, help_heading = LEGACY, value_enum, value_name = "event")]
     resource: Option<Resource>,
 
     /// With --op: the API path (default /events)
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, help_heading = LEGACY, value_name = "PATH")]
     path: Option<String>,
 
     /// With --op: JSON inline, @file.json, or - for stdin
-    #[arg(long, value_name = "VALUE", allow_hyphen_values = true)]
+    #[arg(long, help_heading = LEGACY, value_name = "VALUE", allow_hyphen_values = true)]
     value: Option<String>,
 }
 
-/// Flags every command takes, before or after its name.
+/// Flags every command takes, before or after its name (as kubectl takes
+/// its global flags anywhere: `manage get -H edge1`).
 #[derive(Debug, Args)]
 struct ConnArgs {
     /// The repeater's name (`app event-repeater run --name`)
@@ -79,7 +84,7 @@ struct ConnArgs {
     name: String,
 
     /// An API address (unix:///x.sock, http://127.0.0.1:PORT, https://HOST:PORT), a named host or @GROUP; repeat for several
-    #[arg(long, global = true, value_name = "HOST", action = clap::ArgAction::Append)]
+    #[arg(short = 'H', long, global = true, value_name = "HOST", action = clap::ArgAction::Append)]
     host: Vec<String>,
 
     /// Bearer token for a TCP API that needs one (default: $APP_TOKEN)
@@ -601,17 +606,7 @@ impl ParseOutcome {
                 ParseOutcome::Info(e.render().to_string())
             }
             _ => {
-                // clap's message is several paragraphs (error, tip, usage); keep
-                // the first paragraph, as one line, and say where help is.
-                let rendered = e.render().to_string();
-                let first: Vec<&str> = rendered
-                    .lines()
-                    .map(str::trim)
-                    .skip_while(|l| l.is_empty())
-                    .take_while(|l| !l.is_empty())
-                    .collect();
-                let first = first.join(" ");
-                let first = first.strip_prefix("error: ").unwrap_or(&first);
+                let first = app_plugin::usage::one_line(&e);
                 ParseOutcome::Error(Error::Usage(format!("{first}; see: {help}")))
             }
         }

@@ -68,6 +68,9 @@ pub enum Error {
         /// Why (refused, timed out, permission denied, …).
         reason: String,
     },
+    /// `status` found its one host down; the text is the whole reason
+    /// already (it names the host and what to check).
+    Down(String),
     /// Connected, but no complete answer within the timeout.
     Timeout {
         /// The address.
@@ -110,7 +113,8 @@ impl Error {
             Error::NotRunning { .. }
             | Error::StaleSocket { .. }
             | Error::StaleListen { .. }
-            | Error::Unreachable { .. } => EXIT_UNREACHABLE,
+            | Error::Unreachable { .. }
+            | Error::Down(_) => EXIT_UNREACHABLE,
             Error::Insecure { .. } => EXIT_USAGE,
             Error::Hosts(_) => EXIT_HOSTS,
             Error::Timeout { .. }
@@ -210,7 +214,7 @@ impl fmt::Display for Error {
                 }
                 write!(f, "\n{failed} of {} hosts failed", outcomes.len())
             }
-            Error::Failed(msg) => write!(f, "{msg}"),
+            Error::Failed(msg) | Error::Down(msg) => write!(f, "{msg}"),
         }
     }
 }

@@ -273,10 +273,16 @@ fn given(endpoint: Endpoint, host_name: Option<String>, d: &Defaults<'_>) -> Tar
 }
 
 fn named(inv: &Inventory, name: &str, d: &Defaults<'_>) -> Result<Target, Error> {
-    let host = inv
-        .hosts
-        .get(name)
-        .ok_or_else(|| inv.unknown("host", name, inv.hosts.keys().collect()))?;
+    let host = inv.hosts.get(name).ok_or_else(|| {
+        if inv.groups.contains_key(name) {
+            // `-H edges` for the group `edges`: a group needs its `@`.
+            return Error::Usage(format!(
+                "'{name}' is a group in the config file {}, not a host; write it with an @: -H @{name}",
+                inv.path.display()
+            ));
+        }
+        inv.unknown("host", name, inv.hosts.keys().collect())
+    })?;
     let mut t = given(host.endpoint.clone(), Some(name.to_string()), d);
     if let Some(file) = &host.token_file {
         let text = read_small(file, MAX_TOKEN, &format!("the token file of host '{name}'"))?;
@@ -353,6 +359,19 @@ mod tests {
         assert!(err.to_string().contains("known: e1"), "{err}");
         let err = resolve(&[HostWord::Group("g".into())], &defaults(&config)).unwrap_err();
         assert!(err.to_string().contains("none are defined"), "{err}");
+        // A group's name without its @ says how to write it.
+        std::fs::write(
+            &config,
+            r#"{"hosts": {"e1": {"url": "http://127.0.0.1:1"}}, "groups": {"edges": ["e1"]}}"#,
+        )
+        .unwrap();
+        let err = resolve(&[HostWord::Name("edges".into())], &defaults(&config)).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.to_string().contains("write it with an @: -H @edges"),
+            "{err}"
+        );
+        assert!(resolve(&[HostWord::Group("edges".into())], &defaults(&config)).is_ok());
     }
 
     #[test]

@@ -396,10 +396,9 @@ fn outcome(targets: &[Target], rows: &[Row]) -> Result<(), Error> {
         return Ok(());
     }
     if let [one] = rows {
-        return Err(Error::Unreachable {
-            target: targets[0].described(),
-            reason: one.error.clone().unwrap_or_default(),
-        });
+        // The sample's error already names the host and what to check.
+        let reason = one.error.clone().unwrap_or_default();
+        return Err(Error::Down(reason));
     }
     fleet::outcome(
         targets,

@@ -111,6 +111,10 @@ struct Document {
     version: u32,
     /// The source the checkpoint belongs to, as `--source` resolved it.
     source: String,
+    /// The sink protocol of the run that wrote it (`mqtt`, `nats`,
+    /// `stderr`); absent in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sink: Option<String>,
     last_event_id: String,
 }
 
@@ -119,6 +123,7 @@ struct Document {
 pub struct CheckpointFile {
     path: PathBuf,
     source: String,
+    sink: &'static str,
 }
 
 /// What was found at start.
@@ -131,12 +136,16 @@ pub enum Loaded {
     Resume(String),
     /// A checkpoint for another source: not used.
     OtherSource(String),
+    /// A checkpoint written by a run into another sink (the stderr demo
+    /// before the first MQTT run): not used, since the events it counts as
+    /// done never reached this sink.
+    OtherSink(String),
 }
 
 impl CheckpointFile {
     /// The file beside `state_file`: `NAME.routes.json` → `NAME.checkpoint`,
     /// any other name gets `.checkpoint` appended.
-    pub fn beside(state_file: &Path, source: String) -> CheckpointFile {
+    pub fn beside(state_file: &Path, source: String, sink: &'static str) -> CheckpointFile {
         let name = state_file
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -145,6 +154,7 @@ impl CheckpointFile {
         CheckpointFile {
             path: state_file.with_file_name(format!("{base}.checkpoint")),
             source,
+            sink,
         }
     }
 
@@ -184,6 +194,9 @@ impl CheckpointFile {
         if doc.source != self.source {
             return Ok(Loaded::OtherSource(doc.source));
         }
+        if let Some(sink) = doc.sink.filter(|s| s != self.sink) {
+            return Ok(Loaded::OtherSink(sink));
+        }
         Ok(Loaded::Resume(doc.last_event_id))
     }
 
@@ -197,6 +210,7 @@ impl CheckpointFile {
         let doc = Document {
             version: 1,
             source: self.source.clone(),
+            sink: Some(self.sink.to_string()),
             last_event_id: id.to_string(),
         };
         let mut text = serde_json::to_vec(&doc).map_err(io::Error::other)?;
@@ -213,7 +227,11 @@ pub fn open(
     if !cfg.checkpoint {
         return Ok((None, None));
     }
-    let file = CheckpointFile::beside(&cfg.state_file, cfg.source.to_string());
+    let file = CheckpointFile::beside(
+        &cfg.state_file,
+        cfg.source.to_string(),
+        sink_protocol(&cfg.sink),
+    );
     let resume = match file.load()? {
         Loaded::None => None,
         Loaded::Resume(id) => {
@@ -231,8 +249,35 @@ pub fn open(
             );
             None
         }
+        Loaded::OtherSink(other) => {
+            // Not resumed: otherwise the source's "events … are no longer
+            // held" about the earlier run's ids is all the user sees. After
+            // the stderr demo that is expected (info); after a real sink
+            // the user may have meant to resume (warning).
+            let text = format!(
+                "the checkpoint {} was left by an earlier run of '{}' into {other}, not {}; the events it counts as done never reached this sink, so this run starts from the source's live events (give each setup its own --name to keep their checkpoints apart)",
+                file.path().display(),
+                cfg.name,
+                sink_protocol(&cfg.sink)
+            );
+            if other == "stderr" {
+                app_plugin::info!("{text}");
+            } else {
+                app_plugin::warn!("{text}");
+            }
+            None
+        }
     };
     Ok((Some(file), resume))
+}
+
+/// The sink protocol a checkpoint belongs to.
+fn sink_protocol(sink: &crate::config::SinkConfig) -> &'static str {
+    match sink {
+        crate::config::SinkConfig::Mqtt(_) => "mqtt",
+        crate::config::SinkConfig::Nats(_) => "nats",
+        crate::config::SinkConfig::Stderr => "stderr",
+    }
 }
 
 /// Writes the checkpoint `current()` returns every [`INTERVAL`] while its
@@ -347,7 +392,7 @@ mod tests {
     fn file_round_trip_is_private_and_source_bound() {
         let dir = tempfile::tempdir().unwrap();
         let state = dir.path().join("r.routes.json");
-        let f = CheckpointFile::beside(&state, "http://a".into());
+        let f = CheckpointFile::beside(&state, "http://a".into(), "mqtt");
         assert_eq!(f.path(), dir.path().join("r.checkpoint"));
         assert_eq!(f.load(), Ok(Loaded::None));
         f.save("42", false).unwrap();
@@ -356,8 +401,18 @@ mod tests {
         let mode = fs::metadata(f.path()).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         assert!(read_all(f.path()).contains("\"last_event_id\":\"43\""));
-        let other = CheckpointFile::beside(&state, "http://b".into());
+        let other = CheckpointFile::beside(&state, "http://b".into(), "mqtt");
         assert_eq!(other.load(), Ok(Loaded::OtherSource("http://a".into())));
+        // The same source into another sink (the stderr demo, then MQTT).
+        let other = CheckpointFile::beside(&state, "http://a".into(), "stderr");
+        assert_eq!(other.load(), Ok(Loaded::OtherSink("mqtt".into())));
+        // A file from before the sink was recorded still resumes.
+        std::fs::write(
+            f.path(),
+            r#"{"version":1,"source":"http://a","last_event_id":"7"}"#,
+        )
+        .unwrap();
+        assert_eq!(other.load(), Ok(Loaded::Resume("7".into())));
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "a temp file was left behind");
         fs::write(f.path(), "{").unwrap();
@@ -367,7 +422,7 @@ mod tests {
             let e = f.load().unwrap_err();
             assert!(e.contains("is empty") && e.contains("remove it"), "{e}");
         }
-        let custom = CheckpointFile::beside(Path::new("/x/routes"), String::new());
+        let custom = CheckpointFile::beside(Path::new("/x/routes"), String::new(), "mqtt");
         assert_eq!(custom.path(), Path::new("/x/routes.checkpoint"));
     }
 }

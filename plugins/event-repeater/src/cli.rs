@@ -10,13 +10,22 @@ Exit codes: 0 stopped cleanly (SIGTERM/SIGINT); 1 runtime failure (another insta
 running, cannot bind the socket, unreadable state file); 2 usage error.
 Routes are managed over the REST API on the unix socket (see `app event-repeater manage`).";
 
+/// The help of `app event-repeater` itself: `manage` is a plugin of its
+/// own (`app-event-repeater-manage`), so clap does not list it.
+pub const TOP_AFTER_HELP: &str = "\
+Also:
+  manage  Change a running repeater's routes, or see its status (app event-repeater manage --help)
+
+Exit codes: 0 stopped cleanly (SIGTERM/SIGINT); 1 runtime failure (another instance \
+running, cannot bind the socket, unreadable state file); 2 usage error.";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "app-event-repeater",
     bin_name = "app event-repeater",
     version = app_plugin::context::APP_VERSION,
-    about = "Relay events from an event source to MQTT or stderr, managed over a REST API",
-    after_help = AFTER_HELP,
+    about = "Relay events from an event source to MQTT, NATS or stderr, managed over a REST API",
+    after_help = TOP_AFTER_HELP,
     disable_help_subcommand = true
 )]
 pub struct Cli {
@@ -62,8 +71,10 @@ pub struct RunArgs {
     pub source: String,
 
     /// The broker: for MQTT tcp://, mqtt:// or mqtts:// (TLS) HOST:PORT
-    /// (default tcp://localhost:1883); for NATS nats:// or tls:// HOST:PORT
-    /// (default nats://localhost:4222), repeatable: the cluster's seed servers.
+    /// (default tcp://localhost:1883), repeatable for failover: the first
+    /// that answers is used, the next when it hangs or dies, and the first
+    /// again once it is back; for NATS nats:// or tls:// HOST:PORT (default
+    /// nats://localhost:4222), repeatable: the cluster's seed servers.
     #[arg(long, value_name = "URL")]
     pub sink: Vec<String>,
 
@@ -88,7 +99,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "LEVEL", value_parser = app_plugin::cli::LogLevel)]
     pub log: Option<u8>,
 
-    /// MQTT QoS of the publishes.
+    /// QoS of the publishes: MQTT's QoS; for NATS 0 is core NATS, 1 and 2 are JetStream publishes that wait for the stream's acknowledgement.
     #[arg(long, value_enum, default_value = "1")]
     pub qos: Qos,
 
@@ -104,15 +115,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub clean_session: bool,
 
-    /// MQTT user name; the password comes from APP_MQTT_PASSWORD or --password-file.
+    /// User name for the broker (MQTT or NATS); the password comes from APP_MQTT_PASSWORD or --password-file.
     #[arg(long)]
     pub username: Option<String>,
 
-    /// File holding the MQTT password (first line).
+    /// File holding the broker's password, MQTT or NATS (first line).
     #[arg(long, value_name = "FILE")]
     pub password_file: Option<PathBuf>,
 
-    /// CA certificates (PEM) to trust for mqtts:// instead of the system's.
+    /// CA certificates (PEM) to trust for an mqtts:// or tls:// (NATS) sink instead of the system's.
     #[arg(long, value_name = "FILE")]
     pub ca_file: Option<PathBuf>,
 
@@ -139,7 +150,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "on|off", default_value = "on")]
     pub checkpoint: Switch,
 
-    /// Unacknowledged publishes allowed on the wire at once (QoS 1 and 2).
+    /// Unacknowledged publishes allowed on the wire at once (QoS 1 and 2; MQTT and NATS).
     #[arg(long, value_name = "N", default_value = "1000", value_parser = clap::value_parser!(u16).range(1..))]
     pub inflight: u16,
 
@@ -365,6 +376,64 @@ mod tests {
             Cli::try_parse_from(["x", "run", "--sinkprotocol", "stderr", "--allowall"]).unwrap();
         let Command::Run(a) = cli.command;
         assert!(a.allowall && a.sinkprotocol == SinkProtocol::Stderr);
+    }
+
+    /// docs/event-repeater.md's table of `run`'s flags cannot drift from
+    /// the definitions above: every flag has a row, every row is a flag,
+    /// and each default shown by `--help` appears in its row.
+    #[test]
+    fn the_docs_flag_table_matches_the_command() {
+        use clap::CommandFactory;
+        let doc = include_str!("../../../docs/event-repeater.md");
+        let table = doc
+            .split("| flag | default | meaning |")
+            .nth(1)
+            .expect("the flag table");
+        let rows: Vec<&str> = table
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        // A row's flag: the first `--word` of its first cell.
+        let flag_of = |row: &str| -> Option<String> {
+            let cell = row.split(" | ").next()?;
+            let at = cell.find("--")?;
+            let name: String = cell[at + 2..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            Some(name)
+        };
+        let documented: Vec<String> = rows.iter().filter_map(|r| flag_of(r)).collect();
+        assert_eq!(documented.len(), rows.len(), "a row without a flag");
+        let cmd = Cli::command();
+        let run = cmd.find_subcommand("run").expect("run");
+        let mut defined = Vec::new();
+        for arg in run.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if long == "help" || long == "version" {
+                continue;
+            }
+            defined.push(long.to_string());
+            let row = rows
+                .iter()
+                .find(|r| flag_of(r).as_deref() == Some(long))
+                .unwrap_or_else(|| panic!("docs/event-repeater.md has no row for --{long}"));
+            for default in arg.get_default_values() {
+                let default = default.to_string_lossy();
+                let cell = row.split(" | ").nth(1).unwrap_or_default();
+                assert!(
+                    cell.contains(&*default),
+                    "--{long}: the docs' default {cell:?} does not show {default:?}"
+                );
+            }
+        }
+        for flag in &documented {
+            assert!(
+                defined.contains(flag),
+                "docs/event-repeater.md documents --{flag}, which run does not have"
+            );
+        }
     }
 
     #[test]

@@ -265,10 +265,17 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         _ = sigterm.recv() => "SIGTERM",
         _ = sigint.recv() => "SIGINT",
     };
-    info!(
-        "{why}: no longer taking events; waiting up to {:?} for the sink",
-        cfg.drain_timeout
-    );
+    // With the sink down nothing can drain: the sinks stop at once.
+    let sink_down =
+        !matches!(cfg.sink, SinkConfig::Stderr) && !metrics.sink_connected.load(Ordering::Relaxed);
+    if sink_down {
+        info!("{why}: no longer taking events; the sink is down, so stopping at once");
+    } else {
+        info!(
+            "{why}: no longer taking events; waiting up to {:?} for the sink",
+            cfg.drain_timeout
+        );
+    }
     status_stop.cancel();
     let _ = status_task.await;
     let held = buffer.stats();
@@ -295,7 +302,16 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         "stopped: {} of {accepted} accepted events delivered",
         accepted.saturating_sub(undelivered as u64)
     ));
-    if undelivered > 0 {
+    if undelivered > 0 && sink_down {
+        warn!(
+            "stopped at once: the sink {sink_url} is down, so nothing could drain; {undelivered} of {accepted} accepted events were not delivered{}",
+            if cfg.checkpoint {
+                " and stay after the checkpoint: the next start asks the source for them again"
+            } else {
+                " (with --checkpoint off they are lost)"
+            }
+        );
+    } else if undelivered > 0 {
         warn!(
             "stopped; {undelivered} of {accepted} accepted events were not delivered (not acknowledged within --drain-timeout {:?})",
             cfg.drain_timeout

@@ -1,10 +1,11 @@
 //! `app-event-repeater`: relays events from an event source (SSE) to an MQTT
-//! broker or to stderr, with routes managed over a REST API.
+//! broker, NATS (JetStream or core) or stderr, with routes managed over a
+//! REST API.
 //!
 //! Data flows through one module per step:
 //! [`source`] (SSE reader, with [`sse`] parsing and [`event`] decoding) →
 //! [`relay`] (routing by [`routes`]) → [`buffer`] (bounded, with an overflow
-//! policy) → [`sink`] ([`sink::mqtt`] or [`sink::stderr`]); [`checkpoint`]
+//! policy) → [`sink`] ([`sink::mqtt`], [`sink::nats`] or [`sink::stderr`]); [`checkpoint`]
 //! keeps the id to resume from after a restart.
 //! Around it: [`api`] (REST, errors in [`api_error`]), [`state`] (the routes
 //! file), [`metrics`], [`app_plugin::instance`] (socket, pid, listen files),
@@ -50,7 +51,7 @@ pub fn metadata() -> app_plugin::metadata::Metadata {
     app_plugin::metadata::Metadata::new(
         "event-repeater",
         env!("CARGO_PKG_VERSION"),
-        "Relay events from an event source to MQTT or stderr",
+        "Relay events from an event source to MQTT, NATS or stderr",
     )
     .completion()
 }
@@ -76,10 +77,16 @@ pub fn run(args: Vec<OsString>) -> u8 {
     argv.extend(args);
     let cli = match cli::Cli::try_parse_from(argv) {
         Ok(c) => c,
+        // `app event-repeater` alone: the subcommands, on stderr with exit
+        // 2, as `app plugin` alone does (a usage error with its usage).
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            return error::code::USAGE;
+        }
         Err(e) if e.use_stderr() => {
             app_plugin::log::fatal(format_args!(
                 "{}; see `app event-repeater run --help`",
-                first_line(&e)
+                app_plugin::usage::one_line(&e)
             ));
             return error::code::USAGE;
         }
@@ -106,12 +113,4 @@ fn start(run_args: &cli::RunArgs) -> Result<(), error::Error> {
     let password = std::env::var("APP_MQTT_PASSWORD").ok();
     let cfg = config::Config::new(run_args, &ctx, password).map_err(error::Error::Usage)?;
     daemon::run(cfg)
-}
-
-/// The message of a clap error without clap's `error: ` tag and usage
-/// lines: the logger adds the program's name and level.
-fn first_line(e: &clap::Error) -> String {
-    let text = e.to_string();
-    let first = text.lines().next().unwrap_or("bad arguments");
-    first.trim_start_matches("error: ").to_string()
 }

@@ -1,4 +1,4 @@
-//! `app-event-repeater`: relays events from an event source to MQTT or stderr.
+//! `app-event-repeater`: relays events from an event source to MQTT, NATS or stderr.
 //! Everything lives in the library; see `lib.rs`.
 
 fn main() -> std::process::ExitCode {

@@ -53,11 +53,9 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("bad arguments");
             log::fatal(format_args!(
                 "{}; see app-event-time --help",
-                first.trim_start_matches("error: ")
+                app_plugin::usage::one_line(&e)
             ));
             return ExitCode::from(EXIT_USAGE);
         }

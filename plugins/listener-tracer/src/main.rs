@@ -24,6 +24,10 @@ fn main() -> ExitCode {
         println!("{}", meta.to_json());
         return ExitCode::SUCCESS;
     }
+    if matches!(args.as_slice(), [a] if a == "--help" || a == "-h") {
+        print!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
     app_plugin::log::init_from_env();
     let file = match log_file(&args) {
         Ok(f) => f,
@@ -41,6 +45,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--help`: what it is, how to turn it on, where the log goes.
+const HELP: &str = "\
+Log every app command to a file (a lifecycle listener)
+
+Usage: app-listener-tracer [--file PATH] < events
+
+app runs it for each command once the config file lists it:
+  {\"listeners\": [{\"name\": \"tracer\"}]}
+and writes command.start and command.end to its stdin, one JSON object per
+line; each becomes one line of the log.
+
+Options:
+      --file PATH  the log (default: $APP_TRACER_LOG, else $APP_DATA_DIR/tracer.log,
+                   e.g. ~/.local/share/app/tracer.log)
+  -h, --help       Print help
+
+See docs/plugin-protocol.md#listeners.
+";
+
 fn log_file(args: &[String]) -> Result<PathBuf, String> {
     match args {
         [] => Ok(std::env::var_os("APP_TRACER_LOG")
@@ -52,7 +75,7 @@ fn log_file(args: &[String]) -> Result<PathBuf, String> {
             })),
         [flag, path] if flag == "--file" => Ok(PathBuf::from(path)),
         _ => Err(format!(
-            "unexpected arguments {args:?}; usage: app-listener-tracer [--file PATH] < events"
+            "unexpected arguments {args:?}; usage: app-listener-tracer [--file PATH] < events (see --help)"
         )),
     }
 }

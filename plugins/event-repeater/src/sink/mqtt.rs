@@ -404,6 +404,11 @@ impl MqttSink {
             if dl.is_some_and(|d| tokio::time::Instant::now() >= d) {
                 break;
             }
+            // Stopping while the broker is down: nothing can drain, and
+            // what is not acknowledged stays after the checkpoint.
+            if dl.is_some() && !link.connected && link.down_since.is_some() {
+                break;
+            }
             if link.connected {
                 self.fill(&mut book, &mut el, &refused);
             }

@@ -229,10 +229,11 @@ impl NatsSink {
             if dl.is_some() && self.buffer.is_queue_empty() {
                 return 0;
             }
-            if dl.is_some_and(|d| Instant::now() >= d) {
+            let connected = is_connected(client);
+            // Stopping while the server is down: nothing can drain.
+            if dl.is_some_and(|d| Instant::now() >= d || !connected) {
                 return self.buffer.stats().queued;
             }
-            let connected = is_connected(client);
             if connected {
                 let batch = self.buffer.take(256);
                 for rec in batch {
@@ -300,10 +301,12 @@ impl NatsSink {
             if dl.is_some() && held == 0 && self.buffer.is_queue_empty() {
                 return 0;
             }
-            if dl.is_some_and(|d| Instant::now() >= d) {
+            let connected = is_connected(client);
+            // Stopping while the server is down: nothing can drain, and
+            // what is not acknowledged stays after the checkpoint.
+            if dl.is_some_and(|d| Instant::now() >= d || !connected) {
                 return held + self.buffer.stats().queued;
             }
-            let connected = is_connected(client);
             let paused = paused_until.is_some_and(|t| Instant::now() < t);
             if connected && !paused {
                 // Send what failed first, then new events, up to the window.
