@@ -5,10 +5,12 @@
 
 use crate::common;
 
+use std::io::Read;
 use std::time::{Duration, Instant};
 
 use common::broker::Broker;
 use common::event_time::EventTime;
+use common::process::Proc;
 use common::repeater::Repeater;
 use common::{free_port, plugin_bin, wait_for, Sandbox};
 
@@ -284,4 +286,124 @@ fn help_is_current_and_laid_out_the_same_way_everywhere() {
         at("Old form") < at("--op <1-4>") && at("--help") < at("Old form"),
         "{manage}"
     );
+}
+
+#[test]
+fn the_python_skeleton_is_quiet_when_its_reader_goes_away() {
+    if common::require_tool("python3", "python3").is_none() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let dir = sb.path().join("pydemo");
+    sb.run([
+        "plugin",
+        "new",
+        "pydemo",
+        "--lang",
+        "python",
+        "--dir",
+        dir.to_str().unwrap(),
+    ])
+    .assert()
+    .code(0);
+    let plugin = dir.join("app-pydemo");
+    let run = |close_stdout: bool| {
+        let mut cmd = sb.command(&plugin);
+        cmd.arg("context")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut proc = Proc::spawn("app-pydemo", &mut cmd);
+        let mut out = proc.child().stdout.take().expect("stdout");
+        let mut err = proc.child().stderr.take().expect("stderr");
+        let mut text = String::new();
+        if close_stdout {
+            // `| head -0`: the reader is gone before the plugin writes.
+            drop(out);
+        } else {
+            out.read_to_string(&mut text).unwrap();
+        }
+        let mut said = String::new();
+        err.read_to_string(&mut said).unwrap();
+        let status = proc.wait_exit(Duration::from_secs(20)).expect("it exits");
+        (status, text, said)
+    };
+    // The control: with a reader it prints the context.
+    let (status, text, err) = run(false);
+    assert!(
+        status.success() && text.contains("\"plugin_name\""),
+        "{text}{err}"
+    );
+    let (status, _, err) = run(true);
+    assert!(status.success(), "{status:?} {err}");
+    assert!(
+        !err.contains("Traceback") && !err.contains("BrokenPipeError"),
+        "{err}"
+    );
+}
+
+#[test]
+fn status_watch_into_a_pipe_prints_plain_tables() {
+    let sb = Sandbox::new();
+    let _rep = Repeater::builder(&sb, "event-repeater")
+        .sinkprotocol("stderr")
+        .no_source()
+        .start();
+    let mut cmd = sb.app();
+    cmd.args([
+        "event-repeater",
+        "manage",
+        "status",
+        "--watch",
+        "--interval",
+        "0.2",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::null());
+    let mut proc = Proc::spawn("status --watch", &mut cmd);
+    let mut out = proc.child().stdout.take().expect("stdout");
+    // Three snapshots' worth, read as they come.
+    let mut text = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut buf = [0u8; 4096];
+    while String::from_utf8_lossy(&text).matches("HOST").count() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            String::from_utf8_lossy(&text)
+        );
+        let n = out.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "status --watch ended: {}",
+            String::from_utf8_lossy(&text)
+        );
+        text.extend_from_slice(&buf[..n]);
+    }
+    proc.signal(libc::SIGINT);
+    let status = proc.wait_exit(Duration::from_secs(10));
+    assert_eq!(status.and_then(|s| s.code()), Some(0));
+    let text = String::from_utf8_lossy(&text);
+    assert!(!text.contains('\x1b'), "{text:?}");
+    // Each snapshot is the table as `status` prints it: header, then the host.
+    assert!(text.lines().filter(|l| l.starts_with("HOST")).count() >= 3);
+    assert!(
+        text.lines().filter(|l| l.starts_with("unix://")).count() >= 3,
+        "{text}"
+    );
+}
+
+#[test]
+fn the_license_files_match_the_cargo_license_and_there_is_a_changelog() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |name: &str| {
+        std::fs::read_to_string(root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    };
+    assert!(read("Cargo.toml").contains("\nlicense = \"MIT OR Apache-2.0\"\n"));
+    assert!(read("LICENSE-MIT").contains("Permission is hereby granted, free of charge"));
+    let apache = read("LICENSE-APACHE");
+    assert!(apache.contains("Apache License") && apache.contains("Version 2.0, January 2004"));
+    assert!(apache.contains("END OF TERMS AND CONDITIONS"));
+    let changelog = read("CHANGELOG.md");
+    assert!(changelog.starts_with("# Changelog\n"), "{changelog}");
+    assert!(changelog.contains("\n## [Unreleased]\n"), "{changelog}");
 }

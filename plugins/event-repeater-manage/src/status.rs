@@ -359,6 +359,10 @@ pub fn run(
         if format == Format::Json {
             // A stream of arrays, one per interval, one per line.
             print(io, &text)?;
+        } else if !io.pretty {
+            // Not a terminal (a pipe, a file, `watch`'s log): no cursor
+            // escapes, one plain table per interval, a blank line between.
+            print(io, &format!("{text}\n"))?;
         } else {
             // Home, then each line cleared to its end, then the rest of the
             // screen: redraws in place without flicker.
