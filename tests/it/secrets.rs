@@ -130,3 +130,21 @@ fn credentials_in_a_sink_url_are_refused_without_showing_them() {
         );
     }
 }
+
+#[test]
+fn credentials_in_a_manage_host_are_refused_without_showing_them() {
+    let sb = Sandbox::new();
+    let mut cmd = sb.command(plugin_bin("app-event-repeater-manage"));
+    cmd.args(["get", "--host", "http://u:hunter9@127.0.0.1:1"]);
+    let ran = common::run::Run::new(cmd).assert();
+    assert_eq!(ran.exit(), 2, "{ran:?}");
+    // It names the address (masked) and what to use instead.
+    assert!(
+        ran.stderr.contains("'http://u:***@127.0.0.1:1'") && ran.stderr.contains("--token"),
+        "{ran:?}"
+    );
+    assert!(
+        !ran.stderr.contains("hunter9") && !ran.stdout.contains("hunter9"),
+        "{ran:?}"
+    );
+}

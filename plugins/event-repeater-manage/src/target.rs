@@ -25,10 +25,12 @@ impl Endpoint {
     /// listen files).
     pub fn parse(url: &str) -> Result<Endpoint, String> {
         let url = url.trim();
+        // Messages quote the address; never with a password in it.
+        let shown = app_plugin::text::mask_url(url);
         if let Some(path) = url.strip_prefix("unix://") {
             if !path.starts_with('/') {
                 return Err(format!(
-                    "'{url}' has a relative socket path; write unix:///absolute/path.sock"
+                    "'{shown}' has a relative socket path; write unix:///absolute/path.sock"
                 ));
             }
             return Ok(Endpoint::Unix(PathBuf::from(path)));
@@ -44,13 +46,18 @@ impl Endpoint {
             (true, rest)
         } else {
             return Err(format!(
-                "'{url}' is not an API address; use unix:///path/to.sock, http://127.0.0.1:PORT or https://HOST:PORT"
+                "'{shown}' is not an API address; use unix:///path/to.sock, http://127.0.0.1:PORT or https://HOST:PORT"
             ));
         };
         let rest = rest.trim_end_matches('/');
         let authority = rest.split('/').next().unwrap_or_default();
-        if authority.is_empty() || authority.contains(['?', '#', ' ', '@']) {
-            return Err(format!("'{url}' has no host; use http://127.0.0.1:PORT"));
+        if authority.contains('@') {
+            return Err(format!(
+                "'{shown}': a user or password in the address is not supported; give the repeater's token with --token, APP_TOKEN or the host's token_file"
+            ));
+        }
+        if authority.is_empty() || authority.contains(['?', '#', ' ']) {
+            return Err(format!("'{shown}' has no host; use http://127.0.0.1:PORT"));
         }
         Ok(if tls {
             Endpoint::Https(format!("https://{rest}"))
@@ -295,6 +302,13 @@ pub fn check_name(name: &str) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_in_an_address_are_refused_masked() {
+        let err = Endpoint::parse("http://u:hunter9@127.0.0.1:1").unwrap_err();
+        assert!(err.contains("u:***@") && err.contains("--token"), "{err}");
+        assert!(!err.contains("hunter9"), "{err}");
+    }
 
     #[test]
     fn endpoint_forms() {
