@@ -94,6 +94,29 @@ fn a_hostile_hosts_text_is_escaped_in_tables_status_and_errors() {
     assert_eq!(status.stdout.lines().count(), 2, "{status:?}");
     assert!(status.stdout.contains("r\\x1b[2J"), "{status:?}");
 
+    // A warning quoting the host's topics (the manager does not escape them
+    // itself: the SDK's log lines do).
+    server.serve(
+        "/source/topics",
+        json!(["t/\u{1b}]0;pwned\u{7}", "u/\u{202e}x"])
+            .to_string()
+            .as_bytes(),
+    );
+    let warned = manage(
+        &sb,
+        &[
+            "post",
+            "--host",
+            &host,
+            "--value",
+            r#"{"sourcetopic":"a/b","sinktopic":"/x"}"#,
+        ],
+    )
+    .code(0);
+    assert!(warned.stderr.contains("t/\\x1b]0;pwned\\x07"), "{warned:?}");
+    no_raw_controls(&warned.stderr);
+    no_raw_controls(&warned.stdout);
+
     // A 130 KB error body: one line, shortened, escaped.
     let body = format!("\x1b]0;owned\x07\x1b[2J{}", "E".repeat(130_000));
     server.serve_status("/events", 500, body.as_bytes());
