@@ -201,27 +201,20 @@ impl Supervised {
 /// A child `app` starts for its own purposes (a listener, `app_fetch`, a
 /// metadata query): it dies with `app` (see [`die_with_app`]) and when this
 /// is dropped, and a signal that ends `app` kills it (see [`signals`]).
-/// Started as a process-group leader, everything it started goes with it,
-/// also when `app` is killed with `SIGKILL` (see [`crate::group_watch`]).
+/// Started as a process-group leader, everything it started goes with it.
 pub struct OwnChild {
     child: Child,
     hub: &'static signals::Hub,
     released: bool,
-    /// For a group leader: while `app` holds this, the group lives; when
-    /// `app` ends in any way, [`crate::group_watch`] kills the group.
-    _watch: Option<crate::group_watch::Guard>,
 }
 
 impl OwnChild {
     /// Starts `cmd`; with `group`, in a process group of its own (for
     /// children that may start others; the group is killed as a whole).
     pub fn spawn(cmd: &mut Command, group: bool) -> io::Result<OwnChild> {
-        let watch = if group {
+        if group {
             cmd.process_group(0);
-            Some(crate::group_watch::install(cmd)?)
-        } else {
-            None
-        };
+        }
         die_with_app(cmd, libc::SIGKILL);
         let hub = signals::install();
         let child = hub.spawn_own(cmd, group)?;
@@ -229,7 +222,6 @@ impl OwnChild {
             child,
             hub,
             released: false,
-            _watch: watch,
         })
     }
 

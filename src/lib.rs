@@ -28,7 +28,6 @@ pub mod discovery;
 pub mod error;
 pub mod exec;
 pub mod external;
-pub mod group_watch;
 pub mod install;
 pub mod inventory;
 pub mod lifecycle;

@@ -26,6 +26,7 @@ mod listeners;
 mod manage;
 mod manage_input;
 mod nats;
+mod nats_trouble;
 mod odd_input;
 mod plugin_install;
 mod plugin_logs;

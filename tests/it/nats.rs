@@ -23,14 +23,19 @@ use common::repeater::Repeater;
 use common::{free_port, plugin_bin, wait_for, Sandbox};
 use serde_json::{json, Value};
 
-fn loadgen() -> PathBuf {
+pub(crate) fn loadgen() -> PathBuf {
     plugin_bin("loadgen")
 }
 
 /// `loadgen sse` on 127.0.0.1:`port`: events 1..=`count` on `bench/seq` at
 /// `rate`/s (SSE id = number). With `ready`, event 0 repeats every 10 ms
 /// until that file exists, so every reader starts at event 1.
-fn start_source(port: u16, rate: u64, count: u64, ready: Option<&std::path::Path>) -> Proc {
+pub(crate) fn start_source(
+    port: u16,
+    rate: u64,
+    count: u64,
+    ready: Option<&std::path::Path>,
+) -> Proc {
     let mut cmd = Command::new(loadgen());
     cmd.args(["sse", "--listen", &format!("127.0.0.1:{port}")])
         .args(["--rate", &rate.to_string(), "--count", &count.to_string()])
@@ -62,12 +67,12 @@ fn try_read_stream(server: &str, stream: &str, expect: u64) -> Result<Value, Str
     serde_json::from_slice(&out.stdout).map_err(|e| format!("nats-read printed no JSON: {e}"))
 }
 
-fn read_stream(server: &str, stream: &str, expect: u64) -> Value {
+pub(crate) fn read_stream(server: &str, stream: &str, expect: u64) -> Value {
     try_read_stream(server, stream, expect)
         .unwrap_or_else(|e| panic!("loadgen nats-read failed: {e}"))
 }
 
-fn metric(rep: &Repeater, name: &str) -> u64 {
+pub(crate) fn metric(rep: &Repeater, name: &str) -> u64 {
     rep.metrics()
         .get(&format!("app_event_repeater_{name}"))
         .copied()
@@ -89,7 +94,7 @@ fn wait_acked(rep: &Repeater, n: u64, within: Duration) {
 
 /// Arguments of a repeater from `source` into NATS at QoS 1, every event
 /// under its own topic, blocking (never dropping) when its buffer is full.
-fn nats_args(source: &str, sinks: &[String]) -> Vec<String> {
+pub(crate) fn nats_args(source: &str, sinks: &[String]) -> Vec<String> {
     let mut args = vec![
         "--source".to_string(),
         source.to_string(),

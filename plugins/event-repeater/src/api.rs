@@ -412,12 +412,13 @@ async fn healthz(State(st): St) -> Response {
     let stalled = st.metrics.source_stalled.load(Relaxed);
     let source_problem = metrics::problem(&st.metrics.source_problem);
     let sink = st.metrics.sink_connected.load(Relaxed);
+    let sink_problem = metrics::problem(&st.metrics.sink_problem);
     let b = st.buffer.stats();
     let routes = st.routes.lock().await.len();
     json(
         StatusCode::OK,
         &serde_json::json!({
-            "status": if source && !stalled && sink { "ok" } else { "degraded" },
+            "status": if source && !stalled && sink && sink_problem.is_none() { "ok" } else { "degraded" },
             "name": st.name,
             "version": app_plugin::context::APP_VERSION,
             "started_unix": st.started.unix_secs(),
@@ -428,7 +429,12 @@ async fn healthz(State(st): St) -> Response {
                 "stalled": stalled,
                 "problem": source_problem,
             },
-            "sink": { "url": st.sink, "connected": sink, "broker": st.metrics.broker() },
+            "sink": {
+                "url": st.sink,
+                "connected": sink,
+                "broker": st.metrics.broker(),
+                "problem": sink_problem,
+            },
             "routes": routes,
             "allowall": st.allowall,
             "buffered": b.queued,

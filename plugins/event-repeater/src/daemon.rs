@@ -122,6 +122,20 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         cfg.allowall,
         None,
     ))));
+    // A sink that can never work refuses the start before anything serves.
+    let nats = match &cfg.sink {
+        SinkConfig::Nats(n) => Some(
+            NatsSink {
+                cfg: n.clone(),
+                buffer: buffer.clone(),
+                metrics: metrics.clone(),
+            }
+            .start()
+            .await
+            .map_err(Error::Sink)?,
+        ),
+        _ => None,
+    };
     let sink_url = match &cfg.sink {
         SinkConfig::Mqtt(m) => m.url(),
         SinkConfig::Nats(n) => n.url(),
@@ -215,14 +229,10 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
             }
             .run(drain),
         ),
-        SinkConfig::Nats(n) => tokio::spawn(
-            NatsSink {
-                cfg: n.clone(),
-                buffer: buffer.clone(),
-                metrics: metrics.clone(),
-            }
-            .run(drain),
-        ),
+        SinkConfig::Nats(_) => match nats {
+            Some(started) => tokio::spawn(started.run(drain)),
+            None => unreachable!("the NATS sink is started above for a NATS sink"),
+        },
         SinkConfig::Stderr => tokio::spawn(crate::sink::stderr::run(
             buffer.clone(),
             metrics.clone(),

@@ -11,7 +11,8 @@ pub mod code {
     /// Stopped cleanly (SIGTERM or SIGINT), or `--help`/`--version`.
     pub const OK: u8 = 0;
     /// A start-up failure: another instance, an unusable state or
-    /// checkpoint file, a socket or address that cannot be bound.
+    /// checkpoint file, a socket or address that cannot be bound, a sink
+    /// that can never work (NATS without JetStream).
     pub const FAILURE: u8 = 1;
     /// A usage error: a bad flag or value, an unusable app context.
     pub const USAGE: u8 = 2;
@@ -33,6 +34,9 @@ pub enum Error {
     Instance(String),
     /// The API's TLS certificate or key cannot be used.
     Tls(String),
+    /// The sink can never work as configured (a NATS server without
+    /// JetStream, replicas on a server without a cluster).
+    Sink(String),
     /// An API listener cannot be opened.
     Listen { what: String, source: io::Error },
     /// The async runtime or a signal handler cannot be set up.
@@ -59,7 +63,8 @@ impl fmt::Display for Error {
             | Error::State(m)
             | Error::Checkpoint(m)
             | Error::Instance(m)
-            | Error::Tls(m) => f.write_str(m),
+            | Error::Tls(m)
+            | Error::Sink(m) => f.write_str(m),
             Error::Listen { what, source } => write!(f, "cannot listen on {what}: {source}"),
             Error::Runtime { what, source } => write!(f, "cannot {what}: {source}"),
         }

@@ -61,6 +61,12 @@ pub struct Metrics {
     pub source_problem: std::sync::RwLock<String>,
     /// SSE ids over the length limit, not kept.
     pub source_ids_refused: AtomicU64,
+    /// What is wrong with the sink now, for `/healthz` ("" when nothing):
+    /// a condition the connection state does not show (a full stream).
+    pub sink_problem: std::sync::RwLock<String>,
+    /// Publishes the broker refused because the stream is full (the events
+    /// are kept and sent again).
+    pub refused_stream_full: AtomicU64,
 }
 
 /// Reads a problem slot ("" when none).
@@ -138,6 +144,8 @@ pub struct Snapshot {
     sink_disconnects: u64,
     source_stalled: bool,
     source_stalls: u64,
+    sink_problem: bool,
+    refused_stream_full: u64,
     buffer: BufferStats,
     routes: usize,
     /// The per-route counters live in the table's entries; they are read
@@ -186,6 +194,8 @@ impl Metrics {
             sink_disconnects: get(&self.sink_disconnects),
             source_stalled: self.source_stalled.load(Ordering::Relaxed),
             source_stalls: get(&self.source_stalls),
+            sink_problem: problem(&self.sink_problem).is_some(),
+            refused_stream_full: get(&self.refused_stream_full),
             buffer,
             routes,
             table,
@@ -427,6 +437,20 @@ impl Collector for Snapshot {
             "Times the source went silent past --source-idle-timeout (each followed by a reconnect).",
             self.source_stalls,
         )?;
+        gauge(
+            e,
+            "sink_problem",
+            "1 while the sink cannot store events for a reason the connection state does not show (see sink.problem in /healthz).",
+            None,
+            u64::from(self.sink_problem),
+        )?;
+        counters_by(
+            e,
+            "sink_refused",
+            "Publishes the broker refused, by reason; the events are kept and sent again.",
+            "reason",
+            &[("stream_full", self.refused_stream_full)],
+        )?;
         let omitted = self.route_series(e)?;
         gauge(
             e,
@@ -568,6 +592,8 @@ mod tests {
             "sink_disconnects_total",
             "source_stalled",
             "source_stalls_total",
+            "sink_problem",
+            "sink_refused_total{reason=\"stream_full\"}",
             "route_events_total{sourcetopic=\"timer/sec/1\",sinktopic=\"/time/1s\"}",
             // Label values are escaped as the text format wants.
             "route_events_total{sourcetopic=\"we\\\"ird\\\\\",sinktopic=\"/x\"}",
@@ -663,7 +689,7 @@ mod tests {
                 assert_eq!(sample, want, "{line}");
             }
         }
-        assert_eq!(families.len(), 28, "{families:?}");
+        assert_eq!(families.len(), 30, "{families:?}");
     }
 
     #[test]

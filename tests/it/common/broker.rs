@@ -323,6 +323,14 @@ impl NatsServer {
         Some(NatsServer::with_config(exe, free_port(), |_| String::new()))
     }
 
+    /// One server without JetStream (core NATS only) on `port`.
+    pub fn start_without_jetstream(port: u16) -> Option<NatsServer> {
+        let exe = require("nats-server", "nats-server")?;
+        Some(NatsServer::with_config_js(exe, port, false, |_| {
+            String::new()
+        }))
+    }
+
     /// One server with JetStream in operator mode: it takes only clients
     /// with a user JWT signed by its account, as `nsc` would set it up. The
     /// operator, account and user keys and JWTs are made here; returns the
@@ -406,14 +414,30 @@ impl NatsServer {
     }
 
     fn with_config(exe: PathBuf, port: u16, extra: impl Fn(&Path) -> String) -> NatsServer {
+        NatsServer::with_config_js(exe, port, true, extra)
+    }
+
+    fn with_config_js(
+        exe: PathBuf,
+        port: u16,
+        jetstream: bool,
+        extra: impl Fn(&Path) -> String,
+    ) -> NatsServer {
         let dir = tempfile::Builder::new()
             .prefix("app-nats-")
             .tempdir()
             .expect("temp dir");
+        let js = if jetstream {
+            format!(
+                "jetstream {{\n  store_dir: \"{}\"\n}}\n",
+                dir.path().join("js").display()
+            )
+        } else {
+            String::new()
+        };
         let conf = format!(
-            "server_name: n{port}\nlisten: 127.0.0.1:{port}\nlog_file: \"{}\"\njetstream {{\n  store_dir: \"{}\"\n}}\n{}",
+            "server_name: n{port}\nlisten: 127.0.0.1:{port}\nlog_file: \"{}\"\n{js}{}",
             dir.path().join("nats.log").display(),
-            dir.path().join("js").display(),
             extra(dir.path())
         );
         fs::write(dir.path().join("nats.conf"), conf).expect("write nats.conf");

@@ -46,6 +46,7 @@ use crate::buffer::{Buffer, Record};
 use crate::cli::Qos;
 use crate::config::NatsConfig;
 use crate::metrics::{inc, Metrics};
+use crate::sink::nats_trouble::{self, Condition};
 use crate::sink::subject::{first_token, matches, subject};
 use crate::sink::{until, Drain, Refusal};
 use app_plugin::log::{RateLimited, WARN};
@@ -180,37 +181,51 @@ struct Job {
 type AckResult = (Job, Result<(), String>);
 type AckFuture = std::pin::Pin<Box<dyn std::future::Future<Output = AckResult> + Send>>;
 
-impl NatsSink {
+/// The sink with its client, checked at start: [`StartedNats::run`] runs it.
+pub struct StartedNats {
+    sink: NatsSink,
+    client: Client,
+    link: Arc<Notify>,
+}
+
+impl StartedNats {
     /// Runs until the drain ends; returns the number of undelivered events.
     pub async fn run(self, drain: Drain) -> usize {
-        let link = Arc::new(Notify::new());
-        let options = match options(&self.cfg, self.metrics.clone(), link.clone()).await {
-            Ok(o) => o,
-            Err(e) => {
-                app_plugin::error!("{e}");
-                drain.stop.cancelled().await;
-                return self.buffer.stats().queued;
-            }
-        };
-        let client = match options.connect(self.cfg.servers.clone()).await {
-            Ok(c) => c,
-            Err(e) => {
-                app_plugin::error!(
-                    "cannot set up the NATS client for {}: {e}",
-                    self.cfg.servers.join(", ")
-                );
-                drain.stop.cancelled().await;
-                return self.buffer.stats().queued;
-            }
-        };
-        let undelivered = if self.cfg.qos == Qos::AtMostOnce {
-            self.run_core(&client, &link, drain).await
+        let StartedNats { sink, client, link } = self;
+        let undelivered = if sink.cfg.qos == Qos::AtMostOnce {
+            sink.run_core(&client, &link, drain).await
         } else {
-            self.run_jetstream(&client, &link, drain).await
+            sink.run_jetstream(&client, &link, drain).await
         };
         let _ = tokio::time::timeout(Duration::from_millis(500), client.flush()).await;
-        self.metrics.sink_connected.store(false, Ordering::Relaxed);
+        sink.metrics.sink_connected.store(false, Ordering::Relaxed);
         undelivered
+    }
+}
+
+impl NatsSink {
+    /// Sets up the client and, for JetStream, checks what can never work
+    /// (see [`nats_trouble::check_at_start`]); `Err` is a start-up failure.
+    pub async fn start(self) -> Result<StartedNats, String> {
+        let link = Arc::new(Notify::new());
+        let options = options(&self.cfg, self.metrics.clone(), link.clone()).await?;
+        let client = options
+            .connect(self.cfg.servers.clone())
+            .await
+            .map_err(|e| {
+                format!(
+                    "cannot set up the NATS client for {}: {e}",
+                    self.cfg.servers.join(", ")
+                )
+            })?;
+        if self.cfg.qos != Qos::AtMostOnce {
+            nats_trouble::check_at_start(&client, &self.cfg).await?;
+        }
+        Ok(StartedNats {
+            sink: self,
+            client,
+            link,
+        })
     }
 
     fn refuse(&self, rec: &Record, why: &str, refused: &RateLimited) {
@@ -293,6 +308,8 @@ impl NatsSink {
         let mut backoff = Backoff::network();
         let mut paused_until: Option<Instant> = None;
         let mut warned_missing: HashSet<String> = HashSet::new();
+        // No JetStream, replicas it cannot place, a full stream: said once.
+        let mut condition = Condition::new(self.metrics.clone(), &self.cfg);
         let mut deadline = None;
         loop {
             drain.beat();
@@ -348,7 +365,9 @@ impl NatsSink {
                             continue;
                         }
                         Ready::Later(why) => {
-                            trouble.log(WARN, || format!("{why}; retrying with backoff"));
+                            if !condition.failed(&why) {
+                                trouble.log(WARN, || format!("{why}; retrying with backoff"));
+                            }
                             retry.insert(job.rec.seq, job);
                             paused_until = Some(Instant::now() + backoff.next_delay());
                             break;
@@ -368,9 +387,13 @@ impl NatsSink {
                         }
                         Err(e) => {
                             let e = e.to_string();
-                            trouble.log(WARN, || {
-                                format!("cannot publish to JetStream: {e}; retrying with backoff")
-                            });
+                            if !condition.failed(&e) {
+                                trouble.log(WARN, || {
+                                    format!(
+                                        "cannot publish to JetStream: {e}; retrying with backoff"
+                                    )
+                                });
+                            }
                             retry.insert(
                                 job.rec.seq,
                                 Job {
@@ -391,6 +414,7 @@ impl NatsSink {
                     match result {
                         Ok(()) => {
                             backoff.reset();
+                            condition.stored();
                             inc(&self.metrics.acked);
                             self.buffer.release(&job.rec);
                         }
@@ -399,9 +423,11 @@ impl NatsSink {
                                 // The stream went away or lost the subject: look again.
                                 book.known = false;
                             }
-                            trouble.log(WARN, || format!(
-                                "a JetStream publish was not acknowledged: {e}; it is sent again after a backoff"
-                            ));
+                            if !condition.failed(&e) {
+                                trouble.log(WARN, || format!(
+                                    "a JetStream publish was not acknowledged: {e}; it is sent again after a backoff"
+                                ));
+                            }
                             retry.insert(job.rec.seq, Job { sent_before: true, ..job });
                             if !paused {
                                 paused_until = Some(Instant::now() + backoff.next_delay());

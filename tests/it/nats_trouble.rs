@@ -1,0 +1,244 @@
+//! JetStream conditions that retried for ever behind a `/healthz` that said
+//! "ok" (issue 19, item 11), against real `nats-server` processes: a server
+//! without JetStream and `--nats-replicas 3` on a single server refuse the
+//! start (exit 1, one clear line), a server without JetStream met later is
+//! reported once and in `/healthz`, and a stream the user made with
+//! `max_msgs` and `discard new` is reported as full while its events are
+//! kept, counted and all delivered once it has room.
+
+use crate::common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::nats::{metric, nats_args, read_stream, start_source};
+use common::broker::NatsServer;
+use common::repeater::Repeater;
+use common::{free_port, plugin_bin, wait_for, Sandbox};
+use serde_json::{json, Value};
+
+/// One JetStream API request over the NATS protocol (`PUB subject` with a
+/// reply inbox), as the `nats` CLI would send it: the JSON answer.
+fn js_api(port: u16, subject: &str, body: &Value) -> Value {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to nats-server");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut reader = BufReader::new(s.try_clone().expect("clone"));
+    let mut info = String::new();
+    reader.read_line(&mut info).expect("INFO");
+    let body = body.to_string();
+    write!(
+        s,
+        "CONNECT {{\"verbose\":false,\"pedantic\":false,\"headers\":true,\"no_responders\":true}}\r\n\
+         SUB _INBOX.app-test 1\r\nPUB {subject} _INBOX.app-test {}\r\n{body}\r\n",
+        body.len()
+    )
+    .expect("send");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("an answer");
+        if line.starts_with("PING") {
+            s.write_all(b"PONG\r\n").expect("PONG");
+        } else if line.starts_with("MSG ") {
+            let len: usize = line
+                .split_whitespace()
+                .last()
+                .and_then(|n| n.parse().ok())
+                .expect("a MSG length");
+            let mut payload = vec![0u8; len + 2];
+            reader.read_exact(&mut payload).expect("the payload");
+            return serde_json::from_slice(&payload[..len]).expect("a JSON answer");
+        } else {
+            assert!(
+                !line.starts_with("-ERR") && !line.starts_with("HMSG"),
+                "{line}"
+            );
+        }
+    }
+    panic!("no answer to {subject} within 10 s");
+}
+
+fn healthz(r: &Repeater) -> Value {
+    let (status, body) = r.get("/healthz");
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).expect("JSON")
+}
+
+/// `app-event-repeater run ARGS…` (at the default log level) expected to
+/// refuse the start: its exit code and stderr.
+fn refused(sb: &Sandbox, args: &[String]) -> (i32, String) {
+    let mut cmd = sb.command(plugin_bin("app-event-repeater"));
+    let at = args.iter().position(|a| a == "--log");
+    let args: Vec<&String> = args
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !matches!(at, Some(at) if *i == at || *i == at + 1))
+        .map(|(_, a)| a)
+        .collect();
+    cmd.arg("run").args(["--name", "refused"]).args(args);
+    let ran = common::run::Run::new(cmd).assert();
+    (ran.exit(), ran.stderr.clone())
+}
+
+#[test]
+fn a_server_without_jetstream_is_refused_at_start_and_reported_when_met_later() {
+    let port = free_port();
+    let Some(server) = NatsServer::start_without_jetstream(port) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let none = sb.runtime_dir().join("no-source.sock");
+    let args = nats_args(&none.to_string_lossy(), &[server.url()]);
+    let t = Instant::now();
+    let (code, stderr) = refused(&sb, &args);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert!(
+        stderr.contains("no JetStream")
+            && stderr.contains("-js")
+            && stderr.contains("does not start"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    // Positive control: core NATS (--qos 0) needs no JetStream and starts.
+    let mut core = args.clone();
+    let qos = core.iter().position(|a| a == "--qos").expect("--qos");
+    core[qos + 1] = "0".into();
+    let r = Repeater::builder(&sb, "core").args(&core).start();
+    let connected = wait_for(Duration::from_secs(10), || {
+        (healthz(&r)["sink"]["connected"] == true).then_some(())
+    });
+    assert!(connected.is_some(), "{}", r.log());
+    drop(r);
+    drop(server);
+
+    // Met later: the server is away at start, then comes without JetStream.
+    let src_port = free_port();
+    let _source = start_source(src_port, 200, 200, None);
+    let url = format!("http://127.0.0.1:{src_port}");
+    let r = Repeater::builder(&sb, "later")
+        .args(nats_args(&url, &[format!("nats://127.0.0.1:{port}")]))
+        .start();
+    let Some(_server) = NatsServer::start_without_jetstream(port) else {
+        return;
+    };
+    let h = wait_for(Duration::from_secs(20), || {
+        let h = healthz(&r);
+        h["sink"]["problem"]
+            .as_str()?
+            .contains("no JetStream")
+            .then_some(h)
+    })
+    .unwrap_or_else(|| panic!("no sink.problem: {}", r.log()));
+    assert_eq!(h["status"], "degraded", "{h}");
+    assert_eq!(h["sink"]["connected"], true, "{h}");
+    assert_eq!(metric(&r, "sink_problem"), 1);
+    // Retried with backoff for several seconds more: said once.
+    std::thread::sleep(Duration::from_secs(6));
+    let log = r.log();
+    assert_eq!(log.matches("no JetStream").count(), 1, "{log}");
+    assert!(
+        !log.contains("requested JetStream resource does not exist; retrying"),
+        "{log}"
+    );
+    assert_eq!(metric(&r, "events_acked_total"), 0);
+}
+
+#[test]
+fn replicas_over_one_on_a_single_server_are_refused_at_start() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let none = sb.runtime_dir().join("no-source.sock");
+    let mut args = nats_args(&none.to_string_lossy(), &[server.url()]);
+    args.extend(["--nats-replicas".into(), "3".into()]);
+    let (code, stderr) = refused(&sb, &args);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("--nats-replicas 3") && stderr.contains("not in a cluster"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    // Positive control: one replica starts; and a stream that exists is
+    // used as it is, whatever --nats-replicas says.
+    args.truncate(args.len() - 2);
+    let r = Repeater::builder(&sb, "one").args(&args).start();
+    assert_eq!(healthz(&r)["status"], "degraded"); // no source
+    drop(r);
+    let created = js_api(
+        server.port,
+        "$JS.API.STREAM.CREATE.EVENTS",
+        &json!({"name": "EVENTS", "subjects": ["bench.>"], "storage": "memory", "num_replicas": 1}),
+    );
+    assert!(created["error"].is_null(), "{created}");
+    args.extend(["--nats-replicas".into(), "3".into()]);
+    let r = Repeater::builder(&sb, "existing").args(&args).start();
+    assert!(healthz(&r)["sink"]["problem"].is_null());
+}
+
+#[test]
+fn a_full_stream_is_reported_its_events_kept_and_delivered_once_it_has_room() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let config = |max_msgs: i64| {
+        json!({"name": "FULL", "subjects": ["bench.>"], "storage": "memory",
+               "num_replicas": 1, "max_msgs": max_msgs, "discard": "new",
+               "duplicate_window": 120_000_000_000u64})
+    };
+    let created = js_api(server.port, "$JS.API.STREAM.CREATE.FULL", &config(20));
+    assert!(created["error"].is_null(), "{created}");
+    let sb = Sandbox::new();
+    let src_port = free_port();
+    let _source = start_source(src_port, 500, 100, None);
+    let mut args = nats_args(&format!("http://127.0.0.1:{src_port}"), &[server.url()]);
+    args.extend(["--nats-stream".into(), "FULL".into()]);
+    let r = Repeater::builder(&sb, "full").args(&args).start();
+
+    let h = wait_for(Duration::from_secs(20), || {
+        let h = healthz(&r);
+        let full = h["sink"]["problem"].as_str()?.contains("FULL is full");
+        (full && metric(&r, "events_received_total") == 100).then_some(h)
+    })
+    .unwrap_or_else(|| panic!("not reported full: {}", r.log()));
+    assert_eq!(h["status"], "degraded", "{h}");
+    assert_eq!(metric(&r, "events_acked_total"), 20);
+    assert!(metric(&r, "sink_refused_total{reason=\"stream_full\"}") > 0);
+    assert_eq!(metric(&r, "sink_problem"), 1);
+    // The 80 that do not fit are kept, not dropped or failed.
+    assert_eq!(
+        h["buffered"].as_u64().unwrap() + h["inflight"].as_u64().unwrap(),
+        80,
+        "{h}"
+    );
+    assert_eq!(metric(&r, "events_dropped_total{reason=\"overflow\"}"), 0);
+    assert_eq!(metric(&r, "events_failed_total{reason=\"sink_error\"}"), 0);
+    // Retried with backoff for a while: said once, and the refusals counted.
+    let refused_before = metric(&r, "sink_refused_total{reason=\"stream_full\"}");
+    std::thread::sleep(Duration::from_secs(6));
+    assert!(metric(&r, "sink_refused_total{reason=\"stream_full\"}") > refused_before);
+    let log = r.log();
+    assert_eq!(log.matches("FULL is full").count(), 1, "{log}");
+
+    // Room again: every kept event is stored, once, and the report clears.
+    let updated = js_api(server.port, "$JS.API.STREAM.UPDATE.FULL", &config(1000));
+    assert!(updated["error"].is_null(), "{updated}");
+    let h = wait_for(Duration::from_secs(30), || {
+        let h = healthz(&r);
+        (metric(&r, "events_acked_total") == 100 && h["sink"]["problem"].is_null()).then_some(h)
+    })
+    .unwrap_or_else(|| panic!("not delivered after the room came back: {}", r.log()));
+    assert_eq!(h["status"], "ok", "{h}");
+    assert_eq!(metric(&r, "sink_problem"), 0);
+    assert!(
+        r.log().contains("the stream FULL has room again"),
+        "{}",
+        r.log()
+    );
+    let stored = read_stream(&server.url(), "FULL", 100);
+    assert_eq!(stored["missing"], 0, "{stored}");
+    assert_eq!(stored["duplicates"], 0, "{stored}");
+}
