@@ -4,7 +4,7 @@
 # app-listener-tracer, …) and its helper app_fetch into PREFIX/libexec/app,
 # where `app` finds them (relative to its own location, like git's
 # libexec/git-core). Only that directory is trusted for shipped plugins, not
-# the shared bin directory.
+# the shared bin directory. The plugin SDK's source goes to PREFIX/share/app/sdk.
 #
 #   ./install.sh                 # PREFIX = $CARGO_HOME (~/.cargo): ~/.cargo/bin/app, ~/.cargo/libexec/app/
 #   ./install.sh --prefix DIR    # DIR/bin/app, DIR/libexec/app/
@@ -36,7 +36,16 @@ for f in target/release/app-*; do
 done
 install -m 0755 target/release/app "$bindir/"
 install -m 0755 "${shipped[@]}" "$libexec/"
+# The plugin SDK's source, for `app plugin new --lang rust` skeletons to build
+# against until app-plugin is on crates.io: the crate as it would be published
+# (a standalone Cargo.toml, no workspace), unpacked in PREFIX/share/app/sdk.
+sdkdir="$prefix/share/app/sdk"
+cargo package -p app-plugin --no-verify --allow-dirty --quiet
+crate=$(ls target/package/app-plugin-*.crate | tail -n 1)
+rm -rf "$sdkdir" && mkdir -p "$sdkdir"
+tar -xzf "$crate" -C "$sdkdir" --strip-components=1
 echo "installed app into $bindir"
+echo "installed the plugin SDK's source into $sdkdir"
 echo "installed into $libexec: ${shipped[*]##*/}"
 # Earlier versions of this script put the shipped files beside app; there
 # they would be found through PATH after the new ones: remove them.

@@ -30,6 +30,14 @@ pub mod code {
     /// (wrong checksum, not an executable, no single `app-*` in the archive,
     /// larger than the size cap).
     pub const VERIFY: i32 = 5;
+    /// A plugin index was refused as stale: its serial went back (a
+    /// rollback) or it is past its `expires`.
+    pub const STALE_INDEX: i32 = 6;
+    /// `plugin install NAME`: no such plugin or version in the indexes, or
+    /// no build of it for this machine.
+    pub const UNAVAILABLE: i32 = 7;
+    /// Building a plugin from source failed (no cargo, or cargo failed).
+    pub const BUILD: i32 = 8;
 }
 
 /// An error of `app` itself.
@@ -83,6 +91,12 @@ pub enum Error {
     PluginExists { name: String, path: PathBuf },
     /// The fetch helper (`app_fetch`) failed; its message and exit code.
     Fetch { message: String, code: i32 },
+    /// A plugin index was refused (signature, serial, expiry, format, …).
+    Index(crate::plugin_index::error::IndexError),
+    /// No such plugin, version or build in the indexes (worded for the user).
+    Unavailable(String),
+    /// Building a plugin from source failed (worded for the user).
+    Build(String),
     /// `remove`/`upgrade` of something `install` did not put there (as is).
     NotManaged {
         name: String,
@@ -106,6 +120,9 @@ impl Error {
             Error::Download { .. } => code::DOWNLOAD,
             Error::PluginExists { .. } | Error::NotManaged { .. } => code::REFUSED,
             Error::ChecksumMismatch { .. } | Error::NotInstallable { .. } => code::VERIFY,
+            Error::Index(e) => e.problem.exit_code(),
+            Error::Unavailable(_) => code::UNAVAILABLE,
+            Error::Build(_) => code::BUILD,
         }
     }
 
@@ -192,6 +209,8 @@ impl fmt::Display for Error {
             Error::Fetch { message, .. } => {
                 f.write_str(&app_plugin::text::escape_for_terminal(message))
             }
+            Error::Index(e) => e.fmt(f),
+            Error::Unavailable(message) | Error::Build(message) => f.write_str(message),
             Error::NotManaged {
                 name,
                 reason,

@@ -15,7 +15,8 @@
 //! [`inventory`] lists what is installed for them. [`lifecycle`] and
 //! [`listeners`] tell listener plugins about every command, when configured.
 //! Plugin management (`plugin install`, `remove`, `upgrade`) is in
-//! [`install`], and `plugin new` in [`scaffold`].
+//! [`install`], and `plugin new` in [`scaffold`]; plugin indexes (`plugin
+//! index`, `search`, `info`, `install NAME`) in [`plugin_index`].
 
 pub use app_plugin::{context, paths, time};
 
@@ -33,6 +34,7 @@ pub mod inventory;
 pub mod lifecycle;
 pub mod listeners;
 pub mod metadata;
+pub mod plugin_index;
 pub mod resolve;
 pub mod run;
 pub mod scaffold;

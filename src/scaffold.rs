@@ -4,8 +4,11 @@
 //!
 //! The templates live in `templates/plugin/` and are compiled in. The Rust
 //! skeleton depends on the plugin SDK `app-plugin` by version, as on
-//! crates.io, never by a path into a checkout (which would not exist on the
-//! user's machine); its Cargo.toml says how to build against a local SDK.
+//! crates.io; until the SDK is published there, a `[patch.crates-io]`
+//! section points that dependency at the SDK source that came with this
+//! `app` ([`local_sdk`]: `<prefix>/share/app/sdk` from `./install.sh`, or a
+//! checkout's `sdk/` for an `app` built there), so `cargo build --release`
+//! works as printed.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -65,9 +68,36 @@ impl std::fmt::Display for ScaffoldError {
     }
 }
 
+/// The SDK source this `app` can point a Rust skeleton at: the one
+/// `./install.sh` put in `<prefix>/share/app/sdk` beside `<prefix>/bin/app`,
+/// or, for an `app` run from a cargo build directory, the checkout's `sdk/`.
+pub fn local_sdk(app_exe: Option<&Path>) -> Option<PathBuf> {
+    let bin = app_exe?.parent()?;
+    let installed = bin.parent().map(|p| p.join("share/app/sdk"));
+    if let Some(dir) = installed.filter(|d| d.join("Cargo.toml").is_file()) {
+        return Some(dir);
+    }
+    let checkout = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk");
+    (bin.join(".cargo-lock").is_file() && checkout.join("Cargo.toml").is_file()).then_some(checkout)
+}
+
+/// The `[patch.crates-io]` section that makes `app-plugin` come from `sdk`.
+fn sdk_patch(sdk: Option<&Path>) -> String {
+    match sdk {
+        Some(dir) => format!(
+            "\n# app-plugin is not on crates.io yet: build against the SDK source that came\n\
+             # with app. Delete this section once app-plugin is on crates.io.\n\
+             [patch.crates-io]\napp-plugin = {{ path = {:?} }}\n",
+            dir.display().to_string()
+        ),
+        None => String::new(),
+    }
+}
+
 impl Skeleton {
-    /// The files of plugin `name` in `lang`.
-    pub fn new(name: &str, lang: Lang) -> Result<Skeleton, ScaffoldError> {
+    /// The files of plugin `name` in `lang`; a Rust skeleton builds against
+    /// the SDK source at `sdk` when given (see [`local_sdk`]).
+    pub fn new(name: &str, lang: Lang, sdk: Option<&Path>) -> Result<Skeleton, ScaffoldError> {
         name::validate(name).map_err(ScaffoldError::BadName)?;
         let exe = format!("app-{name}");
         let fill = |template: &str, extra: &[(&str, &str)]| {
@@ -104,7 +134,10 @@ impl Skeleton {
                 vec![
                     File {
                         path: PathBuf::from("Cargo.toml"),
-                        contents: fill(RUST_CARGO, &[("sdk_version", SDK_VERSION)]),
+                        contents: fill(
+                            RUST_CARGO,
+                            &[("sdk_version", SDK_VERSION), ("sdk_patch", &sdk_patch(sdk))],
+                        ),
                         executable: false,
                     },
                     File {
@@ -175,7 +208,8 @@ mod tests {
     #[test]
     fn every_placeholder_is_filled() {
         for lang in [Lang::Sh, Lang::Python, Lang::Rust] {
-            let sk = Skeleton::new("demo", lang).unwrap();
+            let sk =
+                Skeleton::new("demo", lang, Some(Path::new("/opt/app/share/app/sdk"))).unwrap();
             for f in &sk.files {
                 assert!(
                     !f.contents.contains("{{name}}")
@@ -193,11 +227,19 @@ mod tests {
 
     #[test]
     fn the_rust_skeleton_depends_on_the_sdk_by_version_only() {
-        let sk = Skeleton::new("demo", Lang::Rust).unwrap();
+        let sk = Skeleton::new("demo", Lang::Rust, None).unwrap();
         let cargo = &sk.files[0].contents;
         assert!(
             cargo.contains(&format!("app-plugin = \"{SDK_VERSION}\"")),
             "{cargo}"
+        );
+        assert!(!cargo.lines().any(|l| l.starts_with("[patch")), "{cargo}");
+        let patched = Skeleton::new("demo", Lang::Rust, Some(Path::new("/p/sdk"))).unwrap();
+        let patched = &patched.files[0].contents;
+        assert!(
+            patched.contains("[patch.crates-io]\napp-plugin = { path = \"/p/sdk\" }\n")
+                && patched.contains("Delete this section once app-plugin is on crates.io"),
+            "{patched}"
         );
         let deps = cargo.split("[dependencies]").nth(1).unwrap_or_default();
         assert!(
@@ -210,10 +252,10 @@ mod tests {
 
     #[test]
     fn bad_names_and_busy_dirs_are_refused() {
-        assert!(Skeleton::new("plugin-x", Lang::Sh).is_err());
+        assert!(Skeleton::new("plugin-x", Lang::Sh, None).is_err());
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("x"), "").unwrap();
-        let sk = Skeleton::new("demo", Lang::Sh).unwrap();
+        let sk = Skeleton::new("demo", Lang::Sh, None).unwrap();
         assert!(matches!(
             sk.write(dir.path()),
             Err(ScaffoldError::NotEmpty(_))

@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{Cli, Cmd, GlobalFlags, PluginCmd};
+use crate::cli::{Cli, Cmd, GlobalFlags, IndexCmd, PluginCmd};
 use crate::config::{Config, ConfigOrigin};
 use crate::context::{self, AliasExpansion, Context, CONTEXT_VERSION, DEFAULT_LOG};
 use crate::discovery::SearchPath;
@@ -43,7 +43,10 @@ impl ConfigUse {
             | Some(Cmd::Version)
             | Some(Cmd::Completion { .. })
             | Some(Cmd::Plugin(PluginCmd::List))
-            | Some(Cmd::Plugin(PluginCmd::Path { .. })) => ConfigUse::Optional,
+            | Some(Cmd::Plugin(PluginCmd::Path { .. }))
+            | Some(Cmd::Plugin(PluginCmd::Search { .. }))
+            | Some(Cmd::Plugin(PluginCmd::Info { .. }))
+            | Some(Cmd::Plugin(PluginCmd::Index(IndexCmd::List))) => ConfigUse::Optional,
             Some(Cmd::Complete { .. }) => ConfigUse::Silent,
             Some(_) => ConfigUse::Required,
         }

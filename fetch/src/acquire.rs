@@ -6,29 +6,44 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use app::error::{Error, Result};
-use app::install::protocol::{self, MAX_BYTES_VAR};
+use app::install::protocol::{self, FetchArgs, MAX_BYTES_VAR};
 use app::install::{checksum, Artifact, Source};
+use app_plugin::file::{read_limited, ReadError};
 
 use crate::{archive, http};
 
-/// Reads or downloads `source`, checks `sha256` (of the file or archive as
-/// fetched), unpacks a `.tar.gz`, and checks the result is something the
-/// system can run.
-pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
-    let limit = protocol::max_bytes();
+/// Reads or downloads the source, checks the sha256 (of the file or archive
+/// as fetched), and then, unless raw bytes were asked for, unpacks a
+/// `.tar.gz` and checks the result is something the system can run.
+pub fn acquire(fetch: &FetchArgs) -> Result<Artifact> {
+    let (source, sha256) = (&fetch.source, fetch.sha256.as_deref());
+    let limit = fetch.raw.unwrap_or_else(protocol::max_bytes);
     let shown = source.to_record();
+    let token = match &fetch.token_file {
+        Some(file) => Some(read_token(file)?),
+        None => None,
+    };
     let bytes = match source {
+        Source::Path(path) if fetch.raw.is_some() => read_raw(path, limit)?,
         Source::Path(path) => read_local(path, limit)?,
-        Source::Url(url) => http::download(url, limit).map_err(|e| match e {
-            http::FetchError::TooLarge(_) => Error::NotInstallable {
-                source: shown.clone(),
-                reason: e.to_string(),
-            },
-            _ => Error::Download {
-                url: shown.clone(),
-                reason: e.to_string(),
-            },
-        })?,
+        Source::Url(url) => {
+            let options = http::Options {
+                limit,
+                bearer: token.as_deref(),
+                // An index is small: a server trickling it is cut off.
+                total: fetch.raw.map(|_| http::RAW_TOTAL_TIMEOUT),
+            };
+            http::download(url, &options).map_err(|e| match e {
+                http::FetchError::TooLarge(_) => Error::NotInstallable {
+                    source: shown.clone(),
+                    reason: e.to_string(),
+                },
+                _ => Error::Download {
+                    url: shown.clone(),
+                    reason: e.to_string(),
+                },
+            })?
+        }
     };
     if let Some(expected) = sha256 {
         let actual = checksum::sha256_hex(&bytes);
@@ -39,6 +54,13 @@ pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
                 actual,
             });
         }
+    }
+    if fetch.raw.is_some() {
+        return Ok(Artifact {
+            file_name: None,
+            bytes,
+            archive_sha256: None,
+        });
     }
     let artifact = if archive::is_gzip(&bytes) {
         let member = archive::extract_plugin(&bytes, limit).map_err(|e| Error::NotInstallable {
@@ -65,6 +87,40 @@ pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
     }
     Ok(artifact)
 }
+
+/// Reads a local file as is (an index, a signature): a regular file of at
+/// most `limit` bytes.
+fn read_raw(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let shown = path.display().to_string();
+    read_limited(path, limit).map_err(|e| match e {
+        ReadError::Io(e) => Error::io(format!("cannot read {shown}"), e),
+        other => Error::NotInstallable {
+            source: shown,
+            reason: other.to_string(),
+        },
+    })
+}
+
+/// The bearer token in `file` (surrounding white space dropped). Its
+/// contents never appear in a message.
+fn read_token(file: &Path) -> Result<String> {
+    let shown = file.display();
+    let bytes = read_limited(file, MAX_TOKEN_BYTES).map_err(|e| {
+        Error::Usage(format!(
+            "token file {shown} {e}; --token-file names a file holding only the token"
+        ))
+    })?;
+    let token = String::from_utf8(bytes).ok().map(|t| t.trim().to_string());
+    match token {
+        Some(t) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_graphic()) => Ok(t),
+        _ => Err(Error::Usage(format!(
+            "token file {shown} must hold one token (printable ASCII, no spaces) and nothing else"
+        ))),
+    }
+}
+
+/// The largest token file read.
+pub const MAX_TOKEN_BYTES: u64 = 64 * 1024;
 
 /// Reads a local file to install: a regular file, executable unless it is
 /// an archive, at most `limit` bytes.

@@ -18,6 +18,19 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
 /// Redirects followed (each to an http(s) URL) before giving up.
 pub const MAX_REDIRECTS: usize = 5;
+/// The whole of a raw download (an index, a signature) must take no longer.
+pub const RAW_TOTAL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How to download.
+pub struct Options<'a> {
+    /// Refuse more bytes than this.
+    pub limit: u64,
+    /// A bearer token for the origin (scheme, host, port) of the URL asked
+    /// for; never sent to another origin, redirects included.
+    pub bearer: Option<&'a str>,
+    /// A limit on the whole download.
+    pub total: Option<Duration>,
+}
 
 /// Why a download failed.
 #[derive(Debug)]
@@ -55,9 +68,12 @@ impl std::fmt::Display for FetchError {
     }
 }
 
-/// Downloads `url` into memory, refusing more than `limit` bytes.
-pub fn download(url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
+/// Downloads `url` into memory, as `options` say.
+pub fn download(url: &str, options: &Options) -> Result<Vec<u8>, FetchError> {
+    let limit = options.limit;
+    let token_origin = url::origin(url);
     let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(options.total)
         .http_status_as_error(false)
         .timeout_connect(Some(CONNECT_TIMEOUT))
         .timeout_recv_response(Some(READ_TIMEOUT))
@@ -70,8 +86,15 @@ pub fn download(url: &str, limit: u64) -> Result<Vec<u8>, FetchError> {
     let mut current = url.to_string();
     let mut redirects = 0;
     let mut response = loop {
-        let response = agent
-            .get(&current)
+        let mut request = agent.get(&current);
+        if let (Some(token), Some(origin)) = (options.bearer, &token_origin) {
+            // The token is for the index's own server: a redirect to
+            // another one (a CDN, an attacker's) does not get it.
+            if url::origin(&current).as_ref() == Some(origin) {
+                request = request.header("Authorization", format!("Bearer {token}"));
+            }
+        }
+        let response = request
             .call()
             .map_err(|e| FetchError::Transport(e.to_string()))?;
         let status = response.status().as_u16();

@@ -21,11 +21,13 @@ fn main() {
 
 /// `app_fetch`'s whole job; returns its exit code.
 fn serve(args: Vec<OsString>) -> i32 {
-    let Some((source, sha256)) = protocol::parse_args(&args) else {
-        eprintln!("usage: {HELPER} PATH|URL [--sha256 HEX]  (used by `app plugin install`)");
+    let Some(fetch) = protocol::parse_args(&args) else {
+        eprintln!(
+            "usage: {HELPER} PATH|URL [--sha256 HEX] [--raw MAX] [--token-file FILE]  (used by `app plugin install`)"
+        );
         return code::USAGE;
     };
-    let result = acquire::acquire(&source, sha256.as_deref());
+    let result = acquire::acquire(&fetch);
     let exit = result.as_ref().map_or_else(|e| e.exit_code(), |_| 0);
     match protocol::write_answer(&mut std::io::stdout().lock(), &result) {
         Ok(()) => exit,

@@ -1,8 +1,11 @@
 //! The built-in commands. Each returns the exit code `app` ends with.
 
 pub mod completion;
+pub mod from_index;
 pub mod help;
+pub mod index;
 pub mod plugin;
+pub mod search;
 
 use crate::cli::Cmd;
 use crate::error::Result;

@@ -4,11 +4,14 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::from_index;
 use crate::cli::{Lang, PluginCmd};
 use crate::discovery::{Origin, PLUGIN_PREFIX};
 use crate::error::{code, Error, Result};
+use crate::install::build::GitSpec;
 use crate::install::{self, index::Index, Installed, Request, Source};
 use crate::inventory::Inventory;
+use crate::plugin_index::lookup::{Catalog, Spec};
 use crate::resolve::{resolve, Resolution};
 use crate::scaffold::{ScaffoldError, Skeleton};
 use crate::session::Session;
@@ -23,20 +26,30 @@ pub fn run(session: &Session, cmd: PluginCmd) -> Result<i32> {
             name,
             force,
             sha256,
+            git,
+            rev,
+            path,
         } => {
-            let cwd = std::env::current_dir()
-                .map_err(|e| Error::io("cannot read the current directory", e))?;
-            let request = Request {
-                source: Source::parse(&source, &cwd)?,
-                name,
-                force,
-                sha256,
+            let installed = match (source, git) {
+                (_, Some(url)) => {
+                    let spec = GitSpec { url, rev, path };
+                    from_index::install_git(
+                        session,
+                        &spec,
+                        name.as_deref().unwrap_or(""),
+                        force,
+                        None,
+                        None,
+                    )?
+                    .expect("nothing to compare with, so it was built")
+                }
+                (Some(source), None) => install_source(session, &source, name, force, sha256)?,
+                (None, None) => {
+                    return Err(Error::Usage(
+                        "plugin install needs NAME, PATH, URL or --git URL".into(),
+                    ))
+                }
             };
-            let installed = install::install(
-                &session.dirs.user_plugin_dir(),
-                &request,
-                &install::helper::acquire,
-            )?;
             report_installed(session, &installed, "installed");
             Ok(0)
         }
@@ -57,19 +70,78 @@ pub fn run(session: &Session, cmd: PluginCmd) -> Result<i32> {
             }
             Ok(0)
         }
-        PluginCmd::Upgrade { name, sha256 } => {
-            let installed = install::upgrade(
-                &session.dirs.user_plugin_dir(),
-                &name,
-                sha256,
-                &session.search,
-                &install::helper::acquire,
-            )?;
-            report_installed(session, &installed, "upgraded");
+        PluginCmd::Upgrade { all: true, .. } => from_index::upgrade_all(session),
+        PluginCmd::Upgrade { name, sha256, .. } => {
+            let name = name.unwrap_or_default();
+            let records = install::load_index(&session.dirs.user_plugin_dir())?;
+            let Some(record) = records.plugins.get(&name) else {
+                // Refused as before, naming where the plugin is.
+                install::upgrade(
+                    &session.dirs.user_plugin_dir(),
+                    &name,
+                    sha256,
+                    &session.search,
+                    &install::helper::acquire,
+                )?;
+                return Ok(0);
+            };
+            match from_index::upgrade_one(session, &name, record, sha256)? {
+                from_index::Upgraded::To(installed) => {
+                    report_installed(session, &installed, "upgraded")
+                }
+                from_index::Upgraded::UpToDate => println!(
+                    "plugin '{name}' {} is up to date",
+                    printable(record.version.as_deref().unwrap_or("(no version)"))
+                ),
+            }
             Ok(0)
         }
-        PluginCmd::New { name, lang, dir } => new(&name, lang, dir),
+        PluginCmd::Index(cmd) => super::index::run(session, cmd),
+        PluginCmd::Search { word, output } => {
+            super::search::search(session, word.as_deref(), output)
+        }
+        PluginCmd::Info { name } => super::search::info(session, &name),
+        PluginCmd::New { name, lang, dir } => new(session, &name, lang, dir),
     }
+}
+
+/// `install NAME|PATH|URL`: a word that names an existing file, or that
+/// is not of the shape `[INDEX/]NAME[@VERSION]`, is a path or a URL; any
+/// other is looked up in the indexes.
+fn install_source(
+    session: &Session,
+    text: &str,
+    name: Option<String>,
+    force: bool,
+    sha256: Option<String>,
+) -> Result<Installed> {
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let by_name = Spec::parse(text).filter(|_| {
+        crate::install::url::scheme(text).is_none()
+            && std::fs::symlink_metadata(cwd.join(text)).is_err()
+    });
+    if let Some(spec) = by_name {
+        if name.is_some() || sha256.is_some() {
+            return Err(Error::Usage(format!(
+                "--name and --sha256 do not apply to a plugin installed by name from an index ('{}'); to install a file of that name, write ./{}",
+                text, text
+            )));
+        }
+        return from_index::install_by_name(session, &spec, force);
+    }
+    let request = Request {
+        source: Source::parse(text, &cwd)?,
+        name,
+        force,
+        sha256,
+        origin: None,
+    };
+    install::install(
+        &session.dirs.user_plugin_dir(),
+        &request,
+        &install::helper::acquire,
+    )
 }
 
 fn report_installed(session: &Session, installed: &Installed, verb: &str) {
@@ -104,8 +176,9 @@ fn report_installed(session: &Session, installed: &Installed, verb: &str) {
 }
 
 /// `app plugin new NAME [--lang L] [--dir DIR]`.
-fn new(name: &str, lang: Lang, dir: Option<PathBuf>) -> Result<i32> {
-    let skeleton = Skeleton::new(name, lang).map_err(|e| match e {
+fn new(session: &Session, name: &str, lang: Lang, dir: Option<PathBuf>) -> Result<i32> {
+    let sdk = crate::scaffold::local_sdk(session.app_exe.as_deref());
+    let skeleton = Skeleton::new(name, lang, sdk.as_deref()).map_err(|e| match e {
         ScaffoldError::BadName(reason) => Error::BadPluginName {
             name: name.to_string(),
             reason: reason.to_string(),
@@ -168,6 +241,13 @@ fn list(session: &Session) -> Result<i32> {
             ));
         }
     }
+    // The cached indexes are read only when a plugin came from one.
+    let catalog = records
+        .plugins
+        .values()
+        .any(|e| e.index.is_some())
+        .then(|| Catalog::load(&session.dirs.config_dir, &session.dirs.cache_dir).ok())
+        .flatten();
     let mut out = std::io::stdout().lock();
     if inventory.plugins.is_empty() {
         writeln!(
@@ -213,10 +293,18 @@ fn list(session: &Session) -> Result<i32> {
                         && p.found.path == plugin_dir.join(format!("{PLUGIN_PREFIX}{}", p.name))
                 })
                 .map(|entry| {
+                    let upgrade = catalog
+                        .as_ref()
+                        .and_then(|c| from_index::available_upgrade(c, &p.name, entry))
+                        .map(|v| format!(" [upgrade available: {v}]"))
+                        .unwrap_or_default();
+                    let from = match &entry.index {
+                        Some(index) => format!("index {index}"),
+                        None => entry.source.clone(),
+                    };
                     format!(
-                        "  [installed {} from {}]",
+                        "  [installed {} from {from}]{upgrade}",
                         entry.version.as_deref().unwrap_or("(no version)"),
-                        entry.source
                     )
                 })
                 .unwrap_or_default();

@@ -11,15 +11,20 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::protocol::{self, HELPER};
+use super::protocol::{self, FetchArgs, HELPER};
 use super::{Artifact, Source};
 use crate::error::{code, Error, Result};
 
 /// Step 2 of an install, run in `app_fetch` beside the running `app`.
 pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
+    fetch(&FetchArgs::plugin(source, sha256))
+}
+
+/// Runs `app_fetch` for `args` and reads its answer.
+pub fn fetch(args: &FetchArgs) -> Result<Artifact> {
     let helper = locate()?;
     let mut cmd = Command::new(&helper);
-    cmd.args(protocol::args(source, sha256));
+    cmd.args(protocol::args(args));
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
@@ -29,7 +34,7 @@ pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
     let mut child = crate::exec::OwnChild::spawn(&mut cmd, false)
         .map_err(|e| Error::io(format!("cannot run {}", helper.display()), e))?;
     let mut out = Vec::new();
-    let limit = protocol::max_bytes() + 64 * 1024;
+    let limit = args.raw.unwrap_or_else(protocol::max_bytes) + 64 * 1024;
     let read = child
         .child()
         .stdout

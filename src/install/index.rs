@@ -37,6 +37,25 @@ pub struct Entry {
     pub archive_sha256: Option<String>,
     /// When it was installed, RFC 3339 in UTC.
     pub installed_at: String,
+    /// The plugin index it was chosen from (`install NAME`); its version
+    /// is then the index's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<String>,
+    /// The git repository it was built from (`install --git`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitRecord>,
+}
+
+/// Where a plugin built from source came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitRecord {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rev: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The commit that was built.
+    pub commit: String,
 }
 
 /// The whole index.
@@ -141,6 +160,8 @@ mod tests {
                 sha256: "ab".repeat(32),
                 archive_sha256: None,
                 installed_at: rfc3339(SystemTime::now()),
+                index: None,
+                git: None,
             },
         );
         index.save(dir.path()).unwrap();

@@ -24,6 +24,7 @@
 pub type Acquire = dyn Fn(&Source, Option<&str>) -> Result<Artifact>;
 
 pub mod atomic;
+pub mod build;
 pub mod checksum;
 pub mod helper;
 pub mod index;
@@ -109,6 +110,18 @@ pub struct Request {
     pub force: bool,
     /// `--sha256`: the checksum of what is fetched (required for URLs).
     pub sha256: Option<String>,
+    /// Where it was chosen from, for the record, when not from `source` itself.
+    pub origin: Option<Origin>,
+}
+
+/// Where an install was chosen from, recorded beside its source.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// `install NAME`: (index, version) as the index lists it.
+    pub index: Option<(String, String)>,
+    /// `install --git` (or an index's source entry): built from this
+    /// repository (`source` is then the build's output).
+    pub git: Option<index::GitRecord>,
 }
 
 /// A verified executable, in memory, ready to be written.
@@ -197,13 +210,25 @@ pub fn install(plugin_dir: &Path, request: &Request, acquire: &Acquire) -> Resul
     tmp.sync_and_close().map_err(io_err)?;
     let version = metadata::query(tmp.path(), metadata::METADATA_TIMEOUT).and_then(|m| m.version);
     tmp.persist(&dest).map_err(io_err)?;
-    let entry = Entry {
+    let mut entry = Entry {
         source: request.source.to_record(),
         version,
         sha256: checksum::sha256_hex(&artifact.bytes),
         archive_sha256: artifact.archive_sha256,
         installed_at: index::rfc3339(SystemTime::now()),
+        index: None,
+        git: None,
     };
+    if let Some(origin) = &request.origin {
+        if let Some((index, version)) = &origin.index {
+            entry.index = Some(index.clone());
+            entry.version = Some(version.clone());
+        }
+        if let Some(git) = &origin.git {
+            entry.source = format!("git+{}", url::redact(&git.url));
+            entry.git = Some(git.clone());
+        }
+    }
     index.plugins.insert(name.clone(), entry.clone());
     save_index(&index, plugin_dir)?;
     Ok(Installed {
@@ -292,6 +317,7 @@ pub fn upgrade(
             name: Some(name.to_string()),
             force: true,
             sha256,
+            origin: None,
         },
         acquire,
     )

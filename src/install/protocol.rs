@@ -3,8 +3,12 @@
 //! disagree. It is private between an `app` and the `app_fetch` of the same
 //! build.
 //!
-//! `app` runs `app_fetch SOURCE [--sha256 HEX]` ([`args`], read back with
-//! [`parse_args`]). `app_fetch` gets the executable SOURCE stands for
+//! `app` runs `app_fetch SOURCE [--sha256 HEX] [--raw MAX] [--token-file FILE]`
+//! ([`args`], read back with [`parse_args`]): `--raw` fetches any file (a
+//! plugin index, its signature) of at most MAX bytes, unchecked and
+//! unpacked; `--token-file` sends `Authorization: Bearer` with the token in
+//! FILE to SOURCE's own origin only, never to a redirect elsewhere (the
+//! token itself is never on a command line). `app_fetch` gets the executable SOURCE stands for
 //! (step 2 of an install, see [`super`]) and writes to stdout one JSON line,
 //! either `{"ok":{"file_name":…,"archive_sha256":…,"len":N}}` followed by
 //! exactly N bytes of the executable, or `{"error":{"code":C,"message":…}}`
@@ -13,7 +17,7 @@
 
 use std::ffi::OsString;
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -39,26 +43,65 @@ pub fn max_bytes() -> u64 {
         .unwrap_or(DEFAULT_MAX_BYTES)
 }
 
+/// What `app` asks of `app_fetch`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchArgs {
+    pub source: Source,
+    /// The checksum the fetched file must have.
+    pub sha256: Option<String>,
+    /// Fetch any file of at most this many bytes, as is (no unpacking, no
+    /// executable check).
+    pub raw: Option<u64>,
+    /// A file holding a bearer token for SOURCE's origin.
+    pub token_file: Option<PathBuf>,
+}
+
+impl FetchArgs {
+    /// A plain plugin fetch: `source`, checked against `sha256`.
+    pub fn plugin(source: &Source, sha256: Option<&str>) -> FetchArgs {
+        FetchArgs {
+            source: source.clone(),
+            sha256: sha256.map(String::from),
+            raw: None,
+            token_file: None,
+        }
+    }
+}
+
 /// The arguments `app` runs `app_fetch` with: the whole source, password
-/// included, and the checksum the user gave.
-pub fn args(source: &Source, sha256: Option<&str>) -> Vec<String> {
-    let mut args = vec![source.to_arg()];
-    if let Some(sum) = sha256 {
-        args.extend(["--sha256".to_string(), sum.to_string()]);
+/// included, and the options.
+pub fn args(fetch: &FetchArgs) -> Vec<String> {
+    let mut args = vec![fetch.source.to_arg()];
+    if let Some(sum) = &fetch.sha256 {
+        args.extend(["--sha256".to_string(), sum.clone()]);
+    }
+    if let Some(max) = fetch.raw {
+        args.extend(["--raw".to_string(), max.to_string()]);
+    }
+    if let Some(file) = &fetch.token_file {
+        args.extend(["--token-file".to_string(), file.display().to_string()]);
     }
     args
 }
 
 /// `app_fetch`'s reading of [`args`]; `None` for anything else.
-pub fn parse_args(args: &[OsString]) -> Option<(Source, Option<String>)> {
+pub fn parse_args(args: &[OsString]) -> Option<FetchArgs> {
     let args: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
-    let (source, sha256) = match args.as_slice() {
-        [source] => (*source, None),
-        [source, "--sha256", sum] => (*source, Some(sum.to_string())),
-        _ => return None,
-    };
+    let (source, mut rest) = args.split_first()?;
     // `app` passes absolute paths; anything else is resolved against "/".
-    Some((Source::parse(source, Path::new("/")).ok()?, sha256))
+    let mut fetch = FetchArgs::plugin(&Source::parse(source, Path::new("/")).ok()?, None);
+    while let [flag, value, tail @ ..] = rest {
+        match *flag {
+            "--sha256" if fetch.sha256.is_none() => fetch.sha256 = Some(value.to_string()),
+            "--raw" if fetch.raw.is_none() => fetch.raw = Some(value.parse().ok()?),
+            "--token-file" if fetch.token_file.is_none() => {
+                fetch.token_file = Some(PathBuf::from(value))
+            }
+            _ => return None,
+        }
+        rest = tail;
+    }
+    rest.is_empty().then_some(fetch)
 }
 
 /// The answer line.
@@ -166,21 +209,26 @@ mod tests {
         out
     }
 
-    fn os_args(source: &Source, sha256: Option<&str>) -> Vec<OsString> {
-        args(source, sha256)
-            .into_iter()
-            .map(OsString::from)
-            .collect()
+    fn os_args(fetch: &FetchArgs) -> Vec<OsString> {
+        args(fetch).into_iter().map(OsString::from).collect()
     }
 
     #[test]
     fn arguments_read_back_as_written() {
         let url = Source::Url("https://u:p@h/app-foo".into());
-        let read = parse_args(&os_args(&url, Some("ab")));
-        assert_eq!(read, Some((url, Some("ab".into()))));
+        let read = parse_args(&os_args(&FetchArgs::plugin(&url, Some("ab"))));
+        assert_eq!(read, Some(FetchArgs::plugin(&url, Some("ab"))));
         let path = Source::Path("/d/app-foo".into());
-        assert_eq!(parse_args(&os_args(&path, None)), Some((path, None)));
+        let plain = FetchArgs::plugin(&path, None);
+        assert_eq!(parse_args(&os_args(&plain)), Some(plain));
+        let raw = FetchArgs {
+            raw: Some(1024),
+            token_file: Some("/t/token".into()),
+            ..FetchArgs::plugin(&url, None)
+        };
+        assert_eq!(parse_args(&os_args(&raw)), Some(raw));
         assert_eq!(parse_args(&["a".into(), "--sha".into(), "b".into()]), None);
+        assert_eq!(parse_args(&["a".into(), "--raw".into()]), None);
         assert_eq!(parse_args(&[]), None);
     }
 

@@ -67,6 +67,29 @@ pub fn has_password(url: &str) -> bool {
     password_span(url).is_some() || app_plugin::text::has_secret(url)
 }
 
+/// The origin of an http(s) URL, `scheme://host:port` in lower case with
+/// the default port filled in (user info dropped): what a token is bound to.
+pub fn origin(url: &str) -> Option<String> {
+    let scheme = scheme(url)?;
+    let default_port = match scheme.as_str() {
+        "http" => 80,
+        "https" => 443,
+        _ => return None,
+    };
+    let rest = &url[url.find("://")? + 3..];
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host_port = authority.rsplit('@').next()?.to_ascii_lowercase();
+    // `[::1]:8080`, `host:8080`, `host`: a port follows the last ':' after any `]`.
+    let port_at = host_port
+        .rfind(':')
+        .filter(|i| !host_port[*i..].contains(']'));
+    let (host, port) = match port_at {
+        Some(i) => (&host_port[..i], host_port[i + 1..].parse().ok()?),
+        None => (host_port.as_str(), default_port),
+    };
+    (!host.is_empty()).then(|| format!("{scheme}://{host}:{port}"))
+}
+
 /// Byte range of the password in `scheme://user:password@host…`.
 fn password_span(url: &str) -> Option<(usize, usize)> {
     let authority_start = url.find("://")? + 3;
@@ -170,6 +193,27 @@ mod tests {
             "https://h/p.tar.gz?token=***&v=2"
         );
         assert!(has_password("https://h/p?token=***"));
+    }
+
+    #[test]
+    fn origins_ignore_user_info_case_and_default_ports() {
+        assert_eq!(
+            origin("HTTP://U:p@Host/x").as_deref(),
+            Some("http://host:80")
+        );
+        assert_eq!(
+            origin("http://host:80/y?z").as_deref(),
+            Some("http://host:80")
+        );
+        assert_eq!(origin("https://host/").as_deref(), Some("https://host:443"));
+        assert_eq!(
+            origin("http://[::1]:81/i").as_deref(),
+            Some("http://[::1]:81")
+        );
+        assert_eq!(origin("http://[::1]/i").as_deref(), Some("http://[::1]:80"));
+        assert_ne!(origin("http://host:81/"), origin("http://host:80/"));
+        assert_ne!(origin("https://host/"), origin("http://host:443/"));
+        assert_eq!(origin("file:///x"), None);
     }
 
     #[test]

@@ -28,6 +28,7 @@ mod manage_input;
 mod nats;
 mod nats_trouble;
 mod odd_input;
+mod plugin_index;
 mod plugin_install;
 mod plugin_logs;
 mod reliability;

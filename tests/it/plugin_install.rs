@@ -723,21 +723,31 @@ fn plugin_new_refuses_bad_names() {
     assert!(!t.sb.path().join("app-plugin-x").exists());
 }
 
-/// Builds the generated Rust project with `cargo build --offline` against
-/// this checkout's SDK through `--config patch.crates-io…`, as its
-/// Cargo.toml documents (the other dependencies are those this workspace
-/// already fetched). One test: a build of the skeleton takes a while. Set
-/// APP_TEST_SKIP_RUST_SKELETON=1 to skip it where no cargo is available.
+/// Builds the generated Rust project exactly as `plugin new` prints it
+/// (`cd DIR && cargo build --release`), in a shell, with cargo offline: the
+/// skeleton's `[patch.crates-io]` points at this checkout's `sdk/` (an
+/// `app` run from a cargo build directory does that; an installed one
+/// points at `<prefix>/share/app/sdk`), and its other dependencies are
+/// those this workspace already fetched. One test: a build takes a while.
+/// Set APP_TEST_SKIP_RUST_SKELETON=1 to skip it where no cargo is available.
 #[test]
-fn plugin_new_rust_makes_a_working_plugin() {
+fn plugin_new_rust_builds_as_printed_and_works() {
     if std::env::var_os("APP_TEST_SKIP_RUST_SKELETON").is_some() {
         eprintln!("skipped: APP_TEST_SKIP_RUST_SKELETON is set");
         return;
     }
     let t = T::new();
-    let dir = new_skeleton(&t, "rsdemo", "rust");
+    let dir = t.sb.path().join("new-rust");
+    let printed = ok(t.app(&[
+        "plugin",
+        "new",
+        "rsdemo",
+        "--lang",
+        "rust",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]));
     let cargo_toml = fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-    // The SDK by version, as on crates.io: no path into any checkout.
     let version = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
         .unwrap()
         .lines()
@@ -747,36 +757,60 @@ fn plugin_new_rust_makes_a_working_plugin() {
                 .map(String::from)
         })
         .expect("the workspace version");
+    // The SDK by version, as on crates.io, patched to the checkout's sdk/
+    // with a comment saying when to delete the patch.
     assert!(
         cargo_toml.contains(&format!("\napp-plugin = \"{version}\"\n")),
         "{cargo_toml}"
     );
     assert!(
-        !cargo_toml.lines().any(|l| !l.starts_with('#')
-            && l.contains("path =")
-            && !l.starts_with("path = \"src/")),
+        cargo_toml.contains(&format!(
+            "[patch.crates-io]\napp-plugin = {{ path = \"{}/sdk\" }}",
+            env!("CARGO_MANIFEST_DIR")
+        )) && cargo_toml.contains("once app-plugin is on crates.io"),
         "{cargo_toml}"
     );
-    // A target dir of its own that outlives the sandbox, so later runs are quick.
-    let target = common::app_bin()
+    let steps: Vec<&str> = printed
+        .lines()
+        .map(|l| l.trim_start_matches("next:").trim())
+        .filter(|l| !l.is_empty() && !l.starts_with("created"))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            format!("cd {} && cargo build --release", dir.display()),
+            "app plugin install target/release/app-rsdemo".to_string(),
+            "app rsdemo hello".to_string()
+        ],
+        "{printed}"
+    );
+    // The build's target/ is a link to one that outlives the sandbox, so
+    // later runs are quick; the commands are the printed ones, as typed.
+    let shared = common::app_bin()
         .parent()
         .and_then(Path::parent)
         .expect("target dir")
         .join("skeleton-test");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut child = Command::new(cargo)
-        // Exactly what the skeleton's Cargo.toml tells an author to do to
-        // build against a local SDK.
-        .args(["build", "--offline", "--quiet", "--config"])
-        .arg(format!(
-            "patch.crates-io.app-plugin.path=\"{}/sdk\"",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", &target)
+    fs::create_dir_all(&shared).unwrap();
+    std::os::unix::fs::symlink(&shared, dir.join("target")).unwrap();
+    let cargo = std::env::var_os("CARGO")
+        .map(PathBuf::from)
+        .expect("cargo runs the tests");
+    let path = format!(
+        "{}:{}",
+        cargo.parent().expect("cargo's directory").display(),
+        t.sb.path_var()
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", steps[0]])
+        .env("PATH", &path)
+        .env("CARGO_NET_OFFLINE", "true")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET_DIR")
+        .current_dir(t.sb.path())
         .stdin(Stdio::null())
         .spawn()
-        .expect("run cargo");
+        .expect("run sh");
     let status = common::wait_for(std::time::Duration::from_secs(900), || {
         child.try_wait().unwrap()
     })
@@ -784,11 +818,19 @@ fn plugin_new_rust_makes_a_working_plugin() {
         let _ = child.kill();
         panic!("cargo build of the Rust skeleton took more than 15 minutes")
     });
+    assert!(status.success(), "{} failed", steps[0]);
+    let mut install = t.sb.app();
+    install
+        .args(["plugin", "install", "target/release/app-rsdemo"])
+        .current_dir(&dir);
+    let installed = common::run::Run::new(install).assert().code(0);
     assert!(
-        status.success(),
-        "cargo build --offline of the Rust skeleton failed"
+        installed.stdout.contains("installed plugin 'rsdemo' 0.1.0"),
+        "{installed:?}"
     );
-    check_skeleton(&t, "rsdemo", &target.join("debug/app-rsdemo"));
+    fs::remove_file(t.plugin_dir().join("app-rsdemo")).unwrap();
+    fs::remove_file(t.plugin_dir().join(".index.json")).unwrap();
+    check_skeleton(&t, "rsdemo", &dir.join("target/release/app-rsdemo"));
 }
 
 #[test]

@@ -1,0 +1,215 @@
+//! Building a plugin from source: `install --git URL [--rev REV] [--path
+//! DIR]` and index entries `{"source": {"git": URL, "rev": REV}}`.
+//!
+//! The user's own `git` clones the repository into a temporary directory
+//! under the cache, and the user's own `cargo` builds it there with
+//! `cargo install --locked --root <temp> --path <crate>` (the lock file the
+//! author committed, no other installed crate touched). The one `app-*`
+//! binary it produces is then installed like any other file (see
+//! [`super::install`]); the temporary directory goes in every case.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use super::index::GitRecord;
+use crate::discovery::PLUGIN_PREFIX;
+use crate::error::{Error, Result};
+use crate::exec::OwnChild;
+
+/// A clone may take no longer.
+pub const CLONE_TIMEOUT: Duration = Duration::from_secs(600);
+/// A build may take no longer.
+pub const BUILD_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// What to build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitSpec {
+    pub url: String,
+    pub rev: Option<String>,
+    pub path: Option<String>,
+}
+
+/// A finished build: the executable, in a directory removed on drop.
+pub struct Built {
+    pub exe: PathBuf,
+    pub record: GitRecord,
+    _dir: TempDir,
+}
+
+/// What [`build`] did.
+pub enum Outcome {
+    Built(Built),
+    /// The repository is still at `unchanged_from` (nothing was built).
+    Unchanged,
+}
+
+/// Clones `spec` and, unless its commit is `unchanged_from`, builds it.
+/// Output of git and cargo goes to stderr.
+pub fn build(spec: &GitSpec, work_root: &Path, unchanged_from: Option<&str>) -> Result<Outcome> {
+    let git = tool("git", "building from source needs git, which is not on PATH; install git (Debian: apt-get install git), then try again")?;
+    let cargo = tool("cargo", "building from source needs cargo, which is not on PATH; install Rust with rustup (https://rustup.rs), open a new shell so that ~/.cargo/bin is on PATH, then try again")?;
+    let dir = TempDir::new(work_root)?;
+    let src = dir.0.join("src");
+    let mut clone = Command::new(&git);
+    clone.args(["clone", "--quiet", "--", &spec.url]).arg(&src);
+    run(
+        &mut clone,
+        CLONE_TIMEOUT,
+        &format!("git clone {}", crate::install::url::redact(&spec.url)),
+    )?;
+    if let Some(rev) = &spec.rev {
+        let mut checkout = Command::new(&git);
+        checkout
+            .arg("-C")
+            .arg(&src)
+            .args(["checkout", "--quiet", "--detach", rev, "--"]);
+        run(&mut checkout, CLONE_TIMEOUT, &format!("git checkout {rev}"))?;
+    }
+    let commit = head(&git, &src)?;
+    if unchanged_from == Some(commit.as_str()) {
+        return Ok(Outcome::Unchanged);
+    }
+    let krate = match &spec.path {
+        Some(p)
+            if Path::new(p)
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir)) =>
+        {
+            return Err(Error::Usage(format!(
+                "--path {p} must stay inside the repository"
+            )))
+        }
+        Some(p) => src.join(p.trim_start_matches('/')),
+        None => src.clone(),
+    };
+    let root = dir.0.join("root");
+    let mut install = Command::new(&cargo);
+    install
+        .args(["install", "--locked", "--root"])
+        .arg(&root)
+        .arg("--path")
+        .arg(&krate);
+    run(&mut install, BUILD_TIMEOUT, "cargo install")?;
+    let exe = single_plugin(&root.join("bin"))?;
+    Ok(Outcome::Built(Built {
+        exe,
+        record: GitRecord {
+            url: spec.url.clone(),
+            rev: spec.rev.clone(),
+            path: spec.path.clone(),
+            commit,
+        },
+        _dir: dir,
+    }))
+}
+
+fn tool(name: &str, missing: &str) -> Result<PathBuf> {
+    which::which(name).map_err(|_| Error::Build(missing.to_string()))
+}
+
+/// Runs `cmd` (its output to our stderr), killing it after `timeout`.
+fn run(cmd: &mut Command, timeout: Duration, what: &str) -> Result<()> {
+    // No terminal prompt for a password: it would hang a scripted upgrade.
+    cmd.env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(std::io::stderr().as_fd_owned()?));
+    let child =
+        OwnChild::spawn(cmd, true).map_err(|e| Error::io(format!("cannot run {what}"), e))?;
+    if !child.exited_within(timeout) {
+        let _ = child.finish();
+        return Err(Error::Build(format!(
+            "{what} took longer than {timeout:?} and was stopped"
+        )));
+    }
+    let status = child
+        .wait()
+        .map_err(|e| Error::io(format!("cannot wait for {what}"), e))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::Build(format!(
+            "{what} failed ({status}); its output is above. Nothing was installed"
+        )))
+    }
+}
+
+trait StderrFd {
+    fn as_fd_owned(&self) -> Result<std::os::fd::OwnedFd>;
+}
+
+impl StderrFd for std::io::Stderr {
+    fn as_fd_owned(&self) -> Result<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        self.as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Error::io("cannot duplicate stderr", e))
+    }
+}
+
+fn head(git: &Path, src: &Path) -> Result<String> {
+    let out = Command::new(git)
+        .arg("-C")
+        .arg(src)
+        .args(["rev-parse", "HEAD"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| Error::io("cannot run git rev-parse", e))?;
+    let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if out.status.success() && !commit.is_empty() {
+        Ok(commit)
+    } else {
+        Err(Error::Build(
+            "git rev-parse HEAD failed in the clone".into(),
+        ))
+    }
+}
+
+/// The one `app-*` executable cargo installed into `bin`.
+fn single_plugin(bin: &Path) -> Result<PathBuf> {
+    let mut found: Vec<PathBuf> = fs::read_dir(bin)
+        .map_err(|e| Error::io(format!("cannot read {}", bin.display()), e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(PLUGIN_PREFIX))
+        })
+        .collect();
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(Error::Build(
+            "the crate built no app-<name> binary; is it an app plugin? (--path DIR picks a crate inside the repository)".into(),
+        )),
+        _ => Err(Error::Build(format!(
+            "the crate built several app-* binaries ({}); an install takes one",
+            found.iter().filter_map(|p| p.file_name()?.to_str()).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// A directory under the cache, removed with everything in it on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(root: &Path) -> Result<TempDir> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = root.join(format!(
+            "build-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        Ok(TempDir(dir))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}

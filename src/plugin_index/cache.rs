@@ -1,0 +1,52 @@
+//! The last verified copy of each index: `APP_CACHE_DIR/indexes/NAME.json`,
+//! the exact bytes whose signature was checked. `search`, `info`,
+//! `install NAME`, completion and `plugin list` read only these (no network,
+//! no signature check per call); `index update` replaces them, only with an
+//! index that passed every check. The dispatch path never reads them.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::format::{self, IndexFile};
+use super::MAX_INDEX_BYTES;
+use crate::install::atomic;
+
+/// The cache directory of indexes under `cache_dir`.
+pub fn dir(cache_dir: &Path) -> PathBuf {
+    cache_dir.join("indexes")
+}
+
+/// The cached copy of index `name`.
+pub fn path(cache_dir: &Path, name: &str) -> PathBuf {
+    dir(cache_dir).join(format!("{name}.json"))
+}
+
+/// The cached copy of index `name`: `Ok(None)` when there is none.
+pub fn load(cache_dir: &Path, name: &str) -> Result<Option<IndexFile>, String> {
+    use app_plugin::file::{read_limited, ReadError};
+    let path = path(cache_dir, name);
+    match read_limited(&path, MAX_INDEX_BYTES) {
+        Ok(bytes) => format::parse(&bytes).map(Some).map_err(|e| {
+            format!(
+                "{} is unreadable ({e:?}); 'app plugin index update' fetches it again",
+                path.display()
+            )
+        }),
+        Err(ReadError::NotFound) => Ok(None),
+        Err(e) => Err(format!("{} {e}", path.display())),
+    }
+}
+
+/// Replaces the cached copy of `name` with `bytes` (already verified).
+pub fn store(cache_dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    std::fs::create_dir_all(dir(cache_dir))?;
+    atomic::write(&path(cache_dir, name), bytes, 0o644)
+}
+
+/// Drops the cached copy of `name` (none is fine).
+pub fn remove(cache_dir: &Path, name: &str) -> io::Result<()> {
+    match std::fs::remove_file(path(cache_dir, name)) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}

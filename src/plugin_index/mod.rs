@@ -1,0 +1,173 @@
+//! Plugin indexes: signed catalogues of plugins that `app plugin install
+//! NAME` installs from (docs/plugin-index.md).
+//!
+//! The order of an update is what makes it safe, and nothing is written
+//! before its last step:
+//! 1. fetch the index's bytes (over HTTP through `app_fetch`, with the
+//!    bearer token of `--token-file` for the index's own origin only; or a
+//!    local file), at most [`MAX_INDEX_BYTES`];
+//! 2. fetch `URL.minisig` and verify it, with the key the index was added
+//!    with, over exactly those bytes ([`verify`]), before parsing anything;
+//! 3. parse and check them ([`format`]): the format, then the `serial`
+//!    against the cached copy's (a lower one is a rollback), then `expires`;
+//! 4. only then replace the cached copy ([`cache`]).
+//!
+//! Modules: [`config`] (the indexes added, `indexes.json`), [`cache`],
+//! [`format`], [`verify`], [`error`] (every refusal, its message and exit
+//! code), [`lookup`] (finding a plugin by name across the cached indexes).
+
+pub mod cache;
+pub mod config;
+pub mod error;
+pub mod format;
+pub mod lookup;
+pub mod verify;
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use crate::error::{code, Error, Result};
+use crate::install::{self, protocol::FetchArgs, url, Source};
+use config::IndexConfig;
+use error::{IndexError, Problem};
+use format::IndexFile;
+
+/// The largest index fetched or read.
+pub const MAX_INDEX_BYTES: u64 = 32 * 1024 * 1024;
+/// The largest `.minisig` fetched or read.
+pub const MAX_SIGNATURE_BYTES: u64 = 64 * 1024;
+
+/// An index that passed every check: its exact bytes and their reading.
+pub struct Verified {
+    pub bytes: Vec<u8>,
+    pub index: IndexFile,
+}
+
+/// Steps 1 to 3 of an update (see the module docs): fetches index `cfg`
+/// and checks it, comparing its serial with `cached_serial`. Writes nothing.
+pub fn fetch_verified(
+    cfg: &IndexConfig,
+    cached_serial: Option<u64>,
+    now: SystemTime,
+) -> Result<Verified> {
+    let refuse = |problem| Error::Index(refusal(cfg, problem));
+    let bytes = fetch(cfg, &cfg.url, MAX_INDEX_BYTES).map_err(|e| match e {
+        Fetched::Problem(p) => refuse(p),
+        Fetched::Other(e) => e,
+    })?;
+    if looks_like_html(&bytes) {
+        return Err(refuse(Problem::Html));
+    }
+    match &cfg.key {
+        Some(key) => {
+            let signature = fetch(cfg, &format!("{}.minisig", cfg.url), MAX_SIGNATURE_BYTES)
+                .map_err(|e| match e {
+                    Fetched::Problem(Problem::Unreachable(why)) => {
+                        refuse(Problem::NoSignature(why))
+                    }
+                    Fetched::Problem(p) => refuse(p),
+                    Fetched::Other(e) => e,
+                })?;
+            verify::verify(key, &bytes, &signature)
+                .map_err(|why| refuse(Problem::BadSignature(why)))?;
+        }
+        None if cfg.insecure_no_signature => {}
+        None => {
+            return Err(refuse(Problem::NoSignature(
+                "no key was given for it".into(),
+            )))
+        }
+    }
+    let index = format::parse(&bytes).map_err(|e| match e {
+        format::Invalid::Malformed(why) => refuse(Problem::Malformed(why)),
+        format::Invalid::Expired(when) => refuse(Problem::Expired(when)),
+    })?;
+    if let Some(cached) = cached_serial.filter(|c| *c > index.serial) {
+        return Err(refuse(Problem::Rollback {
+            cached,
+            got: index.serial,
+        }));
+    }
+    format::check_fresh(&index, now).map_err(|e| match e {
+        format::Invalid::Expired(when) | format::Invalid::Malformed(when) => {
+            refuse(Problem::Expired(when))
+        }
+    })?;
+    Ok(Verified { bytes, index })
+}
+
+/// Fetches index `cfg` and, when it passes every check, replaces its
+/// cached copy. On any refusal the cached copy is left as it was.
+pub fn update(cfg: &IndexConfig, cache_dir: &Path) -> Result<Verified> {
+    let cached = cache::load(cache_dir, &cfg.name)
+        .ok()
+        .flatten()
+        .map(|i| i.serial);
+    let verified = fetch_verified(cfg, cached, SystemTime::now())?;
+    cache::store(cache_dir, &cfg.name, &verified.bytes)
+        .map_err(|e| Error::Index(refusal(cfg, Problem::Cache(e.to_string()))))?;
+    Ok(verified)
+}
+
+/// The refusal of index `cfg` for `problem`.
+pub fn refusal(cfg: &IndexConfig, problem: Problem) -> IndexError {
+    IndexError {
+        index: cfg.name.clone(),
+        location: url::redact(&cfg.url),
+        problem,
+    }
+}
+
+enum Fetched {
+    Problem(Problem),
+    Other(Error),
+}
+
+/// The bytes at `location` (the index's URL or path, or its signature's),
+/// at most `max`. Over HTTP, through `app_fetch`, with the index's token.
+fn fetch(cfg: &IndexConfig, location: &str, max: u64) -> std::result::Result<Vec<u8>, Fetched> {
+    let source = Source::parse(location, Path::new("/")).map_err(Fetched::Other)?;
+    match &source {
+        Source::Path(path) => {
+            use app_plugin::file::{read_limited, ReadError};
+            read_limited(path, max).map_err(|e| {
+                Fetched::Problem(match e {
+                    ReadError::TooLarge { .. } => Problem::TooLarge(max),
+                    ReadError::NotFound => {
+                        Problem::Unreachable(format!("{} does not exist", path.display()))
+                    }
+                    other => Problem::Unreachable(format!("{} {other}", path.display())),
+                })
+            })
+        }
+        Source::Url(_) => {
+            let args = FetchArgs {
+                raw: Some(max),
+                token_file: cfg.token_file.clone(),
+                ..FetchArgs::plugin(&source, None)
+            };
+            match install::helper::fetch(&args) {
+                Ok(artifact) => Ok(artifact.bytes),
+                Err(e) => Err(match e.exit_code() {
+                    code::DOWNLOAD => Fetched::Problem(Problem::Unreachable(e.to_string())),
+                    code::VERIFY => Fetched::Problem(Problem::TooLarge(max)),
+                    _ => Fetched::Other(e),
+                }),
+            }
+        }
+    }
+}
+
+/// Whether `bytes` start like an HTML page (a portal's login, an error
+/// page), which deserves its own message rather than "bad signature".
+fn looks_like_html(bytes: &[u8]) -> bool {
+    let start: Vec<u8> = bytes
+        .iter()
+        .skip_while(|b| b.is_ascii_whitespace())
+        .take(15)
+        .map(u8::to_ascii_lowercase)
+        .collect();
+    start.starts_with(b"<!doctype html")
+        || start.starts_with(b"<html")
+        || start.starts_with(b"<head")
+}
