@@ -12,6 +12,11 @@ use crate::session::Session;
 /// Built-ins whose positionals name an installed plugin (`plugin path NAME…`).
 /// An entry for a command that does not exist is simply never reached.
 const PLUGIN_NAME_ARGS: &[&str] = &["plugin path", "plugin remove", "plugin upgrade"];
+/// Built-ins whose positional names an added plugin index.
+const INDEX_NAME_ARGS: &[&str] = &["plugin index remove", "plugin index update"];
+/// Built-ins whose positional is a plugin of the indexes (`NAME`,
+/// `INDEX/NAME`, `NAME@VERSION`); `install` also takes a file.
+const INDEX_PLUGIN_ARGS: &[&str] = &["plugin install", "plugin info"];
 /// Built-ins whose positionals name any command (`help COMMAND…`).
 const COMMAND_NAME_ARGS: &[&str] = &["help"];
 
@@ -159,6 +164,12 @@ pub fn complete(session: &Session, cmd: &Command, args: &[String], cur: &str) ->
     let path = path.join(" ");
     if PLUGIN_NAME_ARGS.contains(&path.as_str()) {
         return Completion::matching(cur, plugins::next_words(session, &positionals));
+    }
+    if INDEX_NAME_ARGS.contains(&path.as_str()) {
+        return Completion::matching(cur, super::indexes::index_names(session));
+    }
+    if INDEX_PLUGIN_ARGS.contains(&path.as_str()) && positionals.is_empty() {
+        return super::indexes::plugin_specs(session, cur, path == "plugin install");
     }
     if COMMAND_NAME_ARGS.contains(&path.as_str()) {
         let mut out = Completion::nothing();

@@ -8,6 +8,8 @@
 //! Where candidates come from, one module each:
 //! - [`builtin`]: global flags, built-in commands, their subcommands, flags
 //!   and values, all read from clap's command tree ([`crate::cli::command`]);
+//! - [`indexes`]: index names, and plugin names and versions from the
+//!   cached plugin indexes (`plugin install`, `plugin info`);
 //! - [`plugins`]: plugin names on the search path (with descriptions from
 //!   trusted metadata, cached) and aliases from the config;
 //! - [`delegate`]: a plugin's own arguments, asked of the plugin only when it
@@ -16,6 +18,7 @@
 
 pub mod builtin;
 pub mod delegate;
+pub mod indexes;
 pub mod plugins;
 pub mod scripts;
 

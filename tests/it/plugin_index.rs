@@ -4,15 +4,13 @@
 
 use crate::common;
 
-use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use common::http_server::Server;
 use common::run::Ran;
-use common::Sandbox;
+use common::{snapshot, Sandbox};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -43,28 +41,6 @@ fn archive(name: &str, version: &str) -> Vec<u8> {
         )
         .unwrap();
     builder.into_inner().unwrap().finish().unwrap()
-}
-
-/// Every file below `dir` with its mode and contents (`None`: no `dir`).
-fn snapshot(dir: &Path) -> Option<BTreeMap<PathBuf, (u32, Vec<u8>)>> {
-    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<PathBuf, (u32, Vec<u8>)>) {
-        for entry in fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let meta = fs::symlink_metadata(&path).unwrap();
-            let rel = path.strip_prefix(root).unwrap().to_path_buf();
-            if meta.is_dir() {
-                out.insert(rel, (meta.permissions().mode(), Vec::new()));
-                walk(&path, root, out);
-            } else {
-                out.insert(rel, (meta.permissions().mode(), fs::read(&path).unwrap()));
-            }
-        }
-    }
-    dir.exists().then(|| {
-        let mut out = BTreeMap::new();
-        walk(dir, dir, &mut out);
-        out
-    })
 }
 
 /// A minisign key pair made by the real tool.
@@ -927,4 +903,78 @@ fn install_git_builds_a_rust_plugin_with_cargo() {
         .assert()
         .code(0)
         .stdout_is("gitdemo 0.1.0: up to date");
+}
+
+/// `app __complete WORDS…`: the candidates' values, without descriptions,
+/// and the directive line.
+fn complete(w: &World, words: &[&str]) -> (Vec<String>, String) {
+    let mut args = vec!["__complete"];
+    args.extend_from_slice(words);
+    let ran = w.app(&args).code(0);
+    let mut lines: Vec<String> = ran
+        .stdout
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or("").to_string())
+        .collect();
+    let directive = lines.pop().unwrap_or_default();
+    (lines, directive)
+}
+
+#[test]
+fn completion_offers_indexes_plugins_and_versions() {
+    let Some(w) = World::new() else { return };
+    let main = w.publish(
+        "main.json",
+        1,
+        FUTURE,
+        vec![
+            w.plugin("hello", "1.0.0"),
+            w.plugin("hello", "1.1.0"),
+            w.plugin("helpful", "0.1.0"),
+        ],
+        &w.key,
+    );
+    let extra = w.publish(
+        "extra.json",
+        1,
+        FUTURE,
+        vec![w.plugin("world", "2.0.0")],
+        &w.key,
+    );
+    w.add("main", &main).code(0);
+    w.add("extra", &extra).code(0);
+    assert_eq!(
+        complete(&w, &["plugin", "index", "remove", ""]),
+        (vec!["main".into(), "extra".into()], ":4".into())
+    );
+    assert_eq!(
+        complete(&w, &["plugin", "index", "update", "m"]).0,
+        ["main"]
+    );
+    assert_eq!(
+        complete(&w, &["plugin", "install", "he"]),
+        (vec!["hello".into(), "helpful".into()], ":4".into())
+    );
+    assert_eq!(complete(&w, &["plugin", "info", "w"]).0, ["world"]);
+    assert_eq!(
+        complete(&w, &["plugin", "install", "extra/"]).0,
+        ["extra/world"]
+    );
+    assert_eq!(
+        complete(&w, &["plugin", "install", "hello@"]).0,
+        ["hello@1.1.0", "hello@1.0.0"]
+    );
+    assert_eq!(
+        complete(&w, &["plugin", "install", "main/hello@1.0"]).0,
+        ["main/hello@1.0.0"]
+    );
+    // Nothing of the indexes matches: file names, for `install ./app-foo`.
+    assert_eq!(
+        complete(&w, &["plugin", "install", "./ap"]),
+        (vec![], ":0".into())
+    );
+    assert_eq!(
+        complete(&w, &["plugin", "info", "./ap"]),
+        (vec![], ":4".into())
+    );
 }

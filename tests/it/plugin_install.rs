@@ -4,14 +4,13 @@
 
 use crate::common;
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use common::http_server::Server;
-use common::{write_executable, Sandbox};
+use common::{snapshot, write_executable, Sandbox};
 use sha2::{Digest, Sha256};
 
 fn sha256(bytes: &[u8]) -> String {
@@ -45,29 +44,6 @@ fn targz(files: &[(&str, u32, &[u8])]) -> Vec<u8> {
         builder.append_data(&mut header, path, *body).unwrap();
     }
     builder.into_inner().unwrap().finish().unwrap()
-}
-
-/// Every file below `dir` with its mode and contents; `None` if `dir` is missing.
-fn snapshot(dir: &Path) -> Option<BTreeMap<PathBuf, (u32, Vec<u8>)>> {
-    fn walk(dir: &Path, root: &Path, out: &mut BTreeMap<PathBuf, (u32, Vec<u8>)>) {
-        for entry in fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let meta = fs::symlink_metadata(&path).unwrap();
-            let rel = path.strip_prefix(root).unwrap().to_path_buf();
-            if meta.is_dir() {
-                out.insert(rel, (meta.permissions().mode(), Vec::new()));
-                walk(&path, root, out);
-            } else {
-                out.insert(rel, (meta.permissions().mode(), fs::read(&path).unwrap()));
-            }
-        }
-    }
-    if !dir.exists() {
-        return None;
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    Some(out)
 }
 
 struct T {
@@ -1047,4 +1023,38 @@ fn control_characters_in_a_plugins_metadata_are_printed_escaped() {
         "{list}"
     );
     assert!(list.contains(r"[installed 1\x1b[31m from"), "{list}");
+}
+
+/// An `app` installed by `./install.sh` (in `PREFIX/bin`, the SDK's source
+/// in `PREFIX/share/app/sdk`) points a Rust skeleton at that SDK; one that
+/// finds no SDK writes no patch, only the dependency by version.
+#[test]
+fn plugin_new_rust_points_at_the_sdk_install_sh_installed() {
+    let t = T::new();
+    let prefix = t.sb.path().join("prefix");
+    fs::create_dir_all(prefix.join("bin")).unwrap();
+    let app = prefix.join("bin/app");
+    fs::copy(common::app_bin(), &app).unwrap();
+    let new = |dir: &Path| {
+        let mut cmd = t.sb.command(&app);
+        cmd.args(["plugin", "new", "demo", "--lang", "rust", "--dir"])
+            .arg(dir);
+        common::run::Run::new(cmd).assert().code(0);
+        fs::read_to_string(dir.join("Cargo.toml")).unwrap()
+    };
+    // No SDK there (and not a cargo build directory): no patch.
+    let plain = new(&t.sb.path().join("plain"));
+    assert!(!plain.lines().any(|l| l.starts_with("[patch")), "{plain}");
+    // The SDK as install.sh leaves it.
+    let sdk = prefix.join("share/app/sdk");
+    fs::create_dir_all(&sdk).unwrap();
+    fs::write(sdk.join("Cargo.toml"), "[package]\nname = \"app-plugin\"\n").unwrap();
+    let patched = new(&t.sb.path().join("patched"));
+    assert!(
+        patched.contains(&format!(
+            "# with app. Delete this section once app-plugin is on crates.io.\n[patch.crates-io]\napp-plugin = {{ path = \"{}\" }}\n",
+            sdk.display()
+        )),
+        "{patched}"
+    );
 }

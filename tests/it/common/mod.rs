@@ -122,6 +122,40 @@ pub fn write_executable(path: &Path, body: &str) -> PathBuf {
     path.to_path_buf()
 }
 
+/// Every file and directory below `dir` with its mode and contents (empty
+/// for a directory); `None` when `dir` does not exist. Two snapshots
+/// compare equal when nothing below `dir` changed.
+pub fn snapshot(dir: &Path) -> Option<std::collections::BTreeMap<PathBuf, (u32, Vec<u8>)>> {
+    fn walk(
+        dir: &Path,
+        root: &Path,
+        out: &mut std::collections::BTreeMap<PathBuf, (u32, Vec<u8>)>,
+    ) {
+        for entry in fs::read_dir(dir).expect("read dir") {
+            let path = entry.expect("dir entry").path();
+            let meta = fs::symlink_metadata(&path).expect("stat");
+            let rel = path.strip_prefix(root).expect("below root").to_path_buf();
+            if meta.is_dir() {
+                out.insert(rel, (meta.permissions().mode(), Vec::new()));
+                walk(&path, root, out);
+            } else {
+                out.insert(
+                    rel,
+                    (
+                        meta.permissions().mode(),
+                        fs::read(&path).unwrap_or_default(),
+                    ),
+                );
+            }
+        }
+    }
+    dir.exists().then(|| {
+        let mut out = std::collections::BTreeMap::new();
+        walk(dir, dir, &mut out);
+        out
+    })
+}
+
 /// A free TCP port on 127.0.0.1 (bound, then released).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
