@@ -26,7 +26,10 @@
 # ("--overflow block": a saturating source must be slowed down, not dropped),
 # CHECKPOINT ("on"; "off" runs the repeater with `--checkpoint off`, to
 # measure what the crash-safe checkpoint costs: docs/benchmarks.md),
-# RELAY_WRAPPER (a command the repeater runs under, e.g.
+# EXTRA (1: then also a saturation case with LARGE_SIZE (16384)-byte events,
+# LARGE_COUNT (20000) per run, reported with MB/s, and a latency case at
+# LAT_RATE2 (10000) events/s, LAT_COUNT2 (50000) events; each its own table;
+# 0 skips them), RELAY_WRAPPER (a command the repeater runs under, e.g.
 # "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p": instructions
 # per event, which the machine's load does not change).
 # Prints the Markdown table (`loadgen report OUT`) at the end.
@@ -47,10 +50,15 @@ QOS_LEVELS=${QOS_LEVELS:-0 1}
 KINDS=${KINDS:-saturate latency}
 REPEATER_ARGS=${REPEATER_ARGS:---overflow block}
 CHECKPOINT=${CHECKPOINT:-on}
+EXTRA=${EXTRA:-1}
+LARGE_SIZE=${LARGE_SIZE:-16384}
+LARGE_COUNT=${LARGE_COUNT:-20000}
+LAT_RATE2=${LAT_RATE2:-10000}
+LAT_COUNT2=${LAT_COUNT2:-50000}
 RELAY_WRAPPER=${RELAY_WRAPPER:-}
 for arg in "$@"; do
     case $arg in
-        --quick) RUNS=1 SAT_QOS0=20000 SAT_QOS1=10000 LAT_COUNT=2000 ;;
+        --quick) RUNS=1 SAT_QOS0=20000 SAT_QOS1=10000 LAT_COUNT=2000 LARGE_COUNT=2000 LAT_COUNT2=5000 ;;
         --no-build) BUILD=0 ;;
         *) echo "relay.sh: unknown argument '$arg'; usage: bench/relay.sh [--quick] [--no-build]" >&2; exit 2 ;;
     esac
@@ -188,8 +196,8 @@ run_one() {
     local sub
     sub=$(tail -n 1 "$dir/sub.json")
     [ -n "$sub" ] || sub=null
-    printf '{"path":"%s","qos":%s,"kind":"%s","run":%s,"count":%s,"sub":%s,"relay":{"rss_kb":%s,"cpu_s":%s,"events":%s}}\n' \
-        "$path" "$qos" "$kind" "$run" "$count" "$sub" "$rss" \
+    printf '{"path":"%s","qos":%s,"kind":"%s","run":%s,"count":%s,"lat_rate":%s,"sub":%s,"relay":{"rss_kb":%s,"cpu_s":%s,"events":%s}}\n' \
+        "$path" "$qos" "$kind" "$run" "$count" "$LAT_RATE" "$sub" "$rss" \
         "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.3f", b - a }')" \
         "$((count + WARMUP))" >>"$OUT"
     echo "relay.sh: $path qos $qos $kind run $run: rss ${rss} kB, cpu $cpu0..$cpu1 s: $sub" >&2
@@ -203,14 +211,38 @@ run_one() {
 
 # Runs of the three paths are interleaved, so that a disturbance from the rest
 # of the machine spreads over all of them rather than hitting one.
-for qos in $QOS_LEVELS; do
-    for kind in $KINDS; do
-        for run in $(seq 1 "$RUNS"); do
-            for path in $PATHS; do
-                run_one "$path" "$qos" "$kind" "$run"
+run_all() {
+    for qos in $QOS_LEVELS; do
+        for kind in $KINDS; do
+            for run in $(seq 1 "$RUNS"); do
+                for path in $PATHS; do
+                    run_one "$path" "$qos" "$kind" "$run"
+                done
             done
         done
     done
-done
+}
 
+run_all
 "$LOADGEN" report "$OUT"
+
+# The extra cases (issue 24), each with its own results file and table:
+# saturation with LARGE_SIZE-byte events (events/s and MB/s), and latency
+# at LAT_RATE2 events/s.
+if [ "$EXTRA" = 1 ]; then
+    MAIN_OUT=$OUT
+    if [[ " $KINDS " == *" saturate "* ]]; then
+        echo "relay.sh: saturation with $LARGE_SIZE-byte events, $LARGE_COUNT per run" >&2
+        OUT=${MAIN_OUT%.jsonl}-large.jsonl
+        : >"$OUT"
+        (KINDS=saturate SIZE=$LARGE_SIZE SAT_QOS0=$LARGE_COUNT SAT_QOS1=$LARGE_COUNT run_all)
+        "$LOADGEN" report "$OUT"
+    fi
+    if [[ " $KINDS " == *" latency "* ]]; then
+        echo "relay.sh: latency at $LAT_RATE2 events/s, $LAT_COUNT2 events per run" >&2
+        OUT=${MAIN_OUT%.jsonl}-rate$LAT_RATE2.jsonl
+        : >"$OUT"
+        (KINDS=latency LAT_RATE=$LAT_RATE2 LAT_COUNT=$LAT_COUNT2 run_all)
+        "$LOADGEN" report "$OUT"
+    fi
+fi

@@ -1,7 +1,7 @@
 //! `loadgen report`: bench/relay.sh's JSON lines → the Markdown table and the
 //! check against issue 6's targets.
 //!
-//! Each line: `{"path":"direct|bridge|repeater","qos":0,"kind":"saturate|latency",
+//! Each line: `{"path":"direct|bridge|repeater","qos":0,"kind":"saturate|latency","lat_rate":1000,
 //! "run":1,"sub":{subscriber summary},"relay":{"rss_kb":…,"cpu_s":…,"events":…}}`.
 
 use std::fmt::Write as _;
@@ -106,10 +106,16 @@ fn render(rows: &[Value]) -> String {
         .iter()
         .find_map(|r| r["sub"]["payload_bytes"].get(1).and_then(Value::as_u64))
         .unwrap_or(0);
+    // The latency runs' rate (lines without one are from before it was
+    // recorded: 1,000/s).
+    let lat_rate = rows
+        .iter()
+        .find(|r| r["kind"] == "latency")
+        .map_or(1000, |r| r["lat_rate"].as_u64().unwrap_or(1000));
     let _ = writeln!(out, "Payload: {bytes} bytes on every hop.\n");
     let _ = writeln!(
         out,
-        "| QoS | path | events/s (median of 3) | vs direct | latency at 1k/s p50 / p99 / p99.9 (ms) | p99 added vs direct (ms) | lost | duplicated | relay peak RSS (MB) | relay CPU per event (µs) |"
+        "| QoS | path | events/s (median of 3) | vs direct | latency at {lat_rate}/s p50 / p99 / p99.9 (ms) | p99 added vs direct (ms) | lost | duplicated | relay peak RSS (MB) | relay CPU per event (µs) |"
     );
     let _ = writeln!(
         out,
@@ -130,9 +136,15 @@ fn render(rows: &[Value]) -> String {
                 _ => "app event-repeater",
             };
             let relay_note = if *name == "direct" { " (broker)" } else { "" };
+            // Large payloads: the payload bytes per second too.
+            let mbps = if bytes >= 1024 {
+                format!(", {:.1} MB/s", x.rate * bytes as f64 / 1e6)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "| {qos} | {label} | {:.0} ({} runs) | {vs:.0}% | {:.2} / {:.2} / {:.2} | {added:+.2} | {} | {} | {:.1}{relay_note} | {:.1}{relay_note} |",
+                "| {qos} | {label} | {:.0}{mbps} ({} runs) | {vs:.0}% | {:.2} / {:.2} / {:.2} | {added:+.2} | {} | {} | {:.1}{relay_note} | {:.1}{relay_note} |",
                 x.rate, x.runs, x.p50, x.p99, x.p999, x.lost, x.dup, x.rss_kb / 1024.0, x.cpu_us
             );
         }
@@ -157,7 +169,7 @@ fn render(rows: &[Value]) -> String {
             }
             checks.push((
                 format!(
-                    "QoS {qos}: p99 added latency at 1k/s ≤ bridge's ({:+.2} vs {:+.2} ms)",
+                    "QoS {qos}: p99 added latency at {lat_rate}/s ≤ bridge's ({:+.2} vs {:+.2} ms)",
                     r.p99 - d.p99,
                     b.p99 - d.p99
                 ),
@@ -233,5 +245,20 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| 10.0 |"), "cpu µs/event: {text}");
+        assert!(text.contains("latency at 1000/s"), "{text}");
+        assert!(!text.contains("MB/s"), "{text}");
+    }
+
+    #[test]
+    fn large_payloads_get_mb_per_s_and_the_latency_rate_is_named() {
+        let mut rows = vec![
+            row("direct", 0, "saturate", 1000.0, 0.0, 0),
+            row("direct", 0, "latency", 0.0, 1000.0, 0),
+        ];
+        rows[0]["sub"]["payload_bytes"] = json!([16384, 16384]);
+        rows[1]["lat_rate"] = json!(10000);
+        let text = render(&rows);
+        assert!(text.contains("| 1000, 16.4 MB/s (1 runs) |"), "{text}");
+        assert!(text.contains("latency at 10000/s"), "{text}");
     }
 }
