@@ -451,6 +451,15 @@ impl MqttSink {
                 Turn::Nothing => None,
                 Turn::Event(event) => {
                     self.event(event, &mut book, &mut el, &mut link, &url);
+                    // Every event rumqttc has queued already (one per
+                    // publish written): poll() would hand them out one per
+                    // turn, and each turn writes and flushes what arrived
+                    // meanwhile, about one write syscall per event under
+                    // load. Taken together, the next turn writes all that
+                    // arrived in one flush; at a low rate nothing waits.
+                    while let Some(ev) = el.state.events.pop_front() {
+                        self.event(ev, &mut book, &mut el, &mut link, &url);
+                    }
                     None
                 }
                 Turn::Lost(e) => {
