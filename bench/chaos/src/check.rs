@@ -1,0 +1,273 @@
+//! After the faults: let every event through, then count. The checker is
+//! the persistent MQTT subscriber that ran all along, or a read of the
+//! JetStream stream from its first message to its last. Then the
+//! repeaters' documented metric identities (docs/rest-api.md), their RSS,
+//! and the duplicate bound (docs/reliability.md).
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::api;
+use crate::brokers::{Sink, SUB_WINDOW};
+use crate::config::Config;
+use crate::nemesis::Record;
+use crate::proc::{Proc, Spec};
+use crate::world::{tail, World};
+
+pub struct Outcome {
+    pub missing: u64,
+    pub duplicates: u64,
+    pub bound: u64,
+    pub failures: Vec<String>,
+}
+
+/// Waits until every repeater's checkpoint is at the last event and nothing
+/// is buffered or in flight; true when it happened. Gives up when the
+/// checkpoints stand still for CHAOS_SETTLE s, and in any case after
+/// CHAOS_SETTLE + CHAOS_SECONDS (a source restarted during the faults sends
+/// its remaining events later by its downtime).
+fn settle(world: &mut World, cfg: &Config, failures: &mut Vec<String>) -> bool {
+    for r in &mut world.repeaters {
+        if !r.proc.running() {
+            // A restart failed during the faults (already a failure): once more.
+            if let Err(e) = r.proc.spawn().and_then(|()| r.wait_api()) {
+                failures.push(format!(
+                    "{} cannot be started after the faults: {e}",
+                    r.name
+                ));
+            }
+        }
+    }
+    let n = cfg.count();
+    let still = Duration::from_secs(cfg.settle);
+    let deadline = Instant::now() + still + Duration::from_secs(cfg.seconds);
+    let (mut report, mut moved) = (Instant::now(), Instant::now());
+    let mut last: Vec<u64> = Vec::new();
+    loop {
+        let ids: Vec<u64> = world.repeaters.iter().map(|r| r.checkpoint_id()).collect();
+        let idle = world.repeaters.iter().all(|r| {
+            api::metrics(&r.socket).is_ok_and(|m| {
+                api::sum(&m, "events_buffered") == 0.0 && api::sum(&m, "events_inflight") == 0.0
+            })
+        });
+        if idle && ids.iter().all(|&id| id >= n) {
+            return true;
+        }
+        if ids != last {
+            (last, moved) = (ids.clone(), Instant::now());
+        }
+        if moved.elapsed() > still || Instant::now() > deadline {
+            failures.push(format!(
+                "not settled: checkpoints at {ids:?} of {n} (still for {:.0} s), idle: {idle}",
+                moved.elapsed().as_secs_f64()
+            ));
+            return false;
+        }
+        if report.elapsed() >= Duration::from_secs(10) {
+            println!("chaos: settling: checkpoints at {ids:?} of {n}");
+            report = Instant::now();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The checker's summary (loadgen's JSON line).
+fn count(world: &mut World, cfg: &Config) -> Result<Value, String> {
+    let n = cfg.count();
+    let logs = world.work.join("logs");
+    match world.brokers.sink {
+        Sink::Mqtt => {
+            let sub = world.subscriber.as_mut().ok_or("no subscriber")?;
+            // Its progress lines say when all N arrived (30 s at most more).
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline && progress_distinct(sub) < n {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            // Then a little longer for late duplicates; SIGTERM ends it with
+            // its summary.
+            std::thread::sleep(Duration::from_secs(3));
+            sub.stop(Duration::from_secs(10));
+            last_json(&world.work.join("checker.json"))
+        }
+        Sink::Nats => {
+            let out = world.work.join("nats-read.json");
+            // 2 minutes, or more for a long run's stream (read at about
+            // 10,000 messages/s here, slower on a loaded machine).
+            let read_s = (n / 2_000).max(120);
+            let mut reader = Proc::start(
+                Spec {
+                    name: "nats-read".into(),
+                    program: cfg.bin.join("loadgen"),
+                    args: [
+                        "nats-read",
+                        "--server",
+                        &format!("nats://{}:{}", world.brokers.host, world.brokers.ports[0]),
+                        "--stream",
+                        "EVENTS",
+                        "--expect",
+                        &n.to_string(),
+                        "--timeout",
+                        &read_s.to_string(),
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    env: Vec::new(),
+                    stdout: Some(out.clone()),
+                },
+                &logs,
+            )?;
+            let deadline = Instant::now() + Duration::from_secs(read_s + 30);
+            while reader.exited().is_none() {
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "the stream could not be read within {} s",
+                        read_s + 30
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            last_json(&out).map_err(|e| format!("{e}; {}", tail(&reader.log_path())))
+        }
+    }
+}
+
+fn progress_distinct(sub: &Proc) -> u64 {
+    let text = std::fs::read_to_string(sub.log_path()).unwrap_or_default();
+    text.lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok()?["distinct"].as_u64())
+        .unwrap_or(0)
+}
+
+fn last_json(path: &std::path::Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .ok_or_else(|| format!("{}: no summary line", path.display()))
+}
+
+/// The identities of docs/rest-api.md, on an idle repeater; and what this
+/// run must not see at all: nothing invalid, unrouted, failed, dropped or
+/// missed (valid events, a route always, `--overflow block`, a source that
+/// holds every event).
+fn identities(world: &World, failures: &mut Vec<String>) {
+    for r in &world.repeaters {
+        let m = match api::metrics(&r.socket) {
+            Ok(m) => m,
+            Err(e) => {
+                failures.push(format!("{}: {e}", r.name));
+                continue;
+            }
+        };
+        let v = |name: &str| api::sum(&m, name) as u64;
+        let (received, accepted, acked) = (
+            v("events_received_total"),
+            v("events_accepted_total"),
+            v("events_acked_total"),
+        );
+        let (invalid, unrouted, failed, dropped) = (
+            v("events_invalid_total"),
+            v("events_unrouted_total"),
+            v("events_failed_total"),
+            v("events_dropped_total"),
+        );
+        let (buffered, inflight, missed) = (
+            v("events_buffered"),
+            v("events_inflight"),
+            v("events_missed_total"),
+        );
+        println!(
+            "chaos: {} (its last life): received {received} = invalid {invalid} + unrouted {unrouted} + accepted {accepted} (+ failed {failed}); accepted = acked {acked} + dropped {dropped} + buffered {buffered} + inflight {inflight}",
+            r.name
+        );
+        if received != invalid + unrouted + accepted + failed {
+            failures.push(format!(
+                "{}: received {received} != invalid + unrouted + accepted + failed = {}",
+                r.name,
+                invalid + unrouted + accepted + failed
+            ));
+        }
+        if accepted != acked + failed + dropped + buffered + inflight {
+            failures.push(format!(
+                "{}: accepted {accepted} != acked + failed + dropped + buffered + inflight = {}",
+                r.name,
+                acked + failed + dropped + buffered + inflight
+            ));
+        }
+        for (what, n) in [
+            ("invalid", invalid),
+            ("unrouted", unrouted),
+            ("failed", failed),
+            ("dropped", dropped),
+            ("missed", missed),
+        ] {
+            if n != 0 {
+                failures.push(format!("{}: {n} events {what}", r.name));
+            }
+        }
+    }
+}
+
+/// The documented duplicate bound. MQTT: per repeater crash, `--buffer` plus
+/// what was acknowledged since the last checkpoint write (100 ms of traffic
+/// at the highest rate seen, and everything acknowledged while the disk was
+/// full before the crash); per reconnect, the in-flight window sent again
+/// (`--inflight`, at most `--buffer`); per broker restart or pause, the
+/// broker's window to the checker. NATS: 0, the stream drops every resend
+/// within its 2-minute duplicate window, and no fault here lasts that long.
+fn bound(cfg: &Config, rec: &Record) -> u64 {
+    if cfg.sink == Sink::Nats {
+        return 0;
+    }
+    let per_kill = cfg.buffer + (rec.peak_ack_rate * 0.1).ceil() as u64;
+    rec.repeater_kills * per_kill
+        + rec.stale_checkpoint_events
+        + rec.reconnects * cfg.buffer.min(1000)
+        + rec.broker_faults * SUB_WINDOW
+}
+
+pub fn run(world: &mut World, cfg: &Config, rec: &Record) -> Outcome {
+    let mut failures = rec.failures.clone();
+    let settled = settle(world, cfg, &mut failures);
+    if settled {
+        identities(world, &mut failures);
+    }
+    let limit = cfg.rss_mib * 1024;
+    println!(
+        "chaos: peak RSS of a repeater {:.1} MiB (limit {} MiB); peak {:.0} acknowledgements/s",
+        rec.peak_rss_kib as f64 / 1024.0,
+        cfg.rss_mib,
+        rec.peak_ack_rate
+    );
+    if rec.peak_rss_kib > limit {
+        failures.push(format!(
+            "a repeater's RSS reached {} KiB (limit {limit} KiB)",
+            rec.peak_rss_kib
+        ));
+    }
+    let n = cfg.count();
+    let (missing, duplicates) = match count(world, cfg) {
+        Ok(v) => {
+            println!("chaos: checker: {v}");
+            if v["unreadable"].as_u64() != Some(0) || v["max_seq"].as_u64().is_some_and(|m| m > n) {
+                failures.push(format!("the checker saw events it cannot account for: {v}"));
+            }
+            (
+                v["missing"].as_u64().unwrap_or(n),
+                v["duplicates"].as_u64().unwrap_or(0),
+            )
+        }
+        Err(e) => {
+            failures.push(format!("cannot count: {e}"));
+            (n, 0)
+        }
+    };
+    Outcome {
+        missing,
+        duplicates,
+        bound: bound(cfg, rec),
+        failures,
+    }
+}

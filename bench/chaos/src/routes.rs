@@ -1,0 +1,152 @@
+//! Route changes through the repeater's REST API while events flow and
+//! faults hit: the table always maps the source's topic somewhere under
+//! `chaos/`, so no event may go unrouted. After each change, `GET /events`
+//! must list exactly what the change promised; a change refused because the
+//! disk is full (500) must have changed nothing.
+
+use serde_json::{json, Value};
+
+use crate::api;
+use crate::nemesis::Record;
+use crate::world::{World, SOURCE_TOPIC};
+
+type Table = Vec<(String, String)>;
+
+/// One change: method, path, body, and the table it should leave.
+fn pick_change(table: &Table, pick: u32) -> (&'static str, String, Value, Table) {
+    let route = |s: &str, t: &str| (s.to_string(), t.to_string());
+    let upsert = |mut t: Table, r: (String, String)| {
+        t.retain(|(s, _)| *s != r.0);
+        t.push(r);
+        t.sort();
+        t
+    };
+    let covered_elsewhere = table.iter().any(|(s, _)| s == "." || s == "bench/");
+    match pick % 5 {
+        0 => (
+            "PUT",
+            "/events?replace=true".into(),
+            json!([{"sourcetopic": SOURCE_TOPIC, "sinktopic": "chaos/a"}]),
+            vec![route(SOURCE_TOPIC, "chaos/a")],
+        ),
+        1 => (
+            "PUT",
+            "/events?replace=true".into(),
+            json!([{"sourcetopic": "bench/", "sinktopic": "chaos/b/{suffix}"}]),
+            vec![route("bench/", "chaos/b/{suffix}")],
+        ),
+        3 => (
+            "PUT",
+            "/events".into(),
+            json!([{"sourcetopic": ".", "sinktopic": "chaos/dot/{topic}"}]),
+            upsert(table.clone(), route(".", "chaos/dot/{topic}")),
+        ),
+        4 if covered_elsewhere && table.iter().any(|(s, _)| s == SOURCE_TOPIC) => {
+            let mut after = table.clone();
+            after.retain(|(s, _)| s != SOURCE_TOPIC);
+            (
+                "DELETE",
+                format!("/events/{SOURCE_TOPIC}"),
+                Value::Null,
+                after,
+            )
+        }
+        _ => (
+            "PUT",
+            format!("/events/{SOURCE_TOPIC}"),
+            json!({"sinktopic": "chaos/c/{topic}"}),
+            upsert(table.clone(), route(SOURCE_TOPIC, "chaos/c/{topic}")),
+        ),
+    }
+}
+
+/// The table as `GET /events` lists it.
+fn read_table(socket: &std::path::Path) -> Result<Table, String> {
+    let (status, body) = api::request(socket, "GET", "/events", None)?;
+    if status != 200 {
+        return Err(format!("GET /events: {status} {body}"));
+    }
+    let v: Value = serde_json::from_str(&body).map_err(|e| format!("GET /events: {e}"))?;
+    let mut t: Table = v
+        .as_array()
+        .ok_or("GET /events: not an array")?
+        .iter()
+        .map(|r| {
+            let s = r["sourcetopic"].as_str().unwrap_or_default().to_string();
+            let k = r["sinktopic"].as_str().unwrap_or_default().to_string();
+            (s, k)
+        })
+        .collect();
+    t.sort();
+    Ok(t)
+}
+
+/// Applies change `pick` to repeater `i`, when its API can answer.
+pub fn change(world: &mut World, i: usize, pick: u32, t: f64, rec: &mut Record) {
+    let full = world.disk.is_full();
+    let r = &mut world.repeaters[i];
+    if !r.answering() {
+        return;
+    }
+    let (method, path, body, after) = pick_change(&r.routes, pick);
+    let body = (!body.is_null()).then(|| body.to_string());
+    let answer = api::request(&r.socket, method, &path, body.as_deref());
+    let table = match read_table(&r.socket) {
+        Ok(t) => t,
+        Err(e) => {
+            rec.failures.push(format!("t={t:.1}s: repeater {i}: {e}"));
+            return;
+        }
+    };
+    rec.route_changes += 1;
+    let verdict = match &answer {
+        Ok((200 | 201, _)) if table == after => Ok("applied"),
+        Ok((500, _)) if full && table == r.routes => Ok("refused (disk full), unchanged"),
+        // No answer in time (a loaded machine): either outcome is fine, as
+        // long as it is one of the two.
+        Err(_) if table == after || table == r.routes => Ok("in doubt, then read back"),
+        _ => Err(format!(
+            "{method} {path}: {answer:?}; the table is {table:?}, expected {after:?} (or unchanged {:?} on a 500 with the disk full)",
+            r.routes
+        )),
+    };
+    match verdict {
+        Ok(how) => println!("chaos: t={t:6.1}s routes of repeater {i}: {method} {path} {how}"),
+        Err(e) => {
+            println!("chaos: t={t:6.1}s routes of repeater {i}: WRONG: {e}");
+            rec.failures.push(format!("t={t:.1}s: repeater {i}: {e}"));
+        }
+    }
+    r.routes = table;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn routes(t: &Table) -> Vec<&str> {
+        t.iter().map(|(s, _)| s.as_str()).collect()
+    }
+
+    #[test]
+    fn every_change_leaves_the_topic_routed() {
+        let mut table: Table = vec![(SOURCE_TOPIC.into(), "chaos/a".into())];
+        for pick in [3, 4, 4, 1, 2, 4, 0, 4, 3, 2, 4, 1, 4] {
+            let (method, _, _, after) = pick_change(&table, pick);
+            assert!(
+                after
+                    .iter()
+                    .any(|(s, k)| (s == SOURCE_TOPIC || s == "bench/" || s == ".")
+                        && k.starts_with("chaos/")),
+                "{pick}: {after:?}"
+            );
+            if pick == 4 && method == "DELETE" {
+                assert!(!routes(&after).contains(&SOURCE_TOPIC));
+            }
+            table = after;
+        }
+        // A delete is only chosen when another route covers the topic.
+        let only: Table = vec![(SOURCE_TOPIC.into(), "chaos/a".into())];
+        assert_eq!(pick_change(&only, 4).0, "PUT");
+    }
+}

@@ -1,0 +1,338 @@
+//! Everything the run starts: the brokers, the numbered source, the
+//! repeaters (each in its network namespace when the machine allows), the
+//! checker's subscriber, the tmpfs under the repeaters' data. Dropped in
+//! field order: processes first, then the mount and the namespaces.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::api;
+use crate::brokers::{Brokers, Sink};
+use crate::config::Config;
+use crate::disk::Disk;
+use crate::net::Net;
+use crate::proc::{Proc, Spec};
+
+/// The topic of the numbered events (loadgen's default).
+pub const SOURCE_TOPIC: &str = "bench/seq";
+
+pub struct Repeater {
+    pub proc: Proc,
+    pub name: String,
+    pub socket: PathBuf,
+    pub checkpoint: PathBuf,
+    /// The routes the repeater should hold: `(sourcetopic, sinktopic)`,
+    /// sorted, as `GET /events` lists them.
+    pub routes: Vec<(String, String)>,
+}
+
+pub struct World {
+    pub repeaters: Vec<Repeater>,
+    pub source: Proc,
+    /// MQTT: the persistent subscriber, running from before the first event.
+    pub subscriber: Option<Proc>,
+    pub brokers: Brokers,
+    pub disk: Disk,
+    pub net: Option<Net>,
+    pub work: PathBuf,
+    /// What the machine does not allow, said once at the start.
+    pub notes: Vec<String>,
+}
+
+impl World {
+    pub fn start(cfg: &Config) -> Result<World, String> {
+        let work = cfg.work.clone();
+        std::fs::create_dir_all(work.join("logs"))
+            .map_err(|e| format!("{}: {e}", work.display()))?;
+        let mut notes = Vec::new();
+        let net = match Net::setup(cfg.repeaters) {
+            Ok(net) => Some(net),
+            Err(e) => {
+                notes.push(format!(
+                    "no network namespaces here ({e}): everything on 127.0.0.1, no partition or packet-loss faults"
+                ));
+                None
+            }
+        };
+        if net.as_ref().is_some_and(|n| !n.netem) {
+            notes.push(
+                "tc netem does not work here (the kernel has no sch_netem): no packet-loss faults"
+                    .into(),
+            );
+        }
+        let disk = match Disk::mount(&work.join("data")) {
+            Ok(d) => d,
+            Err((d, e)) => {
+                notes.push(format!("cannot mount a tmpfs ({e}): no disk-full faults"));
+                d
+            }
+        };
+        let host = net
+            .as_ref()
+            .map_or("127.0.0.1".to_string(), |n| n.host.clone());
+        let brokers = Brokers::start(cfg.sink, &host, &work)?;
+        let subscriber = match cfg.sink {
+            Sink::Mqtt => Some(start_subscriber(cfg, &brokers, &work)?),
+            Sink::Nats => None,
+        };
+        let source = Proc::start(source_spec(cfg, &work), &work.join("logs"))?;
+        let mut world = World {
+            repeaters: Vec::new(),
+            source,
+            subscriber,
+            brokers,
+            disk,
+            net,
+            work,
+            notes,
+        };
+        for i in 0..cfg.repeaters {
+            let r = world.start_repeater(cfg, i)?;
+            world.repeaters.push(r);
+        }
+        world.wait_first_checkpoints()?;
+        Ok(world)
+    }
+
+    /// The faults start once every repeater has written a checkpoint (60 s
+    /// at most): before its first one, a repeater that is killed starts
+    /// again with nothing to resume from and subscribes to live events, so
+    /// what it had received is lost (see docs/reliability.md, "Chaos").
+    fn wait_first_checkpoints(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        for r in &mut self.repeaters {
+            while r.checkpoint_id() == 0 {
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "{} wrote no checkpoint within 60 s of its start: {}",
+                        r.name,
+                        tail(&r.proc.log_path())
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        Ok(())
+    }
+
+    fn start_repeater(&self, cfg: &Config, i: usize) -> Result<Repeater, String> {
+        let name = format!("chaos{i}");
+        let data = self.disk.dir.join("event-repeater");
+        let routes = vec![(SOURCE_TOPIC.to_string(), "chaos/a".to_string())];
+        write_routes(&data, &name, &routes)?;
+        let mut args = vec![
+            "run".to_string(),
+            "--name".into(),
+            name.clone(),
+            "--source".into(),
+            self.work.join("source.sock").display().to_string(),
+            "--sinkprotocol".into(),
+            match cfg.sink {
+                Sink::Mqtt => "mqtt".into(),
+                Sink::Nats => "nats".into(),
+            },
+            "--qos".into(),
+            "1".into(),
+            "--buffer".into(),
+            cfg.buffer.to_string(),
+            "--ack-timeout".into(),
+            "2s".into(),
+            "--log".into(),
+            "info".into(),
+        ];
+        args.extend(self.brokers.sink_args());
+        if cfg.sink == Sink::Nats {
+            // Both repeaters publish every event with the same Msg-Id
+            // (SOURCE_ID:SSE_ID): the stream stores it once.
+            args.extend(["--nats-replicas", "3", "--source-id", "chaos"].map(String::from));
+        }
+        let repeater = cfg.bin.join("app-event-repeater").display().to_string();
+        let (program, args) = match &self.net {
+            Some(net) => {
+                let mut wrapped = vec![
+                    "netns".into(),
+                    "exec".into(),
+                    net.names[i].clone(),
+                    repeater,
+                ];
+                wrapped.extend(args);
+                (PathBuf::from("ip"), wrapped)
+            }
+            None => (PathBuf::from(repeater), args),
+        };
+        let spec = Spec {
+            name: name.clone(),
+            program,
+            args,
+            env: vec![
+                (
+                    "APP_RUNTIME_DIR".into(),
+                    self.work.join("run").display().to_string(),
+                ),
+                ("APP_DATA_DIR".into(), self.disk.dir.display().to_string()),
+            ],
+            stdout: None,
+        };
+        let mut r = Repeater {
+            proc: Proc::start(spec, &self.work.join("logs"))?,
+            socket: self.work.join("run/plugins").join(format!("{name}.sock")),
+            checkpoint: data.join(format!("{name}.checkpoint")),
+            name,
+            routes,
+        };
+        r.wait_api()?;
+        Ok(r)
+    }
+}
+
+impl Repeater {
+    /// Waits (20 s at most) until `GET /healthz` answers 200.
+    pub fn wait_api(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(status) = self.proc.exited() {
+                return Err(format!(
+                    "{} exited with {status} at start: {}",
+                    self.name,
+                    tail(&self.proc.log_path())
+                ));
+            }
+            if matches!(
+                api::request(&self.socket, "GET", "/healthz", None),
+                Ok((200, _))
+            ) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(format!(
+            "{}'s API did not answer within 20 s of its start: {}",
+            self.name,
+            tail(&self.proc.log_path())
+        ))
+    }
+
+    /// The checkpoint's event id (0 when there is none yet).
+    pub fn checkpoint_id(&self) -> u64 {
+        std::fs::read_to_string(&self.checkpoint)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["last_event_id"].as_str()?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Up and not stopped: its API can answer.
+    pub fn answering(&self) -> bool {
+        self.proc.running() && !self.proc.paused()
+    }
+}
+
+/// The routes file the repeater reads at its first start (see
+/// docs/rest-api.md): the route is there before the first event.
+fn write_routes(data: &Path, name: &str, routes: &[(String, String)]) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(data)
+        .map_err(|e| format!("{}: {e}", data.display()))?;
+    let list: Vec<_> = routes
+        .iter()
+        .map(|(s, t)| serde_json::json!({"sourcetopic": s, "sinktopic": t}))
+        .collect();
+    let path = data.join(format!("{name}.routes.json"));
+    std::fs::write(
+        &path,
+        serde_json::json!({"version": 1, "routes": list}).to_string(),
+    )
+    .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)))
+    .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn source_spec(cfg: &Config, work: &Path) -> Spec {
+    Spec {
+        name: "source".into(),
+        program: cfg.bin.join("loadgen"),
+        args: [
+            "sse",
+            "--unix",
+            &work.join("source.sock").display().to_string(),
+            "--rate",
+            &cfg.rate.to_string(),
+            "--count",
+            &cfg.count().to_string(),
+            "--warmup",
+            "0",
+            "--topic",
+            SOURCE_TOPIC,
+        ]
+        .map(String::from)
+        .to_vec(),
+        env: Vec::new(),
+        stdout: None,
+    }
+}
+
+/// `loadgen subscribe` with a persistent session at QoS 1 on `chaos/#`,
+/// counting 1..=N; returns once the broker acknowledged the subscription.
+fn start_subscriber(cfg: &Config, brokers: &Brokers, work: &Path) -> Result<Proc, String> {
+    let subscribed = work.join("subscribed");
+    let forever = (cfg.seconds + cfg.settle + 3600).to_string();
+    let spec = Spec {
+        name: "checker".into(),
+        program: cfg.bin.join("loadgen"),
+        args: [
+            "subscribe",
+            "--broker",
+            &format!("127.0.0.1:{}", brokers.ports[0]),
+            "--topic",
+            "chaos/#",
+            "--qos",
+            "1",
+            "--expect",
+            &cfg.count().to_string(),
+            "--session",
+            &format!("chaos-checker-{}", std::process::id()),
+            "--idle",
+            &forever,
+            "--timeout",
+            &forever,
+            "--linger-ms",
+            "3000",
+            "--progress-ms",
+            "500",
+            "--subscribed-file",
+            &subscribed.display().to_string(),
+        ]
+        .map(String::from)
+        .to_vec(),
+        env: Vec::new(),
+        stdout: Some(work.join("checker.json")),
+    };
+    let proc = Proc::start(spec, &work.join("logs"))?;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !subscribed.exists() {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the checker did not subscribe within 15 s: {}",
+                tail(&proc.log_path())
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(proc)
+}
+
+/// The last lines of a log, for an error message.
+pub fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines.len().saturating_sub(8);
+    // Our own children's logs, but they quote what peers sent.
+    let shown: String = lines[from..]
+        .join("\n")
+        .chars()
+        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
+        .collect();
+    format!("last lines of {}:\n{shown}", path.display())
+}
