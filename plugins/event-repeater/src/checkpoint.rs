@@ -142,17 +142,22 @@ pub enum Loaded {
     OtherSink(String),
 }
 
+/// The checkpoint's path for `state_file` (see [`CheckpointFile::beside`]).
+pub fn path_beside(state_file: &Path) -> PathBuf {
+    let name = state_file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "event-repeater".into());
+    let base = name.strip_suffix(".routes.json").unwrap_or(&name);
+    state_file.with_file_name(format!("{base}.checkpoint"))
+}
+
 impl CheckpointFile {
     /// The file beside `state_file`: `NAME.routes.json` → `NAME.checkpoint`,
     /// any other name gets `.checkpoint` appended.
     pub fn beside(state_file: &Path, source: String, sink: &'static str) -> CheckpointFile {
-        let name = state_file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "event-repeater".into());
-        let base = name.strip_suffix(".routes.json").unwrap_or(&name);
         CheckpointFile {
-            path: state_file.with_file_name(format!("{base}.checkpoint")),
+            path: path_beside(state_file),
             source,
             sink,
         }

@@ -7,8 +7,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 pub const AFTER_HELP: &str = "\
 Exit codes: 0 stopped cleanly (SIGTERM/SIGINT); 1 runtime failure (another instance \
-running, cannot bind the socket, unreadable state file, a NATS server without JetStream \
-or --nats-replicas over 1 on a server not in a cluster); 2 usage error.
+running under this name or on this state file, cannot bind the socket, unusable state or \
+checkpoint file, a NATS server without JetStream or --nats-replicas over 1 on a server not \
+in a cluster); 2 usage error.
 Routes are managed over the REST API on the unix socket (see `app event-repeater manage`).";
 
 /// The help of `app event-repeater` itself: `manage` is a plugin of its

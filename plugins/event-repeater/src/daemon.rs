@@ -42,9 +42,6 @@ pub fn run(cfg: Config) -> Result<(), Error> {
 }
 
 async fn run_async(cfg: Config) -> Result<(), Error> {
-    let routes = crate::state::load(&cfg.state_file).map_err(Error::State)?;
-    let (checkpoint_file, resume_after) =
-        crate::checkpoint::open(&cfg).map_err(Error::Checkpoint)?;
     // Handlers first, so that a signal during start-up still cleans up.
     let mut sigterm = signal(SignalKind::terminate()).map_err(|source| Error::Runtime {
         what: "handle SIGTERM",
@@ -62,6 +59,12 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
     if files.replaced_stale() {
         info!("replaced the stale socket {}", files.socket().display());
     }
+    // Then the state and checkpoint, held until the end: read only once no
+    // other repeater can write them.
+    let _locks = crate::lock::hold(&cfg).map_err(Error::Instance)?;
+    let routes = crate::state::load(&cfg.state_file).map_err(Error::State)?;
+    let (checkpoint_file, resume_after) =
+        crate::checkpoint::open(&cfg).map_err(Error::Checkpoint)?;
 
     // Certificate problems are start-up errors, before anything is bound.
     let tls = match &cfg.api_tls {

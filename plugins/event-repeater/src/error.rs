@@ -29,8 +29,9 @@ pub enum Error {
     State(String),
     /// The checkpoint file beside it cannot be used.
     Checkpoint(String),
-    /// Another instance runs under this name, or the runtime files (socket,
-    /// pid, listen) cannot be written.
+    /// Another instance runs under this name or on the same state or
+    /// checkpoint file, or the runtime files (socket, pid, listen) or the
+    /// lock files cannot be written.
     Instance(String),
     /// The API's TLS certificate or key cannot be used.
     Tls(String),
