@@ -261,6 +261,73 @@ fn bodies_over_the_limit_are_refused_before_they_are_read() {
     assert!(routes.contains("x/y"), "{routes}");
 }
 
+#[test]
+fn answers_nobody_reads_time_out_and_the_api_answers_again() {
+    let sb = Sandbox::new();
+    let r = Repeater::builder(&sb, "unread")
+        .sinkprotocol("stderr")
+        .no_source()
+        .args(["--request-timeout", "2s", "--max-connections", "16"])
+        .start();
+    // 10,000 routes: GET /events answers about 500 KB, more than a unix
+    // socket buffers for a reader that takes nothing.
+    let routes: Vec<serde_json::Value> = (0..10_000)
+        .map(|i| serde_json::json!({"sourcetopic": format!("t/{i:05}"), "sinktopic": format!("s/{i:05}")}))
+        .collect();
+    let (status, body) = r.send_json(
+        "PUT",
+        "/events?replace=true",
+        &serde_json::Value::from(routes).to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.len() > 400_000, "{}", body.len());
+
+    // 20 clients ask for it and read nothing: more than the 16 slots.
+    let started = Instant::now();
+    let unread: Vec<UnixStream> = (0..20)
+        .map(|_| {
+            let mut s = unix_conn(&r.socket());
+            s.write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+                .expect("send");
+            s
+        })
+        .collect();
+    let socket = r.socket();
+    let health = healthz_in_thread(
+        move || unix_conn(&socket),
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".into(),
+        Duration::from_secs(30),
+    );
+    let answered = health
+        .join()
+        .expect("thread")
+        .unwrap_or_else(|| panic!("/healthz got no answer within 30 s; log:\n{}", r.log()));
+    let took = answered - started;
+    // It waited while the slots were held (2 s of no progress), no longer.
+    assert!(
+        took >= Duration::from_millis(2000),
+        "/healthz answered {took:?} after the flood: the slots were not full"
+    );
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    // The stalled answers were cut: what a client reads now ends early.
+    let mut first = unread.into_iter().next().expect("a client");
+    let partial = read_all(&mut first, Duration::from_secs(5));
+    assert!(
+        partial.starts_with("HTTP/1.1 200"),
+        "{}",
+        &partial[..partial.len().min(80)]
+    );
+    assert!(
+        partial.len() < body.len(),
+        "{} of {}",
+        partial.len(),
+        body.len()
+    );
+    // A client that reads, however slowly overall, gets the whole answer.
+    let (status, again) = r.get("/events");
+    assert_eq!((status, again.len()), (200, body.len()));
+}
+
 /// The HTTP/2 connection preface, then an empty SETTINGS frame.
 const H2_START: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
 

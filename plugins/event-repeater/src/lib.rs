@@ -38,6 +38,7 @@ pub mod source;
 pub mod sse;
 pub mod state;
 pub mod status;
+pub mod write_timeout;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

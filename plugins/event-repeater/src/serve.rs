@@ -9,7 +9,9 @@
 //!   previous answer (hyper's header-read timeout, which also bounds how
 //!   long a kept-alive connection may sit idle); the body then gets as long
 //!   again (see [`crate::api`]'s body extractor);
-//! - a TLS handshake must finish within that time too;
+//! - a TLS handshake must finish within that time too, and an answer the
+//!   client takes nothing of for that long ends the connection
+//!   ([`WriteTimeout`]);
 //! - a request hyper cannot parse (a URL over 64 KiB, a head over its
 //!   buffer) gets the JSON error every other answer has, not hyper's empty
 //!   one ([`app_plugin::http::JsonParseErrors`]).
@@ -25,6 +27,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+
+use crate::write_timeout::WriteTimeout;
 
 /// The default of `--request-timeout`: how long a client may take to send
 /// a request head (or a TLS handshake), counted from the connection's start
@@ -123,7 +127,10 @@ where
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(timeout)
-        .serve_connection(TokioIo::new(JsonParseErrors::new(io)), service);
+        .serve_connection(
+            TokioIo::new(JsonParseErrors::new(WriteTimeout::new(io, timeout))),
+            service,
+        );
     tokio::pin!(conn);
     tokio::select! {
         r = conn.as_mut() => {
