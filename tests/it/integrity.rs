@@ -506,3 +506,54 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Issue 19 item 11: `--ca-file` with an `mqtts://` sink was read only by
+/// the sink when it connected, so a FIFO, `/dev/zero` or a missing file
+/// started a repeater that never connected. Now it exits 2 at once, as
+/// with a NATS sink; a file without a certificate too.
+#[test]
+fn an_unusable_ca_file_for_an_mqtts_sink_is_a_usage_error_at_once() {
+    let sb = Sandbox::new();
+    let fifo = sb.path().join("ca.fifo");
+    common::mkfifo(&fifo);
+    let missing = sb.path().join("missing.pem");
+    let empty = sb.path().join("empty.pem");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    let cases = [
+        (fifo.to_str().unwrap(), "is a FIFO, not a regular file"),
+        ("/dev/zero", "is a character device, not a regular file"),
+        (missing.to_str().unwrap(), "does not exist"),
+        (empty.to_str().unwrap(), "holds no PEM certificate"),
+    ];
+    for (ca, says) in cases {
+        let started = std::time::Instant::now();
+        let argv = [
+            "--name",
+            "tls",
+            "--sink",
+            "mqtts://127.0.0.1:1",
+            "--source",
+            "/nonexistent/none.sock",
+            "--ca-file",
+            ca,
+        ];
+        let (code, err) = run_to_exit(&sb, &argv, &[]);
+        assert_eq!(code, Some(2), "{ca}: {err}");
+        assert!(err.contains(&format!("--ca-file {ca} {says}")), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{ca}: slow");
+    }
+    // Positive control: a real CA certificate starts (the broker need not
+    // be there: the sink keeps retrying it).
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let key = rcgen::KeyPair::generate().expect("a key");
+    let ca = params.self_signed(&key).expect("a CA certificate");
+    let good = sb.path().join("ca.pem");
+    std::fs::write(&good, ca.pem()).unwrap();
+    let mut rep = Repeater::builder(&sb, "tls")
+        .no_source()
+        .sink("mqtts://127.0.0.1:1")
+        .args(["--ca-file", good.to_str().unwrap()])
+        .start();
+    rep.signal(libc::SIGTERM);
+}

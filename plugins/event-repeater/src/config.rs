@@ -281,7 +281,7 @@ impl Config {
                     Some(id) => id.clone(),
                     None => default_client_id(&name),
                 };
-                SinkConfig::Mqtt(MqttConfig {
+                let mqtt = MqttConfig {
                     host,
                     port,
                     tls,
@@ -296,7 +296,13 @@ impl Config {
                     max_packet_size: args.max_packet_size,
                     failover,
                     ack_timeout: args.ack_timeout,
-                })
+                };
+                if tls {
+                    // At start, like the NATS sink's: a --ca-file that cannot
+                    // be used would leave the sink retrying forever.
+                    crate::sink::mqtt::check_tls(&mqtt)?;
+                }
+                SinkConfig::Mqtt(mqtt)
             }
         };
         let state_file = args.state.clone().unwrap_or_else(|| {

@@ -85,6 +85,13 @@ fn options_for(
     Ok(o)
 }
 
+/// Whether the TLS set-up for `cfg` works: `--ca-file` a regular file of
+/// at most 1 MiB holding at least one certificate, or the system's CA
+/// certificates; checked at start, read again at each connection.
+pub fn check_tls(cfg: &MqttConfig) -> Result<(), String> {
+    tls_config(cfg).map(|_| ())
+}
+
 fn tls_config(cfg: &MqttConfig) -> Result<TlsConfiguration, String> {
     let mut roots = rustls::RootCertStore::empty();
     match &cfg.ca_file {
@@ -104,7 +111,13 @@ fn tls_config(cfg: &MqttConfig) -> Result<TlsConfiguration, String> {
         }
     }
     if roots.is_empty() {
-        return Err("no CA certificates to verify the broker with; pass --ca-file".into());
+        return Err(match &cfg.ca_file {
+            Some(path) => format!(
+                "--ca-file {} holds no PEM certificate (-----BEGIN CERTIFICATE-----); pass the CA that signed the broker's certificate",
+                path.display()
+            ),
+            None => "no CA certificates to verify the broker with; pass --ca-file".into(),
+        });
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
