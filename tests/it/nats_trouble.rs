@@ -242,3 +242,38 @@ fn a_full_stream_is_reported_its_events_kept_and_delivered_once_it_has_room() {
     assert_eq!(stored["missing"], 0, "{stored}");
     assert_eq!(stored["duplicates"], 0, "{stored}");
 }
+
+#[test]
+fn replicas_over_the_cluster_size_are_reported_and_the_events_kept() {
+    let Some(servers) = NatsServer::cluster(3) else {
+        return;
+    };
+    let urls: Vec<String> = servers.iter().map(NatsServer::url).collect();
+    let sb = Sandbox::new();
+    let src_port = free_port();
+    let _source = start_source(src_port, 200, 50, None);
+    let mut args = nats_args(&format!("http://127.0.0.1:{src_port}"), &urls);
+    args.extend(["--nats-replicas".into(), "5".into()]);
+    // A cluster may grow (or have servers down for now): not a start-up
+    // failure, but said, shown and retried.
+    let r = Repeater::builder(&sb, "r5").args(&args).start();
+    let h = wait_for(Duration::from_secs(30), || {
+        let h = healthz(&r);
+        let p = h["sink"]["problem"].as_str()?.contains("--nats-replicas 5");
+        (p && metric(&r, "events_received_total") == 50).then_some(h)
+    })
+    .unwrap_or_else(|| panic!("not reported: {}", r.log()));
+    assert_eq!(h["status"], "degraded", "{h}");
+    let problem = h["sink"]["problem"].as_str().unwrap();
+    assert!(problem.contains("fewer than 5 servers"), "{problem}");
+    assert_eq!(
+        h["buffered"].as_u64().unwrap() + h["inflight"].as_u64().unwrap(),
+        50,
+        "{h}"
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    let log = r.log();
+    assert_eq!(log.matches("--nats-replicas 5").count(), 1, "{log}");
+    assert_eq!(metric(&r, "events_failed_total{reason=\"sink_error\"}"), 0);
+    assert_eq!(metric(&r, "events_dropped_total{reason=\"overflow\"}"), 0);
+}

@@ -7,7 +7,8 @@
 //!   account): its JetStream API does not answer;
 //! - **`--nats-replicas N` over what the servers can hold**: a server that is
 //!   not in a cluster refuses a replicated stream; a cluster with fewer
-//!   servers than replicas (or some of them down) cannot place it;
+//!   servers than replicas (or some of them down) cannot place it ("no
+//!   suitable peers for placement", "insufficient resources");
 //! - the **stream is full**: a stream made with `max_msgs`, `max_bytes` or
 //!   `max_msgs_per_subject` and `discard new` refuses new messages.
 //!
@@ -60,7 +61,7 @@ pub fn classify(error: &str) -> Option<Trouble> {
         Some(Trouble::NoJetStream)
     } else if e.contains("error code 10074") {
         Some(Trouble::ReplicasWithoutCluster)
-    } else if e.contains("error code 10023") {
+    } else if e.contains("error code 10023") || e.contains("error code 10005") {
         Some(Trouble::InsufficientResources)
     } else if e.contains("maximum messages exceeded")
         || e.contains("maximum bytes exceeded")
@@ -83,7 +84,7 @@ fn describe(t: Trouble, cfg: &NatsConfig) -> String {
             "the stream {stream} cannot be created with --nats-replicas {n}: the NATS server ({servers}) is not in a cluster, and one server keeps 1 replica (use --nats-replicas 1, or create the stream yourself)"
         ),
         Trouble::InsufficientResources => format!(
-            "JetStream cannot place the stream {stream} with --nats-replicas {n}: insufficient resources (fewer than {n} servers with JetStream are up in the cluster, or they lack storage)"
+            "JetStream cannot place the stream {stream} with --nats-replicas {n}: fewer than {n} servers with JetStream are up in the cluster, or they lack storage"
         ),
         Trouble::StreamFull => format!(
             "the stream {stream} is full: it refuses new messages (its max_msgs, max_bytes or max_msgs_per_subject limit with discard new)"
@@ -212,6 +213,7 @@ mod tests {
             ("request error: requested JetStream resource does not exist", Some(Trouble::NoJetStream)),
             ("jetstream error: replicas > 1 not supported in non-clustered mode (code 500, error code 10074)", Some(Trouble::ReplicasWithoutCluster)),
             ("jetstream error: insufficient resources (code 503, error code 10023)", Some(Trouble::InsufficientResources)),
+            ("jetstream error: no suitable peers for placement (code 400, error code 10005)", Some(Trouble::InsufficientResources)),
             ("publish failed: maximum messages exceeded (code 503, error code 10077)", Some(Trouble::StreamFull)),
             ("publish failed: maximum bytes exceeded (code 503, error code 10077)", Some(Trouble::StreamFull)),
             ("timed out: didn't receive ack in time", None),
