@@ -139,7 +139,9 @@ pub fn read_limited(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
 /// `<(command)` (`/dev/fd/63`), `/dev/stdin` or a named FIFO, up to `max`
 /// bytes and until `timeout` has passed since the call, whichever comes
 /// first (then `ReadError::Io` of kind `TimedOut`). A named FIFO nobody
-/// writes to reads as empty or times out; it never blocks beyond `timeout`. Devices and directories are still refused.
+/// opens for writing waits out `timeout` (Linux reports no hang-up before a
+/// first writer); nothing blocks beyond it. Devices and directories are
+/// still refused.
 ///
 /// ```
 /// use std::io::Write;

@@ -214,3 +214,56 @@ fn apply_reads_routes_from_a_pipe_dev_stdin_and_dash() {
     );
     assert_eq!(routes(&sb, "pipe"), json!([]));
 }
+
+#[test]
+fn routes_from_a_pipe_that_never_ends_are_given_up_after_30_s() {
+    let sb = Sandbox::new();
+    let fifo = sb.path().join("routes.fifo");
+    common::mkfifo(&fifo);
+    // A writer that sends the start of an array and then holds the pipe open.
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut w = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&fifo)
+                .expect("open fifo");
+            let _ = w.write_all(b"[");
+            std::thread::sleep(std::time::Duration::from_secs(40));
+        })
+    };
+    let started = std::time::Instant::now();
+    // Longer than the harness's 30 s run limit: a child with its own bound.
+    let mut child = sb
+        .command(plugin_bin(MANAGE))
+        .args(["apply", "--host", "http://127.0.0.1:1", "-f"])
+        .arg(&fifo)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the manager");
+    let pid = child.id() as i32;
+    let exited = common::wait_for(std::time::Duration::from_secs(60), || {
+        child.try_wait().ok().flatten()
+    });
+    let took = started.elapsed();
+    let Some(status) = exited else {
+        // SAFETY: kill has no memory-safety preconditions; our unreaped child.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        panic!("the manager still read the pipe after 60 s");
+    };
+    let out = child.wait_with_output().expect("its output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("its end did not come within 30 s"),
+        "{stderr}"
+    );
+    assert!(
+        took >= std::time::Duration::from_secs(29) && took < std::time::Duration::from_secs(45),
+        "took {took:?}"
+    );
+    drop(writer);
+}
