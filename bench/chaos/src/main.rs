@@ -103,6 +103,12 @@ fn run(cfg: &config::Config) -> i32 {
             return 130;
         }
     };
+    let kinds: Vec<String> = rec
+        .applied
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    println!("chaos: faults applied: {}", kinds.join(", "));
     for (why, n) in &rec.skipped {
         println!("chaos: skipped {n} fault(s) ({why})");
     }

@@ -14,6 +14,8 @@ use crate::world::World;
 pub struct Record {
     /// Faults applied (skipped ones not counted).
     pub faults: u64,
+    /// Applied faults by kind.
+    pub applied: Vec<(String, u64)>,
     /// Skipped faults by reason.
     pub skipped: Vec<(String, u64)>,
     pub repeater_kills: u64,
@@ -127,10 +129,30 @@ fn sample(world: &mut World, s: &mut Sampler, rec: &mut Record) {
     }
 }
 
-fn skip(rec: &mut Record, why: &str) {
-    match rec.skipped.iter_mut().find(|(w, _)| w == why) {
+/// Counts one more `what` in `tally`.
+fn bump(tally: &mut Vec<(String, u64)>, what: &str) {
+    match tally.iter_mut().find(|(w, _)| w == what) {
         Some((_, n)) => *n += 1,
-        None => rec.skipped.push((why.to_string(), 1)),
+        None => tally.push((what.to_string(), 1)),
+    }
+}
+
+fn skip(rec: &mut Record, why: &str) {
+    bump(&mut rec.skipped, why);
+}
+
+/// The fault's kind, for the summary.
+fn kind(fault: Fault) -> &'static str {
+    match fault {
+        Fault::KillRepeater(_) => "repeater killed",
+        Fault::PauseRepeater(_) => "repeater frozen",
+        Fault::KillSource => "source killed",
+        Fault::PauseSource => "source frozen",
+        Fault::KillBroker(_) => "broker node down",
+        Fault::PauseBroker(_) => "broker node frozen",
+        Fault::Partition(_) => "partition",
+        Fault::Loss(_) => "packet loss",
+        Fault::DiskFull => "disk full",
     }
 }
 
@@ -217,6 +239,7 @@ fn apply(
         }
     };
     rec.faults += 1;
+    bump(&mut rec.applied, kind(fault));
     println!("chaos: t={t:6.1}s {what}");
 }
 
