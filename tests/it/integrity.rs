@@ -1,7 +1,7 @@
 //! Data a stranger controls must not stop, lose or corrupt what the
 //! repeater relays (issue 19): topics a sink cannot take, an empty
-//! checkpoint, over-long SSE ids, two repeaters on one state file, stale
-//! temp files, and an unusable `--ca-file`.
+//! checkpoint, over-long SSE ids (the start-up checks of its files are in
+//! `startup.rs`).
 //!
 //! Events come from a scripted source (`common::sse_source`) that replays
 //! after `Last-Event-ID` and records what it was asked for; the sinks are a
@@ -9,13 +9,12 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::Duration;
 
 use common::broker::{Broker, NatsServer, Subscriber};
-use common::process::Proc;
-use common::repeater::Repeater;
+use common::repeater::{run_to_exit, Repeater};
 use common::sse_source::ScriptedSource;
 use common::{plugin_bin, wait_for, Sandbox};
 use serde_json::Value;
@@ -292,29 +291,6 @@ fn an_empty_checkpoint_is_refused_at_start_with_what_to_do() {
     assert!(seen.is_some(), "{}", rep.log());
 }
 
-/// `app-event-repeater run ARGS` (`env` on top of the sandbox's), which
-/// must exit within 10 s: its exit code and stderr (a start that does not
-/// fail is stopped and reported).
-fn run_to_exit(sb: &Sandbox, args: &[&str], env: &[(&str, &Path)]) -> (Option<i32>, String) {
-    let log = sb.path().join("run-to-exit.stderr");
-    let mut proc = Proc::spawn(
-        "app-event-repeater",
-        sb.command(plugin_bin("app-event-repeater"))
-            .arg("run")
-            .args(args)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("create the log")),
-    );
-    let status = proc.wait_exit(Duration::from_secs(10));
-    let err = std::fs::read_to_string(&log).unwrap_or_default();
-    match status {
-        Some(status) => (status.code(), err),
-        None => panic!("it started instead of refusing; log:\n{err}"),
-    }
-}
-
 /// Issue 19 item 5: an SSE id of 70,005 bytes went into the checkpoint,
 /// which was then over its 64 KiB read limit: the next start failed. Now
 /// the id is not kept (counted), the event is still relayed, and the
@@ -359,201 +335,4 @@ fn an_overlong_sse_id_is_not_kept_and_the_repeater_restarts_after_kill9() {
     // It resumed after the last id it kept, so the long-id event came again.
     assert_eq!(source.asked().last(), Some(&Some("1".to_string())));
     assert_eq!(metric(&rep, "source_ids_refused_total"), 1.0);
-}
-
-/// Issue 19 item 6, first case: `--name a` and `--name b` with one
-/// `--state` both answered PUTs, and the file then held only b's routes.
-/// Now b is refused at start (exit 1) naming a's pid; a's routes stay.
-#[test]
-fn a_second_repeater_on_the_same_state_file_is_refused_naming_the_holder() {
-    let sb = Sandbox::new();
-    let state = sb.path().join("shared/r.routes.json");
-    let state_arg = state.to_str().expect("a UTF-8 path");
-    let mut a = Repeater::builder(&sb, "a")
-        .no_source()
-        .sinkprotocol("stderr")
-        .args(["--state", state_arg])
-        .start();
-    let route = r#"[{"sourcetopic":"x","sinktopic":"y"}]"#;
-    let (status, body) = a.send_json("POST", "/events", route);
-    assert_eq!(status, 201, "{body}");
-    let no_source = sb.runtime_dir().join("no-source.sock");
-    let no_source = no_source.to_str().expect("a UTF-8 path");
-    let b = |state: &str| {
-        let args = [
-            "--name",
-            "b",
-            "--sinkprotocol",
-            "stderr",
-            "--source",
-            no_source,
-        ];
-        run_to_exit(&sb, &[&args[..], &["--state", state]].concat(), &[])
-    };
-    let (code, err) = b(state_arg);
-    assert_eq!(code, Some(1), "{err}");
-    let held_by_a = format!(
-        "is in use by another event repeater (pid {}, named \"a\"",
-        a.pid()
-    );
-    assert!(
-        err.contains(&format!("the state file {} {held_by_a}", state.display()))
-            && err.contains("its own --state"),
-        "{err}"
-    );
-    let saved = std::fs::read_to_string(&state).unwrap();
-    assert!(saved.contains("\"sourcetopic\": \"x\""), "{saved}");
-    // `shared/r` is another state file with the same checkpoint
-    // (`shared/r.checkpoint`): refused for the checkpoint.
-    let (code, err) = b(sb.path().join("shared/r").to_str().unwrap());
-    assert_eq!(code, Some(1), "{err}");
-    let checkpoint = sb.path().join("shared/r.checkpoint");
-    assert!(
-        err.contains(&format!(
-            "the checkpoint file {} {held_by_a}",
-            checkpoint.display()
-        )),
-        "{err}"
-    );
-
-    // Positive controls: another state file starts …
-    let own = sb.path().join("own/b.json");
-    let mut b_own = Repeater::builder(&sb, "b")
-        .no_source()
-        .sinkprotocol("stderr")
-        .args(["--state", own.to_str().unwrap()])
-        .start();
-    b_own.signal(libc::SIGTERM);
-    // … and so does the shared one once a is gone, even by kill -9: the
-    // lock dies with its process.
-    a.kill9();
-    let mut b_shared = Repeater::builder(&sb, "b")
-        .no_source()
-        .sinkprotocol("stderr")
-        .args(["--state", state_arg])
-        .start();
-    let (_, routes) = b_shared.get("/events");
-    assert!(routes.contains("\"x\""), "{routes}");
-    b_shared.signal(libc::SIGTERM);
-}
-
-/// Issue 19 item 6, second case: one name under two runtime directories
-/// (so the socket check does not see the other) and one data directory.
-#[test]
-fn one_name_under_two_runtime_dirs_and_one_data_dir_is_refused_naming_the_holder() {
-    let sb = Sandbox::new();
-    let mut first = Repeater::builder(&sb, "r")
-        .no_source()
-        .sinkprotocol("stderr")
-        .start();
-    let other_run = sb.path().join("run2");
-    std::fs::create_dir_all(&other_run).unwrap();
-    let args = [
-        "--name",
-        "r",
-        "--sinkprotocol",
-        "stderr",
-        "--source",
-        "/nonexistent/none.sock",
-    ];
-    let (code, err) = run_to_exit(&sb, &args, &[("APP_RUNTIME_DIR", &other_run)]);
-    let state = sb.data_dir().join("event-repeater/r.routes.json");
-    assert_eq!(code, Some(1), "{err}");
-    assert!(
-        err.contains(&format!(
-            "the state file {} is in use by another event repeater (pid {}, named \"r\"",
-            state.display(),
-            first.pid()
-        )),
-        "{err}"
-    );
-    // Nothing was left in the second runtime directory.
-    let left = walk(&other_run);
-    assert!(left.iter().all(|p| p.is_dir()), "{left:?}");
-
-    // Positive control: with the first one stopped, the same command starts.
-    first.signal(libc::SIGTERM);
-    let mut second = Proc::spawn(
-        "app-event-repeater",
-        sb.command(plugin_bin("app-event-repeater"))
-            .arg("run")
-            .args(args)
-            .env("APP_RUNTIME_DIR", &other_run)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null()),
-    );
-    let socket = other_run.join("plugins/r.sock");
-    let up = wait_for(Duration::from_secs(15), || socket.exists().then_some(()));
-    assert!(
-        up.is_some(),
-        "the second never started: {:?}",
-        second.exited()
-    );
-    second.signal(libc::SIGTERM);
-    assert!(second.wait_exit(Duration::from_secs(20)).is_some());
-}
-
-/// Every path under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = entry.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        }
-        out.push(p);
-    }
-    out
-}
-
-/// Issue 19 item 11: `--ca-file` with an `mqtts://` sink was read only by
-/// the sink when it connected, so a FIFO, `/dev/zero` or a missing file
-/// started a repeater that never connected. Now it exits 2 at once, as
-/// with a NATS sink; a file without a certificate too.
-#[test]
-fn an_unusable_ca_file_for_an_mqtts_sink_is_a_usage_error_at_once() {
-    let sb = Sandbox::new();
-    let fifo = sb.path().join("ca.fifo");
-    common::mkfifo(&fifo);
-    let missing = sb.path().join("missing.pem");
-    let empty = sb.path().join("empty.pem");
-    std::fs::write(&empty, "not a certificate\n").unwrap();
-    let cases = [
-        (fifo.to_str().unwrap(), "is a FIFO, not a regular file"),
-        ("/dev/zero", "is a character device, not a regular file"),
-        (missing.to_str().unwrap(), "does not exist"),
-        (empty.to_str().unwrap(), "holds no PEM certificate"),
-    ];
-    for (ca, says) in cases {
-        let started = std::time::Instant::now();
-        let argv = [
-            "--name",
-            "tls",
-            "--sink",
-            "mqtts://127.0.0.1:1",
-            "--source",
-            "/nonexistent/none.sock",
-            "--ca-file",
-            ca,
-        ];
-        let (code, err) = run_to_exit(&sb, &argv, &[]);
-        assert_eq!(code, Some(2), "{ca}: {err}");
-        assert!(err.contains(&format!("--ca-file {ca} {says}")), "{err}");
-        assert!(started.elapsed() < Duration::from_secs(5), "{ca}: slow");
-    }
-    // Positive control: a real CA certificate starts (the broker need not
-    // be there: the sink keeps retrying it).
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let key = rcgen::KeyPair::generate().expect("a key");
-    let ca = params.self_signed(&key).expect("a CA certificate");
-    let good = sb.path().join("ca.pem");
-    std::fs::write(&good, ca.pem()).unwrap();
-    let mut rep = Repeater::builder(&sb, "tls")
-        .no_source()
-        .sink("mqtts://127.0.0.1:1")
-        .args(["--ca-file", good.to_str().unwrap()])
-        .start();
-    rep.signal(libc::SIGTERM);
 }

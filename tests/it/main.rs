@@ -36,4 +36,5 @@ mod repeater;
 mod secrets;
 mod shipped;
 mod source_stall;
+mod startup;
 mod systemd;

@@ -108,8 +108,11 @@ fn holder(file: &mut File) -> String {
 }
 
 /// Locks the state file and, with `--checkpoint on`, the checkpoint beside
-/// it (two state files can share a checkpoint: `X` and `X.routes.json`).
+/// it (two state files can share a checkpoint: `X` and `X.routes.json`);
+/// then, as no other repeater can be writing them, removes the temp files a
+/// crash left of them.
 pub fn hold(cfg: &crate::config::Config) -> Result<Vec<FileLock>, String> {
+    let mut files = vec![cfg.state_file.clone()];
     let mut locks = vec![FileLock::take(
         &cfg.state_file,
         "the state file",
@@ -122,6 +125,15 @@ pub fn hold(cfg: &crate::config::Config) -> Result<Vec<FileLock>, String> {
             "the checkpoint file",
             &cfg.name,
         )?);
+        files.push(checkpoint);
+    }
+    for file in files {
+        for stale in crate::state::remove_stale_temp_files(&file) {
+            info!(
+                "removed {}, left by a process that died while writing it",
+                stale.display()
+            );
+        }
     }
     Ok(locks)
 }

@@ -167,12 +167,69 @@ pub fn write_private(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     result
 }
 
-fn temp_path(path: &Path) -> PathBuf {
+fn temp_prefix(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "state".into());
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+    format!(".{name}.tmp-")
+}
+
+fn temp_path(path: &Path) -> PathBuf {
+    path.with_file_name(format!("{}{}", temp_prefix(path), std::process::id()))
+}
+
+/// Removes the temp files [`write_private`] left for `path` when a process
+/// died between writing and renaming (`kill -9`, a power loss): those named
+/// `.NAME.tmp-PID` whose PID is this process's (from an earlier boot), no
+/// longer runs, or runs something other than an event repeater. Call it
+/// only while holding `path`'s lock ([`crate::lock`]), when no other
+/// repeater can be writing. Returns what was removed.
+pub fn remove_stale_temp_files(path: &Path) -> Vec<PathBuf> {
+    let prefix = temp_prefix(path);
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let regular = entry.file_type().is_ok_and(|t| t.is_file());
+        if regular && !writer_may_run(pid) && fs::remove_file(entry.path()).is_ok() {
+            removed.push(entry.path());
+        }
+    }
+    removed
+}
+
+/// Whether `pid` may be another event repeater still writing its temp
+/// file: it runs, is not this process, and its name says repeater.
+fn writer_may_run(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return false;
+    }
+    let Ok(pid_t) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks whether the process exists.
+    let exists = unsafe { libc::kill(pid_t, 0) } == 0
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    // /proc/PID/comm holds at most 15 bytes of the program's name.
+    exists
+        && fs::read_to_string(format!("/proc/{pid}/comm")).map_or(true, |comm| {
+            "app-event-repeater".starts_with(comm.trim_end())
+        })
 }
 
 #[cfg(test)]
@@ -213,6 +270,44 @@ mod tests {
             .contains("not a valid routes document"));
         fs::write(&path, r#"[{"sourcetopic":""}]"#).unwrap();
         assert!(load(&path).unwrap_err().contains("invalid route"));
+    }
+
+    #[test]
+    fn stale_temp_files_of_this_file_are_removed_and_no_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.routes.json");
+        // A process that ran and is gone: its pid is free.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let ours = std::process::id();
+        let name = |n: &str| dir.path().join(n);
+        for f in [
+            format!(".r.routes.json.tmp-{dead}"),
+            format!(".r.routes.json.tmp-{ours}"),
+            format!(".other.routes.json.tmp-{dead}"),
+            ".r.routes.json.tmp-x1".to_string(),
+            "r.routes.json".to_string(),
+        ] {
+            fs::write(name(&f), "{").unwrap();
+        }
+        let mut removed = remove_stale_temp_files(&path);
+        removed.sort();
+        let mut want = vec![
+            name(&format!(".r.routes.json.tmp-{dead}")),
+            name(&format!(".r.routes.json.tmp-{ours}")),
+        ];
+        want.sort();
+        assert_eq!(removed, want);
+        for kept in [
+            &format!(".other.routes.json.tmp-{dead}"),
+            ".r.routes.json.tmp-x1",
+            "r.routes.json",
+        ] {
+            assert!(name(kept).exists(), "{kept}");
+        }
+        // pid 1 runs, and is not a repeater: its name is not ours.
+        assert!(!writer_may_run(1) || fs::read_to_string("/proc/1/comm").is_err());
     }
 
     #[test]

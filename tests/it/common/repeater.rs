@@ -365,3 +365,26 @@ fn complete_length(buf: &[u8]) -> Option<usize> {
     })?;
     Some(head.len() + 4 + len)
 }
+
+/// `app-event-repeater run ARGS` (`env` on top of the sandbox's), which
+/// must exit within 10 s: its exit code and stderr (a start that does not
+/// fail is stopped and reported).
+pub fn run_to_exit(sb: &Sandbox, args: &[&str], env: &[(&str, &Path)]) -> (Option<i32>, String) {
+    let log = sb.path().join("run-to-exit.stderr");
+    let mut proc = Proc::spawn(
+        "app-event-repeater",
+        sb.command(plugin_bin("app-event-repeater"))
+            .arg("run")
+            .args(args)
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("create the log")),
+    );
+    let status = proc.wait_exit(Duration::from_secs(10));
+    let err = std::fs::read_to_string(&log).unwrap_or_default();
+    match status {
+        Some(status) => (status.code(), err),
+        None => panic!("it started instead of refusing; log:\n{err}"),
+    }
+}
