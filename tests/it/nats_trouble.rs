@@ -277,3 +277,66 @@ fn replicas_over_the_cluster_size_are_reported_and_the_events_kept() {
     assert_eq!(metric(&r, "events_failed_total{reason=\"sink_error\"}"), 0);
     assert_eq!(metric(&r, "events_dropped_total{reason=\"overflow\"}"), 0);
 }
+
+#[test]
+fn events_over_the_streams_max_msg_size_are_counted_not_retried_for_ever() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let config = |max_msg_size: i64| {
+        json!({"name": "SMALL", "subjects": ["bench.>"], "storage": "memory",
+               "num_replicas": 1, "max_msg_size": max_msg_size,
+               "duplicate_window": 120_000_000_000u64})
+    };
+    let created = js_api(server.port, "$JS.API.STREAM.CREATE.SMALL", &config(100));
+    assert!(created["error"].is_null(), "{created}");
+    // 200 events of 300 bytes at 20/s: over the stream's limit until the
+    // test raises it.
+    let src_port = free_port();
+    let mut cmd = std::process::Command::new(plugin_bin("loadgen"));
+    cmd.args(["sse", "--listen", &format!("127.0.0.1:{src_port}")])
+        .args([
+            "--rate", "20", "--count", "200", "--size", "300", "--warmup", "0",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _source = common::process::Proc::spawn("loadgen sse", &mut cmd);
+    let up = wait_for(Duration::from_secs(10), || {
+        TcpStream::connect(("127.0.0.1", src_port)).ok()
+    });
+    assert!(up.is_some(), "loadgen sse did not listen");
+    let sb = Sandbox::new();
+    let mut args = nats_args(&format!("http://127.0.0.1:{src_port}"), &[server.url()]);
+    args.extend(["--nats-stream".into(), "SMALL".into()]);
+    let r = Repeater::builder(&sb, "small").args(&args).start();
+    let too_large = "events_failed_total{reason=\"too_large\"}";
+    let refused = wait_for(Duration::from_secs(20), || {
+        (metric(&r, too_large) >= 10).then_some(())
+    });
+    assert!(refused.is_some(), "none refused: {}", r.log());
+    // Not held: nothing waits for a resend that could never be stored.
+    let updated = js_api(server.port, "$JS.API.STREAM.UPDATE.SMALL", &config(10_000));
+    assert!(updated["error"].is_null(), "{updated}");
+    let done = wait_for(Duration::from_secs(30), || {
+        let acked = metric(&r, "events_acked_total");
+        (acked + metric(&r, too_large) == 200).then_some(acked)
+    })
+    .unwrap_or_else(|| panic!("not all accounted for: {}", r.log()));
+    let failed = metric(&r, too_large);
+    assert!(done >= 50, "only {done} stored after the limit was raised");
+    let h = healthz(&r);
+    assert_eq!(
+        h["buffered"].as_u64().unwrap() + h["inflight"].as_u64().unwrap(),
+        0,
+        "{h}"
+    );
+    // Exactly the refused ones are missing from the stream, none twice.
+    let stored = read_stream(&server.url(), "SMALL", 200);
+    assert_eq!(stored["missing"], failed, "{stored}");
+    assert_eq!(stored["duplicates"], 0, "{stored}");
+    assert!(
+        r.log().contains("over the stream's max_msg_size"),
+        "{}",
+        r.log()
+    );
+}

@@ -480,14 +480,25 @@ impl NatsSink {
                                 // The stream went away or lost the subject: look again.
                                 book.known = false;
                             }
-                            if !condition.failed(&e) {
-                                trouble.log(WARN, || format!(
-                                    "a JetStream publish was not acknowledged: {e}; it is sent again after a backoff"
+                            if nats_trouble::over_stream_max_msg_size(&e) {
+                                // Never storable: sending it again would only
+                                // hold up the events behind it.
+                                inc(&self.metrics.failed_too_large);
+                                let s = job.subject.clone();
+                                refused.log(WARN, || format!(
+                                    "refused an event for {s}: over the stream's max_msg_size ({e})"
                                 ));
-                            }
-                            retry.insert(job.rec.seq, Job { sent_before: true, ..job });
-                            if !paused {
-                                paused_until = Some(Instant::now() + backoff.next_delay());
+                                self.buffer.release(&job.rec);
+                            } else {
+                                if !condition.failed(&e) {
+                                    trouble.log(WARN, || format!(
+                                        "a JetStream publish was not acknowledged: {e}; it is sent again after a backoff"
+                                    ));
+                                }
+                                retry.insert(job.rec.seq, Job { sent_before: true, ..job });
+                                if !paused {
+                                    paused_until = Some(Instant::now() + backoff.next_delay());
+                                }
                             }
                         }
                     }

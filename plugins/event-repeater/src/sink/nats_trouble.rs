@@ -73,6 +73,14 @@ pub fn classify(error: &str) -> Option<Trouble> {
     }
 }
 
+/// Whether a publish was refused for being over the stream's own
+/// `max_msg_size`: that event can never be stored (a condition of the event,
+/// not of the sink), so it is counted as `failed{reason="too_large"}`.
+pub fn over_stream_max_msg_size(error: &str) -> bool {
+    let e = error.to_ascii_lowercase();
+    e.contains("error code 10054") || e.contains("message size exceeds maximum allowed")
+}
+
 /// What is wrong, for `/healthz`, the log and the start-up error.
 fn describe(t: Trouble, cfg: &NatsConfig) -> String {
     let (stream, n, servers) = (&cfg.stream, cfg.stream_replicas, cfg.servers.join(", "));
@@ -221,5 +229,12 @@ mod tests {
         ] {
             assert_eq!(classify(text), want, "{text}");
         }
+        let big =
+            "publish failed: message size exceeds maximum allowed (code 400, error code 10054)";
+        assert!(over_stream_max_msg_size(big));
+        assert_eq!(classify(big), None);
+        assert!(!over_stream_max_msg_size(
+            "publish failed: maximum messages exceeded (code 503, error code 10077)"
+        ));
     }
 }
