@@ -75,6 +75,12 @@ pub struct Cli {
     value: Option<String>,
 }
 
+/// The whole command line as clap sees it: for the man page
+/// (`packaging/man`) and clap's self-check.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// Flags every command takes, before or after its name (as kubectl takes
 /// its global flags anywhere: `manage get -H edge1`).
 #[derive(Debug, Args)]

@@ -191,9 +191,10 @@ impl CheckpointFile {
         })?;
         if doc.version != 1 {
             return Err(format!(
-                "the checkpoint file {} has version {}; this repeater reads version 1",
+                "the checkpoint file {} has version {}{}; this repeater reads version 1 and leaves the file alone: install that release again, or move the file aside to start without it",
                 self.path.display(),
-                doc.version
+                doc.version,
+                if doc.version > 1 { ", from a newer release of app" } else { "" }
             ));
         }
         if doc.source != self.source {

@@ -35,6 +35,12 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The whole command line as clap sees it: for the man page
+/// (`packaging/man`) and clap's self-check.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the repeater until SIGTERM or SIGINT.

@@ -91,9 +91,10 @@ pub fn load(path: &Path) -> Result<Routes, String> {
         Ok(AnyDocument::Doc(d)) if d.version == 1 => d.routes,
         Ok(AnyDocument::Doc(d)) => {
             return Err(format!(
-                "the state file {} has version {}; this repeater reads version 1",
+                "the state file {} has version {}{}; this repeater reads version 1 and leaves the file alone: install that release again, or move the file aside to start without it",
                 path.display(),
-                d.version
+                d.version,
+                if d.version > 1 { ", from a newer release of app" } else { "" }
             ))
         }
         Ok(AnyDocument::Bare(routes)) => routes,

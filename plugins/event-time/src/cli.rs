@@ -58,6 +58,12 @@ pub struct Cli {
     pub keep_alive: u64,
 }
 
+/// The whole command line as clap sees it: for the man page
+/// (`packaging/man`) and clap's self-check.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// What the server runs with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
