@@ -183,9 +183,12 @@ fn the_repeater_notifies_ready_status_watchdog_and_stopping_and_a_wedged_relay_s
     let source = EventTime::start(&sb, &["--name", "src", "--rate", "2000"]);
     let mut notify = NotifySocket::bind(&sb);
     let socket = sb.plugin_runtime_dir().join("edge.sock");
-    // WATCHDOG_USEC 2 s: a ping is due every second.
-    let mut cmd = with_watchdog_pid(&sb, &plugin_bin("app-event-repeater"));
+    // WATCHDOG_USEC 2 s: a ping is due every second. Started through `app`,
+    // as the unit starts it: pings come only if `app` exec'd the repeater in
+    // the process systemd would know (sd-notify checks WATCHDOG_PID).
+    let mut cmd = with_watchdog_pid(&sb, &crate::common::app_bin());
     cmd.args([
+        "event-repeater",
         "run",
         "--name",
         "edge",
