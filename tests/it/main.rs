@@ -40,4 +40,5 @@ mod shipped;
 mod source_stall;
 mod startup;
 mod systemd;
+mod tour;
 mod upgrade;
