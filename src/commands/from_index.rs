@@ -15,6 +15,7 @@ use crate::install::{self, helper, url, Installed, Origin, Request, Source};
 use crate::plugin_index::config::IndexConfig;
 use crate::plugin_index::format::Platform;
 use crate::plugin_index::lookup::{Catalog, Spec};
+use crate::plugin_index::summary::Summaries;
 use crate::session::Session;
 use app_plugin::text::escape_for_terminal as printable;
 
@@ -254,9 +255,9 @@ pub fn upgrade_all(session: &Session) -> Result<i32> {
 }
 
 /// The newer version `plugin list` mentions for an index-installed plugin.
-pub fn available_upgrade(catalog: &Catalog, name: &str, record: &Entry) -> Option<String> {
+pub fn available_upgrade(summaries: &Summaries, name: &str, record: &Entry) -> Option<String> {
     let index = record.index.as_ref()?;
-    let newest = catalog.newest_here(index, name)?;
+    let newest = summaries.newest_here(index, name)?;
     let current = semver::Version::parse(record.version.as_deref()?).ok()?;
-    (newest.entry.semver() > current).then(|| newest.entry.version.clone())
+    (newest.semver() > current).then(|| newest.version.clone())
 }

@@ -7,7 +7,7 @@ use crate::cli::IndexCmd;
 use crate::error::{code, Error, Result};
 use crate::install::{index::Lock, url, Source};
 use crate::plugin_index::config::{IndexConfig, Indexes};
-use crate::plugin_index::{self as pi, cache, verify};
+use crate::plugin_index::{self as pi, cache, summary, verify};
 use crate::session::Session;
 use app_plugin::text::escape_for_terminal as printable;
 
@@ -139,7 +139,13 @@ fn add(session: &Session, cfg: IndexConfig) -> Result<i32> {
     // A copy left by an index of the same name removed earlier must not
     // set the serial floor of this one.
     let verified = pi::fetch_verified(&cfg, None, std::time::SystemTime::now())?;
-    cache::store(&session.dirs.cache_dir, &cfg.name, &verified.bytes).map_err(|e| {
+    cache::store(
+        &session.dirs.cache_dir,
+        &cfg.name,
+        &verified.bytes,
+        &verified.index,
+    )
+    .map_err(|e| {
         Error::io(
             format!(
                 "cannot write {}",
@@ -178,7 +184,7 @@ fn list(session: &Session) -> Result<i32> {
         .indexes
         .iter()
         .map(|cfg| {
-            let cached = cache::load(&session.dirs.cache_dir, &cfg.name);
+            let cached = summary::load(&session.dirs.cache_dir, &cfg.name);
             let (serial, expires) = match &cached {
                 Ok(Some(file)) => (
                     file.serial.to_string(),
@@ -209,29 +215,33 @@ fn list(session: &Session) -> Result<i32> {
     Ok(0)
 }
 
-/// Prints rows in aligned columns (the last one unpadded).
+/// Prints rows in aligned columns (the last one unpadded), buffered: a
+/// search can print thousands of rows.
 pub fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+    use std::io::Write;
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: Vec<&str>| {
-        let mut out = String::new();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut line = |cells: Vec<&str>| {
+        let mut text = String::new();
         for (i, cell) in cells.iter().enumerate() {
             if i + 1 == N {
-                out.push_str(cell);
+                text.push_str(cell);
             } else {
-                out.push_str(&format!("{cell:w$}  ", w = widths[i]));
+                text.push_str(&format!("{cell:w$}  ", w = widths[i]));
             }
         }
-        println!("{}", out.trim_end());
+        writeln!(out, "{}", text.trim_end())
     };
-    line(header.to_vec());
-    for row in rows {
-        line(row.iter().map(String::as_str).collect());
-    }
+    let written = std::iter::once(header.to_vec())
+        .chain(rows.iter().map(|r| r.iter().map(String::as_str).collect()))
+        .try_for_each(&mut line);
+    // A closed pipe (`app plugin search | head`) ends the listing, quietly.
+    let _ = written.and_then(|()| out.flush());
 }
 
 fn remove(session: &Session, name: &str) -> Result<i32> {
@@ -284,7 +294,7 @@ fn update(session: &Session, names: &[String]) -> Result<i32> {
         .iter()
         .filter(|c| names.is_empty() || names.contains(&c.name))
     {
-        let before = cache::load(&session.dirs.cache_dir, &cfg.name)
+        let before = summary::load(&session.dirs.cache_dir, &cfg.name)
             .ok()
             .flatten()
             .map(|f| f.serial);

@@ -11,7 +11,8 @@ use crate::error::{code, Error, Result};
 use crate::install::build::GitSpec;
 use crate::install::{self, index::Index, Installed, Request, Source};
 use crate::inventory::Inventory;
-use crate::plugin_index::lookup::{Catalog, Spec};
+use crate::plugin_index::lookup::Spec;
+use crate::plugin_index::summary::Summaries;
 use crate::resolve::{resolve, Resolution};
 use crate::scaffold::{ScaffoldError, Skeleton};
 use crate::session::Session;
@@ -246,7 +247,7 @@ fn list(session: &Session) -> Result<i32> {
         .plugins
         .values()
         .any(|e| e.index.is_some())
-        .then(|| Catalog::load(&session.dirs.config_dir, &session.dirs.cache_dir).ok())
+        .then(|| Summaries::load(&session.dirs.config_dir, &session.dirs.cache_dir).ok())
         .flatten();
     let mut out = std::io::stdout().lock();
     if inventory.plugins.is_empty() {

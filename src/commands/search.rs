@@ -1,5 +1,5 @@
 //! `app plugin search [WORD]` and `app plugin info NAME`: read the cached
-//! indexes only (no network, no signature check: each cached copy was
+//! indexes (search their summaries) only (no network, no signature check: each cached copy was
 //! verified when it was fetched), so they answer at once.
 
 use std::io::Write;
@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::install::{self, index::Index};
 use crate::plugin_index::format::{self, Platform};
 use crate::plugin_index::lookup::{Catalog, Spec};
+use crate::plugin_index::summary::Summaries;
 use crate::session::Session;
 use app_plugin::text::escape_for_terminal as printable;
 
@@ -23,22 +24,37 @@ fn catalog(session: &Session) -> Result<Catalog> {
     Ok(catalog)
 }
 
+/// A search result: an index and one of its entries.
+struct Found<'a> {
+    index: &'a crate::plugin_index::config::IndexConfig,
+    entry: &'a crate::plugin_index::summary::Brief,
+}
+
 fn records(session: &Session) -> Index {
     install::load_index(&session.dirs.user_plugin_dir()).unwrap_or_default()
 }
 
+/// `search` reads the indexes' summaries only (see
+/// [`crate::plugin_index::summary`]): fast on a large index.
 pub fn search(session: &Session, word: Option<&str>, output: Output) -> Result<i32> {
-    let catalog = catalog(session)?;
+    let summaries = Summaries::load(&session.dirs.config_dir, &session.dirs.cache_dir)?;
+    for (cfg, _) in summaries.indexes.iter().filter(|(_, s)| s.is_none()) {
+        eprintln!(
+            "warning: index '{}' has no usable cached copy; run 'app plugin index update'",
+            cfg.name
+        );
+    }
     let records = records(session);
     let word = word.map(str::to_lowercase);
-    let found: Vec<_> = catalog
+    let found: Vec<Found> = summaries
         .newest()
         .into_iter()
-        .filter(|f| {
+        .filter(|(_, b)| {
             word.as_deref().map_or(true, |w| {
-                f.entry.name.contains(w) || f.entry.description.to_lowercase().contains(w)
+                b.name.contains(w) || b.description.to_lowercase().contains(w)
             })
         })
+        .map(|(index, entry)| Found { index, entry })
         .collect();
     let installed = |name: &str| {
         records
@@ -60,10 +76,12 @@ pub fn search(session: &Session, word: Option<&str>, output: Output) -> Result<i
                 })
             })
             .collect();
-        let mut out = std::io::stdout().lock();
+        // Buffered: pretty JSON is many small writes.
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
         serde_json::to_writer_pretty(&mut out, &list)
             .map_err(std::io::Error::other)
             .and_then(|()| writeln!(out))
+            .and_then(|()| out.flush())
             .ok();
         return Ok(0);
     }

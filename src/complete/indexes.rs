@@ -2,11 +2,11 @@
 //! `update`), and for `plugin install` and `info` the plugin names of the
 //! cached indexes, `INDEX/NAME` once a `/` is typed, and `NAME@VERSION`
 //! once an `@` is typed. Only the cached copies are read (see
-//! [`crate::plugin_index::cache`]); nothing is fetched while TAB is pressed.
+//! [`crate::plugin_index::summary`]); nothing is fetched while TAB is pressed.
 
 use super::{Candidate, Completion};
 use crate::plugin_index::config::Indexes;
-use crate::plugin_index::lookup::Catalog;
+use crate::plugin_index::summary::Summaries;
 use crate::session::Session;
 
 /// The names of the indexes added.
@@ -25,7 +25,7 @@ pub fn index_names(session: &Session) -> Vec<Candidate> {
 /// `files`, a word that matches none of them completes as a file name (for
 /// `install PATH`).
 pub fn plugin_specs(session: &Session, cur: &str, files: bool) -> Completion {
-    let Ok(catalog) = Catalog::load(&session.dirs.config_dir, &session.dirs.cache_dir) else {
+    let Ok(catalog) = Summaries::load(&session.dirs.config_dir, &session.dirs.cache_dir) else {
         return fallback(files);
     };
     let candidates: Vec<Candidate> = if let Some((head, _)) = cur.split_once('@') {
@@ -37,26 +37,21 @@ pub fn plugin_specs(session: &Session, cur: &str, files: bool) -> Completion {
         catalog
             .versions(name)
             .iter()
-            .filter(|f| index.map_or(true, |i| i == f.index.name))
-            .map(|f| Candidate::new(format!("{head}@{}", f.entry.version)))
+            .filter(|(c, _)| index.map_or(true, |i| i == c.name))
+            .map(|(_, b)| Candidate::new(format!("{head}@{}", b.version)))
             .collect()
     } else if let Some((index, _)) = cur.split_once('/') {
         catalog
             .newest()
             .iter()
-            .filter(|f| f.index.name == index)
-            .map(|f| {
-                Candidate::described(
-                    format!("{index}/{}", f.entry.name),
-                    Some(&f.entry.description),
-                )
-            })
+            .filter(|(c, _)| c.name == index)
+            .map(|(_, b)| Candidate::described(format!("{index}/{}", b.name), Some(&b.description)))
             .collect()
     } else {
         catalog
             .newest()
             .iter()
-            .map(|f| Candidate::described(f.entry.name.clone(), Some(&f.entry.description)))
+            .map(|(_, b)| Candidate::described(b.name.clone(), Some(&b.description)))
             .collect()
     };
     let out = Completion::matching(cur, candidates);

@@ -37,16 +37,23 @@ pub fn load(cache_dir: &Path, name: &str) -> Result<Option<IndexFile>, String> {
     }
 }
 
-/// Replaces the cached copy of `name` with `bytes` (already verified).
-pub fn store(cache_dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+/// Replaces the cached copy of `name` with `bytes` (already verified, and
+/// read as `index`), then its summary (see [`super::summary`]).
+pub fn store(cache_dir: &Path, name: &str, bytes: &[u8], index: &IndexFile) -> io::Result<()> {
     std::fs::create_dir_all(dir(cache_dir))?;
-    atomic::write(&path(cache_dir, name), bytes, 0o644)
+    atomic::write(&path(cache_dir, name), bytes, 0o644)?;
+    let summary =
+        serde_json::to_vec(&super::summary::Summary::of(index)).map_err(io::Error::other)?;
+    atomic::write(&super::summary::path(cache_dir, name), &summary, 0o644)
 }
 
-/// Drops the cached copy of `name` (none is fine).
+/// Drops the cached copy of `name` and its summary (none is fine).
 pub fn remove(cache_dir: &Path, name: &str) -> io::Result<()> {
-    match std::fs::remove_file(path(cache_dir, name)) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
+    for file in [super::summary::path(cache_dir, name), path(cache_dir, name)] {
+        match std::fs::remove_file(file) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
     }
+    Ok(())
 }

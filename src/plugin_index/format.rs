@@ -17,7 +17,7 @@ use crate::install::{checksum, name};
 pub const API_VERSION: &str = "app.index/v1";
 
 /// A whole index.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IndexFile {
     #[serde(rename = "apiVersion")]
@@ -30,7 +30,7 @@ pub struct IndexFile {
 }
 
 /// One version of one plugin.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginEntry {
     pub name: String,
@@ -38,15 +38,15 @@ pub struct PluginEntry {
     pub version: String,
     #[serde(default)]
     pub description: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub homepage: Option<String>,
     pub platforms: Vec<Platform>,
 }
 
 /// How to get one plugin version: a build for one os/arch, or a source any
 /// machine with cargo can build.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged, deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawPlatform")]
 pub enum Platform {
     Build {
         /// As Rust's `std::env::consts::OS` spells it: `linux`, `macos`, …
@@ -74,6 +74,50 @@ pub struct GitSource {
     /// The crate's directory inside the repository, when not at its root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+}
+
+/// A platform as written: read into this plain struct, then into
+/// [`Platform`]. (An untagged enum would do it too, but buffers every
+/// entry to try each variant: several times slower on a large index.)
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlatform {
+    os: Option<String>,
+    arch: Option<String>,
+    url: Option<String>,
+    sha256: Option<String>,
+    source: Option<GitSource>,
+}
+
+impl TryFrom<RawPlatform> for Platform {
+    type Error = String;
+
+    fn try_from(raw: RawPlatform) -> Result<Platform, String> {
+        match raw {
+            RawPlatform {
+                os: Some(os),
+                arch: Some(arch),
+                url: Some(url),
+                sha256: Some(sha256),
+                source: None,
+            } => Ok(Platform::Build {
+                os,
+                arch,
+                url,
+                sha256,
+            }),
+            RawPlatform {
+                os: None,
+                arch: None,
+                url: None,
+                sha256: None,
+                source: Some(source),
+            } => Ok(Platform::Source { source }),
+            _ => Err(
+                "a platform has either all of os, arch, url and sha256, or only a source".into(),
+            ),
+        }
+    }
 }
 
 impl Platform {

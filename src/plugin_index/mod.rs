@@ -10,7 +10,7 @@
 //!    with, over exactly those bytes ([`verify`]), before parsing anything;
 //! 3. parse and check them ([`format`]): the format, then the `serial`
 //!    against the cached copy's (a lower one is a rollback), then `expires`;
-//! 4. only then replace the cached copy ([`cache`]).
+//! 4. only then replace the cached copy ([`cache`]) and its [`summary`].
 //!
 //! Modules: [`config`] (the indexes added, `indexes.json`), [`cache`],
 //! [`format`], [`verify`], [`error`] (every refusal, its message and exit
@@ -21,6 +21,7 @@ pub mod config;
 pub mod error;
 pub mod format;
 pub mod lookup;
+pub mod summary;
 pub mod verify;
 
 use std::path::Path;
@@ -99,12 +100,12 @@ pub fn fetch_verified(
 /// Fetches index `cfg` and, when it passes every check, replaces its
 /// cached copy. On any refusal the cached copy is left as it was.
 pub fn update(cfg: &IndexConfig, cache_dir: &Path) -> Result<Verified> {
-    let cached = cache::load(cache_dir, &cfg.name)
+    let cached = summary::load(cache_dir, &cfg.name)
         .ok()
         .flatten()
-        .map(|i| i.serial);
+        .map(|s| s.serial);
     let verified = fetch_verified(cfg, cached, SystemTime::now())?;
-    cache::store(cache_dir, &cfg.name, &verified.bytes)
+    cache::store(cache_dir, &cfg.name, &verified.bytes, &verified.index)
         .map_err(|e| Error::Index(refusal(cfg, Problem::Cache(e.to_string()))))?;
     Ok(verified)
 }

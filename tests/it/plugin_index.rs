@@ -330,6 +330,13 @@ fn search_and_info_read_the_cached_indexes() {
         .ok()
         .json();
     assert_eq!(json[0]["name"], "world");
+    // Search reads each index's summary; without one, the cached index itself.
+    fs::remove_file(w.cache_dir().join("indexes/main.summary.json")).unwrap();
+    let json = w
+        .app(&["plugin", "search", "jsonfmt", "-o", "json"])
+        .ok()
+        .json();
+    assert_eq!(json[0]["version"], "0.3.0", "{json}");
     w.app(&["plugin", "search", "nothing-like-it"])
         .ok()
         .stdout_has("No plugin in the indexes matches");
@@ -614,6 +621,37 @@ fn every_refusal_names_the_index_and_changes_nothing() {
             "cannot be fetched",
             "check the URL and your connection",
         ],
+    );
+    // Too large: refused from its size alone (a sparse 33 MiB local file).
+    let big = w.sb.path().join("big.json");
+    fs::File::create(&big).unwrap().set_len(33 << 20).unwrap();
+    w.refused(
+        &[
+            "plugin",
+            "index",
+            "add",
+            "big",
+            big.to_str().unwrap(),
+            "--insecure-no-signature",
+        ],
+        5,
+        &["index 'big'", "is larger than 33554432 bytes"],
+    );
+    // A token file that is not a regular file is refused before anything is fetched.
+    w.refused(
+        &[
+            "plugin",
+            "index",
+            "add",
+            "tok",
+            &url,
+            "--key-file",
+            w.key.public.to_str().unwrap(),
+            "--token-file",
+            "/dev/zero",
+        ],
+        2,
+        &["--token-file /dev/zero", "character device"],
     );
     // An update that fails for one index still updates the others.
     let second = w.publish(

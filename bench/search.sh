@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# `app plugin search` over an index of 10,000 plugins (issue 21: under 50 ms).
+# The index is signed with minisign when the tool is there, added once
+# (read, verified, cached), then searched: search reads the verified cache
+# and checks no signature per call.
+#
+#   bash bench/search.sh                     # prints a markdown table
+#   PLUGINS=50000 bash bench/search.sh
+#   APP=/path/to/app bash bench/search.sh    # another build
+#   CALLGRIND=1 bash bench/search.sh         # also instruction counts (valgrind), which load does not change
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PLUGINS=${PLUGINS:-10000}
+RUNS=${RUNS:-50}
+
+if ! command -v hyperfine >/dev/null; then
+  echo "bench: installing hyperfine" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine >/dev/null
+fi
+if [ -z "${APP:-}" ]; then
+  cargo build --release --bin app --quiet
+  APP="$PWD/target/release/app"
+fi
+
+work=$(mktemp -d /tmp/app-bench-search.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/data" "$work/config" "$work/run" "$work/cache"
+export APP_DATA_DIR="$work/data" APP_CONFIG_DIR="$work/config" APP_RUNTIME_DIR="$work/run" APP_CACHE_DIR="$work/cache"
+
+# PLUGINS plugins, two platforms each, a description of a few words.
+python3 - "$work/index.json" "$PLUGINS" <<'PY'
+import json, sys, hashlib
+path, n = sys.argv[1], int(sys.argv[2])
+words = ["json", "yaml", "mqtt", "nats", "relay", "format", "lint", "deploy", "cloud", "trace"]
+plugins = []
+for i in range(n):
+    name = f"tool-{i:05d}"
+    sha = hashlib.sha256(name.encode()).hexdigest()
+    plugins.append({
+        "name": name, "version": f"1.{i % 7}.{i % 13}",
+        "description": f"Does {words[i % 10]} and {words[(i // 10) % 10]} things, number {i}",
+        "homepage": f"https://example.org/{name}",
+        "platforms": [
+            {"os": "linux", "arch": "x86_64", "url": f"{name}/linux-x86_64.tar.gz", "sha256": sha},
+            {"os": "macos", "arch": "aarch64", "url": f"{name}/macos-aarch64.tar.gz", "sha256": sha},
+        ],
+    })
+json.dump({"apiVersion": "app.index/v1", "serial": 1, "expires": "2999-01-01T00:00:00Z",
+           "plugins": plugins}, open(path, "w"), indent=1)
+PY
+if command -v minisign >/dev/null; then
+  minisign -G -W -p "$work/key.pub" -s "$work/key.sec" >/dev/null
+  minisign -S -s "$work/key.sec" -m "$work/index.json" >/dev/null
+  "$APP" plugin index add big "$work/index.json" --key-file "$work/key.pub" >&2
+else
+  echo "bench: minisign is not installed (apt-get install minisign): the index is added unsigned" >&2
+  "$APP" plugin index add big "$work/index.json" --insecure-no-signature >&2
+fi
+size=$(stat -c %s "$work/index.json")
+
+hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$work/search.json" \
+  -n "plugin search (all 10,000 rows)" "$APP plugin search" \
+  -n "plugin search WORD" "$APP plugin search mqtt" \
+  -n "plugin search -o json" "$APP plugin search -o json" \
+  -n "plugin info NAME" "$APP plugin info tool-04242" \
+  -n "plugin index update (read, verify, parse, store)" "$APP plugin index update" \
+  >&2
+
+python3 - "$work/search.json" "$PLUGINS" "$size" <<'PY'
+import json, sys
+res = json.load(open(sys.argv[1]))["results"]
+print(f"index: {int(sys.argv[2]):,} plugins, {int(sys.argv[3]):,} bytes")
+print()
+print("| command | median (ms) | min (ms) |")
+print("|---|---:|---:|")
+for r in res:
+    print(f"| {r['command']} | {r['median']*1000:.1f} | {r['min']*1000:.1f} |")
+PY
+
+if [ "${CALLGRIND:-0}" = 1 ]; then
+  if command -v valgrind >/dev/null; then
+    for args in "plugin search mqtt" "plugin info tool-04242"; do
+      # shellcheck disable=SC2086
+      valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$APP" $args >/dev/null 2>"$work/cg.err"
+      echo "app $args: $(awk '/^summary:/ { print $2 }' "$work/cg.out") instructions (callgrind)"
+    done
+  else
+    echo "CALLGRIND=1: valgrind is not installed (apt-get install valgrind)" >&2
+  fi
+fi
