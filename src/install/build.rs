@@ -9,6 +9,7 @@
 //! [`super::install`]); the temporary directory goes in every case.
 
 use std::fs;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -112,9 +113,14 @@ fn tool(name: &str, missing: &str) -> Result<PathBuf> {
 /// Runs `cmd` (its output to our stderr), killing it after `timeout`.
 fn run(cmd: &mut Command, timeout: Duration, what: &str) -> Result<()> {
     // No terminal prompt for a password: it would hang a scripted upgrade.
+    // Their output goes to our stderr: stdout is for app's own report.
+    let stderr = std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| Error::io("cannot duplicate stderr", e))?;
     cmd.env("GIT_TERMINAL_PROMPT", "0")
         .stdin(Stdio::null())
-        .stdout(Stdio::from(std::io::stderr().as_fd_owned()?));
+        .stdout(Stdio::from(stderr));
     let child =
         OwnChild::spawn(cmd, true).map_err(|e| Error::io(format!("cannot run {what}"), e))?;
     if !child.exited_within(timeout) {
@@ -132,19 +138,6 @@ fn run(cmd: &mut Command, timeout: Duration, what: &str) -> Result<()> {
         Err(Error::Build(format!(
             "{what} failed ({status}); its output is above. Nothing was installed"
         )))
-    }
-}
-
-trait StderrFd {
-    fn as_fd_owned(&self) -> Result<std::os::fd::OwnedFd>;
-}
-
-impl StderrFd for std::io::Stderr {
-    fn as_fd_owned(&self) -> Result<std::os::fd::OwnedFd> {
-        use std::os::fd::AsFd;
-        self.as_fd()
-            .try_clone_to_owned()
-            .map_err(|e| Error::io("cannot duplicate stderr", e))
     }
 }
 

@@ -150,7 +150,12 @@ fn fetch(cfg: &IndexConfig, location: &str, max: u64) -> std::result::Result<Vec
             match install::helper::fetch(&args) {
                 Ok(artifact) => Ok(artifact.bytes),
                 Err(e) => Err(match e.exit_code() {
-                    code::DOWNLOAD => Fetched::Problem(Problem::Unreachable(e.to_string())),
+                    // The advice comes once, from the index's refusal.
+                    code::DOWNLOAD => Fetched::Problem(Problem::Unreachable(
+                        e.to_string()
+                            .trim_end_matches("; check the URL and your connection")
+                            .to_string(),
+                    )),
                     code::VERIFY => Fetched::Problem(Problem::TooLarge(max)),
                     _ => Fetched::Other(e),
                 }),

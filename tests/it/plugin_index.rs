@@ -619,7 +619,7 @@ fn every_refusal_names_the_index_and_changes_nothing() {
         &[
             "index 'gone'",
             "cannot be fetched",
-            "check the URL and your connection",
+            "Connection refused (os error 111); check the URL and your connection; the last verified copy of 'gone' (if any) is still used\n",
         ],
     );
     // Too large: refused from its size alone (a sparse 33 MiB local file).
