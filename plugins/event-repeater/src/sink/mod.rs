@@ -16,6 +16,7 @@
 
 pub mod mqtt;
 pub mod nats;
+pub mod nats_acks;
 pub mod nats_trouble;
 pub mod stderr;
 pub mod subject;

@@ -33,11 +33,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::connection::State;
-use async_nats::jetstream::context::{PublishAckFuture, PublishError};
-use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::{self, stream};
-use async_nats::{Client, ConnectOptions, Event, Subject};
-use futures_util::stream::{FuturesUnordered, StreamExt};
+use async_nats::{Client, ConnectOptions, Event, HeaderMap, Subject};
+use bytes::Bytes;
+use futures_util::{FutureExt, StreamExt};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -46,6 +45,7 @@ use crate::buffer::{Buffer, Record};
 use crate::cli::Qos;
 use crate::config::NatsConfig;
 use crate::metrics::{inc, Metrics};
+use crate::sink::nats_acks::{self, Acks, Outcome};
 use crate::sink::nats_trouble::{self, Condition};
 use crate::sink::subject::{first_token, matches, subject};
 use crate::sink::{until, Drain, Refusal};
@@ -69,6 +69,15 @@ pub fn refuse(topic: &str) -> Option<Refusal> {
 
 fn is_connected(client: &Client) -> bool {
     client.connection_state() == State::Connected
+}
+
+/// The next message on the acknowledgement inbox (`None`: it ended); never
+/// returns once it has ended.
+async fn next_message(inbox: &mut Option<async_nats::Subscriber>) -> Option<async_nats::Message> {
+    match inbox {
+        Some(s) => s.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Builds the client options from the configuration.
@@ -218,9 +227,6 @@ struct Job {
     sent_before: bool,
 }
 
-type AckResult = (Job, Result<(), String>);
-type AckFuture = std::pin::Pin<Box<dyn std::future::Future<Output = AckResult> + Send>>;
-
 /// The sink with its client, checked at start: [`StartedNats::run`] runs it.
 pub struct StartedNats {
     sink: NatsSink,
@@ -354,8 +360,20 @@ impl NatsSink {
         // The server's limit, read once per connection (server_info()
         // clones the whole INFO).
         let mut max_payload = None;
-        // Acknowledgements awaited in this task (no task per publish).
-        let mut acks: FuturesUnordered<AckFuture> = FuturesUnordered::new();
+        // Acknowledgements awaited in this task, all on one inbox
+        // subscription (sink::nats_acks).
+        let mut acks: Acks<Job> = Acks::new(&client.new_inbox(), self.cfg.ack_timeout);
+        let mut inbox = match client.subscribe(acks.filter()).await {
+            Ok(s) => Some(s),
+            Err(e) => {
+                app_plugin::error!(
+                    "cannot subscribe to an inbox for JetStream acknowledgements: {e}"
+                );
+                drain.stop.cancelled().await;
+                return self.buffer.stats().queued;
+            }
+        };
+        let mut outcomes: Vec<Outcome<Job>> = Vec::new();
         // Failed publishes, by acceptance order, to send again first.
         let mut retry: BTreeMap<u64, Job> = BTreeMap::new();
         let mut backoff = Backoff::network();
@@ -430,19 +448,27 @@ impl NatsSink {
                             break;
                         }
                     }
-                    match self.send(&js, &job).await {
-                        Ok(ack) => {
-                            if job.sent_before {
+                    let (subject, payload, headers) = self.message(&job);
+                    let again = job.sent_before;
+                    let reply = acks.add(job, Instant::now());
+                    let sent = match headers {
+                        Some(h) => {
+                            client
+                                .publish_with_reply_and_headers(subject, reply, h, payload)
+                                .await
+                        }
+                        None => client.publish_with_reply(subject, reply, payload).await,
+                    };
+                    match sent {
+                        Ok(()) => {
+                            if again {
                                 inc(&self.metrics.republished);
                             } else {
                                 inc(&self.metrics.published);
                             }
-                            acks.push(Box::pin(async move {
-                                let r = ack.await.map(|_| ()).map_err(|e| e.to_string());
-                                (job, r)
-                            }));
                         }
                         Err(e) => {
+                            let Some(job) = acks.unsend() else { break };
                             let e = e.to_string();
                             if !condition.failed(&e) {
                                 trouble.log(WARN, || {
@@ -467,41 +493,20 @@ impl NatsSink {
             let paused = paused_until.is_some_and(|t| Instant::now() < t);
             let want_new = connected && !paused && acks.len() < window;
             tokio::select! {
-                Some((job, result)) = acks.next(), if !acks.is_empty() => {
-                    match result {
-                        Ok(()) => {
-                            backoff.reset();
-                            condition.stored();
-                            inc(&self.metrics.acked);
-                            self.buffer.release(&job.rec);
-                        }
-                        Err(e) => {
-                            if e.contains("no stream found") || e.contains("does not exist") {
-                                // The stream went away or lost the subject: look again.
-                                book.known = false;
-                            }
-                            if nats_trouble::over_stream_max_msg_size(&e) {
-                                // Never storable: sending it again would only
-                                // hold up the events behind it.
-                                inc(&self.metrics.failed_too_large);
-                                let s = job.subject.clone();
-                                refused.log(WARN, || format!(
-                                    "refused an event for {s}: over the stream's max_msg_size ({e})"
-                                ));
-                                self.buffer.release(&job.rec);
-                            } else {
-                                if !condition.failed(&e) {
-                                    trouble.log(WARN, || format!(
-                                        "a JetStream publish was not acknowledged: {e}; it is sent again after a backoff"
-                                    ));
-                                }
-                                retry.insert(job.rec.seq, Job { sent_before: true, ..job });
-                                if !paused {
-                                    paused_until = Some(Instant::now() + backoff.next_delay());
-                                }
-                            }
+                msg = next_message(&mut inbox) => match msg {
+                    Some(msg) => {
+                        outcomes.extend(acks.arrived(&msg));
+                        // And whatever else arrived already: one turn for all.
+                        while let Some(Some(msg)) = inbox.as_mut().and_then(|s| s.next().now_or_never()) {
+                            outcomes.extend(acks.arrived(&msg));
                         }
                     }
+                    // The client is closed; what waits times out.
+                    None => inbox = None,
+                },
+                _ = until(acks.deadline()), if !acks.is_empty() => {
+                    let timed_out = acks.expired(Instant::now());
+                    outcomes.extend(timed_out.into_iter().map(|job| (job, Err(nats_acks::TIMED_OUT.to_string()))));
                 }
                 _ = self.buffer.ready(), if want_new && retry.is_empty() => {}
                 _ = until(paused_until), if paused => { paused_until = None; }
@@ -512,25 +517,66 @@ impl NatsSink {
                 _ = until(dl) => {}
                 _ = drain.watchdog_due() => {}
             }
+            for (job, result) in outcomes.drain(..) {
+                match result {
+                    Ok(()) => {
+                        backoff.reset();
+                        condition.stored();
+                        inc(&self.metrics.acked);
+                        self.buffer.release(&job.rec);
+                    }
+                    Err(e) => {
+                        if e.contains("no stream found") || e.contains("does not exist") {
+                            // The stream went away or lost the subject: look again.
+                            book.known = false;
+                        }
+                        if nats_trouble::over_stream_max_msg_size(&e) {
+                            // Never storable: sending it again would only
+                            // hold up the events behind it.
+                            inc(&self.metrics.failed_too_large);
+                            let s = job.subject.clone();
+                            refused.log(WARN, || {
+                                format!("refused an event for {s}: over the stream's max_msg_size ({e})")
+                            });
+                            self.buffer.release(&job.rec);
+                            continue;
+                        }
+                        if !condition.failed(&e) {
+                            trouble.log(WARN, || format!(
+                                "a JetStream publish was not acknowledged: {e}; it is sent again after a backoff"
+                            ));
+                        }
+                        retry.insert(
+                            job.rec.seq,
+                            Job {
+                                sent_before: true,
+                                ..job
+                            },
+                        );
+                        if !paused {
+                            paused_until = Some(Instant::now() + backoff.next_delay());
+                        }
+                    }
+                }
+            }
         }
     }
 
-    async fn send(
-        &self,
-        js: &jetstream::Context,
-        job: &Job,
-    ) -> Result<PublishAckFuture, PublishError> {
-        let mut p = PublishMessage::build().payload(job.rec.payload.clone());
-        if let Some(id) = &job.rec.id {
-            // SOURCE_ID:SSE_ID, without format!'s machinery per event.
+    /// The subject, payload and headers of `job`'s publish: every event with
+    /// an SSE id carries `Nats-Msg-Id: SOURCE_ID:SSE_ID`.
+    fn message(&self, job: &Job) -> (Subject, Bytes, Option<HeaderMap>) {
+        let headers = job.rec.id.as_ref().map(|id| {
+            // Without format!'s machinery per event.
             let source = &self.cfg.source_id;
             let mut msg_id = String::with_capacity(source.len() + 1 + id.len());
             msg_id.push_str(source);
             msg_id.push(':');
             msg_id.push_str(id);
-            p = p.message_id(msg_id);
-        }
-        js.send_publish(job.subject.clone(), p).await
+            let mut h = HeaderMap::new();
+            h.insert(async_nats::header::NATS_MESSAGE_ID, msg_id.as_str());
+            h
+        });
+        (job.subject.clone(), job.rec.payload.clone(), headers)
     }
 
     /// Makes sure the stream captures `subject` (creating or extending the
