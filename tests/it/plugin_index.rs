@@ -941,6 +941,29 @@ fn install_git_builds_a_rust_plugin_with_cargo() {
         .assert()
         .code(0)
         .stdout_is("gitdemo 0.1.0: up to date");
+
+    // An index entry whose platform is a source is built the same way.
+    w.app(&["plugin", "remove", "gitdemo"]).code(0);
+    let entry = json!({"name": "gitdemo", "version": "0.1.0", "description": "built here",
+                       "platforms": [{"source": {"git": url, "rev": "main"}}]});
+    let index = w.publish("index.json", 1, FUTURE, vec![entry], &w.key);
+    w.add("src", &index).code(0);
+    let mut cmd = w.sb.app();
+    cmd.args(["plugin", "install", "gitdemo"]);
+    offline(&mut cmd);
+    common::run::Run::new(cmd)
+        .assert()
+        .code(0)
+        .stdout_has("installed plugin 'gitdemo' 0.1.0");
+    let record: Value =
+        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".index.json")).unwrap())
+            .unwrap();
+    let gitdemo = &record["plugins"]["gitdemo"];
+    assert_eq!(gitdemo["index"], "src", "{record}");
+    assert_eq!(gitdemo["git"]["rev"], "main", "{record}");
+    w.app(&["gitdemo", "hello", "again"])
+        .code(0)
+        .stdout_has("again");
 }
 
 /// `app __complete WORDS…`: the candidates' values, without descriptions,
