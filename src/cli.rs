@@ -225,8 +225,12 @@ pub enum IndexCmd {
         insecure_no_signature: bool,
     },
     /// List the indexes added, with their serial and signature status
+    #[command(
+        after_help = "Example: app plugin index list\nAn index added with --insecure-no-signature shows UNSIGNED."
+    )]
     List,
     /// Remove an index and its cached copy (plugins installed from it stay)
+    #[command(after_help = "Example: app plugin index remove main")]
     Remove {
         #[arg(value_name = "NAME")]
         name: String,
@@ -250,7 +254,8 @@ pub enum Output {
 const INDEX_HELP: &str = "\
 Example: app plugin index add main https://example.org/app-index.json --key-file main.pub
 
-Exit codes: 0 done; 1 I/O failure; 2 usage; 3 index unreachable; 5 verification failed (signature
+Exit codes: 0 done; 1 I/O failure; 2 usage; 3 index unreachable; 4 an index of that name is already
+added; 5 verification failed (signature
 missing, by another key or not matching, not JSON, not an app.index/v1 index, an HTML page);
 6 stale (serial lower than the copy already verified, or past its expires date). On any refusal the
 cached copy stays as it was (update goes on with the other indexes and exits non-zero).";
@@ -266,7 +271,8 @@ for this machine; 8 build from source failed (no cargo, cargo failed).
 Nothing is written to the plugin directory unless it exits 0 (upgrade --all: each plugin on its own).
 
 Examples: app plugin install hello; app plugin install hello@1.0.0; app plugin install main/hello;
-app plugin install ./app-foo; app plugin install --git https://example.org/app-foo.git --rev v1";
+app plugin install ./app-foo; app plugin install --git https://example.org/app-foo.git --rev v1;
+app plugin upgrade hello; app plugin upgrade --all";
 
 /// The languages `app plugin new` writes skeletons in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
