@@ -35,6 +35,7 @@ pub struct Relay {
     sink: Kind,
     invalid_warning: RateLimited,
     id_warning: RateLimited,
+    too_large_warning: RateLimited,
     refused_warning: OncePerTopic,
     unrouted_note: RateLimited,
 }
@@ -46,6 +47,8 @@ const WARNED_TOPICS: usize = 1024;
 /// A warning given once per topic.
 struct OncePerTopic {
     warned: Mutex<HashSet<String>>,
+    /// How many topics are remembered ([`WARNED_TOPICS`]).
+    cap: usize,
     others: RateLimited,
 }
 
@@ -55,7 +58,7 @@ impl OncePerTopic {
         if warned.contains(topic) {
             return;
         }
-        if warned.len() < WARNED_TOPICS {
+        if warned.len() < self.cap {
             warned.insert(topic.to_string());
             drop(warned);
             app_plugin::log::write(WARN, format_args!("{} (said once per topic)", message()));
@@ -81,8 +84,10 @@ impl Relay {
             sink,
             invalid_warning: RateLimited::new(every),
             id_warning: RateLimited::new(every),
+            too_large_warning: RateLimited::new(every),
             refused_warning: OncePerTopic {
                 warned: Mutex::default(),
+                cap: WARNED_TOPICS,
                 others: RateLimited::new(every),
             },
             unrouted_note: RateLimited::new(every),
@@ -139,17 +144,25 @@ impl Relay {
         };
         if let Some(refusal) = self.sink.refuse(&decision.sink_topic, event.json.len()) {
             self.buffer.skip(id);
-            match refusal {
-                Refusal::TooLarge(_) => inc(&self.metrics.failed_too_large),
-                Refusal::InvalidTopic(_) => inc(&self.metrics.failed_invalid_topic),
-            }
-            self.refused_warning.log(&decision.sink_topic, || {
+            let message = || {
                 format!(
                     "refused an event from {:?}: {}",
                     event.topic,
                     refusal.message()
                 )
-            });
+            };
+            match refusal {
+                // A size is the event's: said every 5 s while it happens.
+                Refusal::TooLarge(_) => {
+                    inc(&self.metrics.failed_too_large);
+                    self.too_large_warning.log(WARN, message);
+                }
+                // A topic stays unusable: said once for each.
+                Refusal::InvalidTopic(_) => {
+                    inc(&self.metrics.failed_invalid_topic);
+                    self.refused_warning.log(&decision.sink_topic, message);
+                }
+            }
             return;
         }
         self.buffer
@@ -170,6 +183,31 @@ mod tests {
     use crate::buffer::Overflow;
     use crate::routes::{RouteSpec, Routes};
     use std::sync::atomic::Ordering;
+
+    #[test]
+    fn a_refusal_is_warned_once_per_topic_and_the_topics_kept_are_bounded() {
+        let cap = 3;
+        let once = OncePerTopic {
+            warned: Mutex::default(),
+            cap,
+            others: RateLimited::new(Duration::from_secs(3600)),
+        };
+        let asked = std::cell::Cell::new(0);
+        let message = || {
+            asked.set(asked.get() + 1);
+            "refused".to_string()
+        };
+        once.log("a/\u{1b}", message);
+        once.log("a/\u{1b}", message);
+        assert_eq!(asked.get(), 1, "warned twice for one topic");
+        for i in 0..2 * cap {
+            once.log(&format!("t/{i}"), message);
+        }
+        assert_eq!(once.warned.lock().unwrap().len(), cap);
+        // Past the bound: one line per interval, the rest counted.
+        assert_eq!(asked.get(), cap + 1);
+        assert_eq!(once.others.suppressed(), cap as u64);
+    }
 
     #[tokio::test]
     async fn routes_counts_and_refuses() {
