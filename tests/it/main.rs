@@ -31,6 +31,7 @@ mod odd_input;
 mod packaging;
 mod packaging_cycle;
 mod plugin_index;
+mod plugin_index_install;
 mod plugin_install;
 mod plugin_logs;
 mod reliability;

@@ -185,6 +185,7 @@ pub mod completion;
 pub mod event_time;
 pub mod http;
 pub mod http_server;
+pub mod index;
 pub mod process;
 pub mod repeater;
 pub mod run;

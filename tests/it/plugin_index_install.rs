@@ -1,0 +1,300 @@
+//! Plugins from indexes: `app plugin install NAME|NAME@VERSION|INDEX/NAME`,
+//! `upgrade --all`, and builds from source (`install --git`, an index's
+//! source entry) with the real `cargo` and `git`, against a local HTTP
+//! server and indexes signed at test time (see `common::index`).
+
+use crate::common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::index::{archive, sha256, World, FUTURE};
+use serde_json::{json, Value};
+
+#[test]
+fn install_by_name_version_and_index_and_ambiguity() {
+    let Some(w) = World::new() else { return };
+    let main = w.publish(
+        "main.json",
+        1,
+        FUTURE,
+        vec![
+            w.plugin("hello", "1.0.0"),
+            w.plugin("hello", "1.1.0"),
+            w.plugin("dup", "1.0.0"),
+        ],
+        &w.key,
+    );
+    let extra = w.publish(
+        "extra.json",
+        1,
+        FUTURE,
+        vec![w.plugin("dup", "2.0.0")],
+        &w.key,
+    );
+    w.add("main", &main).code(0);
+    w.add("extra", &extra).code(0);
+
+    w.app(&["plugin", "install", "hello"])
+        .code(0)
+        .stdout_has("installed plugin 'hello' 1.1.0");
+    w.app(&["hello"]).ok().stdout_is("hello 1.1.0");
+    let record: Value =
+        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".index.json")).unwrap())
+            .unwrap();
+    let hello = &record["plugins"]["hello"];
+    assert_eq!(hello["index"], "main");
+    assert_eq!(hello["version"], "1.1.0");
+    assert_eq!(hello["archive_sha256"], sha256(&archive("hello", "1.1.0")));
+    assert_eq!(hello["source"], w.server.url("/hello-1.1.0.tar.gz"));
+
+    // Already there: --force, as for any install; NAME@VERSION picks that one.
+    w.refused(
+        &["plugin", "install", "hello@1.0.0"],
+        4,
+        &["already installed"],
+    );
+    w.app(&["plugin", "install", "hello@1.0.0", "--force"])
+        .code(0);
+    w.app(&["hello"]).ok().stdout_is("hello 1.0.0");
+    // plugin list says an upgrade is there.
+    let list = w.app(&["plugin", "list"]).code(0);
+    let line = list
+        .lines()
+        .into_iter()
+        .find(|l| l.starts_with("hello "))
+        .map(String::from)
+        .expect("hello listed");
+    assert!(
+        line.contains("[installed 1.0.0 from index main] [upgrade available: 1.1.0]"),
+        "{line}"
+    );
+    w.refused(
+        &["plugin", "install", "hello@9.9.9"],
+        7,
+        &["index 'main' has no version 9.9.9 of plugin 'hello' (it has 1.1.0, 1.0.0)"],
+    );
+
+    // A name in two indexes needs INDEX/.
+    w.refused(
+        &["plugin", "install", "dup"],
+        2,
+        &[
+            "plugin 'dup' is in several indexes (extra, main)",
+            "app plugin install extra/dup or app plugin install main/dup",
+        ],
+    );
+    w.app(&["plugin", "install", "extra/dup"])
+        .code(0)
+        .stdout_has("installed plugin 'dup' 2.0.0");
+    w.app(&["dup"]).ok().stdout_is("dup 2.0.0");
+    w.refused(
+        &["plugin", "install", "nosuch/dup"],
+        7,
+        &["there is no index named 'nosuch'"],
+    );
+    w.refused(
+        &["plugin", "install", "helo"],
+        7,
+        &["no plugin 'helo' in the indexes (main, extra) (did you mean 'hello'?)"],
+    );
+    // remove works as today.
+    w.app(&["plugin", "remove", "dup"]).code(0);
+    assert!(!w.plugin_dir().join("app-dup").exists());
+}
+
+#[test]
+fn upgrade_all_goes_on_past_one_failure() {
+    let Some(w) = World::new() else { return };
+    let url = w.publish(
+        "index.json",
+        1,
+        FUTURE,
+        vec![
+            w.plugin("aaa", "1.0.0"),
+            w.plugin("bbb", "1.0.0"),
+            w.plugin("ccc", "1.0.0"),
+        ],
+        &w.key,
+    );
+    w.add("main", &url).code(0);
+    for name in ["aaa", "bbb", "ccc"] {
+        w.app(&["plugin", "install", name]).code(0);
+    }
+    // aaa and ccc get a new version; bbb's new archive does not match its sha256.
+    let mut bbb = w.plugin("bbb", "1.1.0");
+    bbb["platforms"][0]["sha256"] = json!("ab".repeat(32));
+    w.publish(
+        "index.json",
+        2,
+        FUTURE,
+        vec![
+            w.plugin("aaa", "1.1.0"),
+            bbb,
+            w.plugin("ccc", "1.0.0"),
+            w.plugin("aaa", "1.0.0"),
+        ],
+        &w.key,
+    );
+    w.app(&["plugin", "index", "update"]).ok();
+    let bbb_before = fs::read(w.plugin_dir().join("app-bbb")).unwrap();
+    let ran = w.app(&["plugin", "upgrade", "--all"]).code(5);
+    assert_eq!(
+        ran.lines(),
+        [
+            "aaa 1.0.0 → 1.1.0",
+            "bbb 1.0.0: failed (below)",
+            "ccc 1.0.0: up to date"
+        ],
+        "{ran:?}"
+    );
+    let ran = ran.stderr_has("app: upgrade of 'bbb' failed: plugin 'bbb' 1.1.0 of index 'main' was refused: checksum mismatch");
+    assert_eq!(ran.stderr.lines().count(), 1, "{ran:?}");
+    w.app(&["aaa"]).ok().stdout_is("aaa 1.1.0");
+    assert_eq!(
+        fs::read(w.plugin_dir().join("app-bbb")).unwrap(),
+        bbb_before
+    );
+    w.app(&["plugin", "upgrade", "aaa"])
+        .ok()
+        .stdout_is("plugin 'aaa' 1.1.0 is up to date");
+}
+
+/// The target directory shared by the tests that build a Rust plugin, so
+/// the SDK and its dependencies are built once.
+fn shared_rust_target() -> PathBuf {
+    common::app_bin()
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .join("skeleton-test")
+}
+
+/// Where `cargo` is, for a PATH that has it.
+fn cargo_dir() -> PathBuf {
+    let cargo = std::env::var_os("CARGO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| common::tools::find_program("cargo").expect("cargo"));
+    cargo.parent().expect("cargo's directory").to_path_buf()
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.org",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run git");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+#[test]
+fn install_git_builds_a_rust_plugin_with_cargo() {
+    let Some(w) = World::new() else { return };
+    if common::require_tool("git", "git").is_none() {
+        return;
+    }
+    // A repository holding a plugin made by `app plugin new --lang rust`,
+    // with its lock file committed (what `--locked` uses).
+    let repo = w.sb.path().join("repo");
+    w.app(&[
+        "plugin",
+        "new",
+        "gitdemo",
+        "--lang",
+        "rust",
+        "--dir",
+        repo.to_str().unwrap(),
+    ])
+    .code(0);
+    let path_var = format!("{}:{}", cargo_dir().display(), w.sb.path_var());
+    let offline = |cmd: &mut Command| {
+        cmd.env("PATH", &path_var)
+            .env("CARGO_NET_OFFLINE", "true")
+            .env("CARGO_TARGET_DIR", shared_rust_target());
+    };
+    let mut lock = Command::new("cargo");
+    lock.args(["generate-lockfile"])
+        .current_dir(&repo)
+        .stdin(Stdio::null());
+    offline(&mut lock);
+    let out = lock.output().expect("cargo generate-lockfile");
+    assert!(out.status.success(), "{out:?}");
+    git(&repo, &["init", "--quiet"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "--quiet", "-m", "first"]);
+    let url = format!("file://{}", repo.display());
+
+    // Without cargo on PATH: a clear error naming rustup, nothing written.
+    w.refused(
+        &["plugin", "install", "--git", &url],
+        8,
+        &["needs cargo, which is not on PATH; install Rust with rustup"],
+    );
+
+    let mut cmd = w.sb.app();
+    cmd.args(["plugin", "install", "--git", &url]);
+    offline(&mut cmd);
+    let ran = common::run::Run::new(cmd).assert();
+    let ran = ran.code(0).stdout_has("installed plugin 'gitdemo' 0.1.0");
+    assert!(ran.stdout.contains(&format!("from git+{url}")), "{ran:?}");
+    w.app(&["gitdemo", "hello", "there"])
+        .code(0)
+        .stdout_has("there");
+    let record: Value =
+        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".index.json")).unwrap())
+            .unwrap();
+    let git_record = &record["plugins"]["gitdemo"]["git"];
+    assert_eq!(git_record["url"], url);
+    assert_eq!(
+        git_record["commit"].as_str().map(str::len),
+        Some(40),
+        "{record}"
+    );
+    // Nothing of the build is left behind.
+    let builds = w.cache_dir().join("builds");
+    assert!(
+        fs::read_dir(&builds).map(|d| d.count()).unwrap_or(0) == 0,
+        "{builds:?}"
+    );
+    // The repository has not moved: upgrade builds nothing.
+    let mut cmd = w.sb.app();
+    cmd.args(["plugin", "upgrade", "--all"]);
+    offline(&mut cmd);
+    common::run::Run::new(cmd)
+        .assert()
+        .code(0)
+        .stdout_is("gitdemo 0.1.0: up to date");
+
+    // An index entry whose platform is a source is built the same way.
+    w.app(&["plugin", "remove", "gitdemo"]).code(0);
+    let entry = json!({"name": "gitdemo", "version": "0.1.0", "description": "built here",
+                       "platforms": [{"source": {"git": url, "rev": "main"}}]});
+    let index = w.publish("index.json", 1, FUTURE, vec![entry], &w.key);
+    w.add("src", &index).code(0);
+    let mut cmd = w.sb.app();
+    cmd.args(["plugin", "install", "gitdemo"]);
+    offline(&mut cmd);
+    common::run::Run::new(cmd)
+        .assert()
+        .code(0)
+        .stdout_has("installed plugin 'gitdemo' 0.1.0");
+    let record: Value =
+        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".index.json")).unwrap())
+            .unwrap();
+    let gitdemo = &record["plugins"]["gitdemo"];
+    assert_eq!(gitdemo["index"], "src", "{record}");
+    assert_eq!(gitdemo["git"]["rev"], "main", "{record}");
+    w.app(&["gitdemo", "hello", "again"])
+        .code(0)
+        .stdout_has("again");
+}
