@@ -402,7 +402,7 @@ impl NatsSink {
             if connected && !paused {
                 let limit = *max_payload.get_or_insert_with(|| client.server_info().max_payload);
                 // Send what failed first, then new events, up to the window.
-                while acks.len() < window {
+                while acks.has_room(window) {
                     let job = match retry.pop_first() {
                         Some((_, job)) => job,
                         None => match self.buffer.take(1).pop() {
@@ -491,7 +491,7 @@ impl NatsSink {
                 }
             }
             let paused = paused_until.is_some_and(|t| Instant::now() < t);
-            let want_new = connected && !paused && acks.len() < window;
+            let want_new = connected && !paused && acks.has_room(window);
             tokio::select! {
                 msg = next_message(&mut inbox) => match msg {
                     Some(msg) => {

@@ -71,6 +71,15 @@ impl<T> Acks<T> {
         self.pending == 0
     }
 
+    /// Whether another publish may go out with `window` unacknowledged at
+    /// most. Answered publishes behind an unanswered one keep their place
+    /// until it is answered or times out; at most `3 × window` places are
+    /// kept, so one lost acknowledgement holds memory to that (and new
+    /// publishes for at most --ack-timeout) however fast the rest go.
+    pub fn has_room(&self, window: usize) -> bool {
+        self.pending < window && self.waiting.len() < window.saturating_mul(3)
+    }
+
     /// Books `item` as sent now; returns the reply subject to publish it with.
     pub fn add(&mut self, item: T, now: Instant) -> Subject {
         let n = self.front + self.waiting.len() as u64;
@@ -268,6 +277,26 @@ mod tests {
         assert_eq!(acks.deadline(), Some(t0 + Duration::from_secs(14)));
         assert_eq!(acks.unsend(), Some("c"));
         assert!(acks.is_empty());
+    }
+
+    #[test]
+    fn a_lost_acknowledgement_holds_at_most_three_windows_of_places() {
+        let t0 = Instant::now();
+        let mut acks = Acks::new("i", Duration::from_secs(5));
+        acks.add(0u64, t0); // never answered
+        let ok = r#"{"stream":"S","seq":1}"#;
+        let mut n = 1u64;
+        while acks.has_room(4) {
+            acks.add(n, t0);
+            assert!(acks.arrived(&msg(&format!("i.{n}"), ok)).is_some());
+            n += 1;
+        }
+        assert_eq!(n, 12, "3 x 4 places, one of them the lost one");
+        assert_eq!(acks.len(), 1);
+        // Once the lost one times out, all the places are free again.
+        assert_eq!(acks.expired(t0 + Duration::from_secs(5)), vec![0]);
+        assert!(acks.has_room(4));
+        assert_eq!(acks.deadline(), None);
     }
 
     #[test]
