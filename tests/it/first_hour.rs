@@ -407,3 +407,36 @@ fn the_license_files_match_the_cargo_license_and_there_is_a_changelog() {
     assert!(changelog.starts_with("# Changelog\n"), "{changelog}");
     assert!(changelog.contains("\n## [Unreleased]\n"), "{changelog}");
 }
+
+#[test]
+fn a_source_started_a_moment_after_the_repeater_is_not_warned_about() {
+    let sb = Sandbox::new();
+    // As the docs' `app event-time & app event-repeater run …`: the
+    // repeater first, its source (the default, event-time) a moment later.
+    let rep = Repeater::builder(&sb, "event-repeater")
+        .sinkprotocol("stderr")
+        .args(["--allowall"])
+        .start();
+    let _src = EventTime::start(&sb, &[]);
+    let connected = |r: &Repeater| {
+        r.metrics()
+            .get("app_event_repeater_source_connected")
+            .copied()
+            == Some(1.0)
+    };
+    wait_for(Duration::from_secs(15), || connected(&rep).then_some(()));
+    let log = rep.log();
+    assert!(!log.contains("warning"), "{log}");
+    // The control: a source that never comes is warned about once the
+    // grace is over.
+    let lonely = Repeater::builder(&sb, "lonely")
+        .sinkprotocol("stderr")
+        .no_source()
+        .start();
+    wait_for(Duration::from_secs(15), || {
+        lonely
+            .log()
+            .contains("warning: cannot subscribe to the event source")
+            .then_some(())
+    });
+}

@@ -3,7 +3,8 @@
 //! router, and reconnects with capped exponential backoff and jitter when the
 //! source goes away, sending `Last-Event-ID` so that a source which keeps
 //! history can replay what was missed. A lost source is logged once, and its
-//! return once, however many retries lie between.
+//! return once, however many retries lie between; a source not there yet in
+//! the first 3 s after the start (`STARTUP_GRACE`) is retried at info level.
 //!
 //! The first subscription sends the checkpoint loaded at start (see
 //! [`crate::checkpoint`]); later ones the last id received. A source that
@@ -94,6 +95,12 @@ struct Once {
     gone: bool,
 }
 
+/// How long after the start a source that is not there yet is only
+/// retried, not warned about: a source started in the same breath (the
+/// tour's `app event-time & app event-repeater run &`) needs a moment to
+/// open its socket. After that the first failure is a warning, as before.
+const STARTUP_GRACE: Duration = Duration::from_secs(3);
+
 impl Source {
     /// Runs until `cancel` fires.
     pub async fn run(self, cancel: CancellationToken) {
@@ -103,6 +110,7 @@ impl Source {
         let mut backoff = Backoff::network();
         let mut down_since: Option<Instant> = None;
         let mut ever_connected = false;
+        let started = Instant::now();
         loop {
             parser.reset();
             let asked = parser.last_id().map(str::to_string);
@@ -152,6 +160,14 @@ impl Source {
                     inc(&self.metrics.source_disconnects);
                     self.stalled(parser.last_id());
                     down_since.get_or_insert_with(Instant::now);
+                }
+                End::Failed(why) if !ever_connected && started.elapsed() < STARTUP_GRACE => {
+                    // Started together with its source (`app event-time &
+                    // app event-repeater run &`): not worth a warning yet.
+                    info!(
+                        "the event source {} is not there yet: {why}; retrying",
+                        self.addr
+                    );
                 }
                 End::Failed(why) => {
                     if down_since.is_none() {
