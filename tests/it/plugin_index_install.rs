@@ -197,6 +197,10 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
+/// How long a run that builds a plugin with cargo may take: a build from a
+/// cold shared target dir on a loaded 2-core CI machine, with the suite beside it.
+const BUILD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 #[test]
 fn install_git_builds_a_rust_plugin_with_cargo() {
     let Some(w) = World::new() else { return };
@@ -244,7 +248,7 @@ fn install_git_builds_a_rust_plugin_with_cargo() {
     let mut cmd = w.sb.app();
     cmd.args(["plugin", "install", "--git", &url]);
     offline(&mut cmd);
-    let ran = common::run::Run::new(cmd).assert();
+    let ran = common::run::Run::new(cmd).timeout(BUILD_TIMEOUT).assert();
     let ran = ran.code(0).stdout_has("installed plugin 'gitdemo' 0.1.0");
     assert!(ran.stdout.contains(&format!("from git+{url}")), "{ran:?}");
     w.app(&["gitdemo", "hello", "there"])
@@ -285,6 +289,7 @@ fn install_git_builds_a_rust_plugin_with_cargo() {
     cmd.args(["plugin", "install", "gitdemo"]);
     offline(&mut cmd);
     common::run::Run::new(cmd)
+        .timeout(BUILD_TIMEOUT)
         .assert()
         .code(0)
         .stdout_has("installed plugin 'gitdemo' 0.1.0");

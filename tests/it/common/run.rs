@@ -28,13 +28,18 @@ pub const RUN_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Run {
     cmd: Command,
     stdin: Option<Vec<u8>>,
+    timeout: Duration,
 }
 
 impl Run {
     /// Any command (a plugin run directly, `app` from elsewhere), no stdin
     /// unless given.
     pub fn new(cmd: Command) -> Run {
-        Run { cmd, stdin: None }
+        Run {
+            cmd,
+            stdin: None,
+            timeout: RUN_TIMEOUT,
+        }
     }
 }
 
@@ -60,6 +65,13 @@ impl Run {
     /// Bytes written to the command's stdin, which is then closed.
     pub fn stdin(mut self, data: impl Into<Vec<u8>>) -> Run {
         self.stdin = Some(data.into());
+        self
+    }
+
+    /// A longer bound than [`RUN_TIMEOUT`], for a command that compiles
+    /// (`plugin install --git` runs cargo: minutes on a loaded 2-core machine).
+    pub fn timeout(mut self, limit: Duration) -> Run {
+        self.timeout = limit;
         self
     }
 
@@ -89,13 +101,14 @@ impl Run {
         let pid = child.id() as i32;
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || tx.send(child.wait_with_output()));
-        let out = match rx.recv_timeout(RUN_TIMEOUT) {
+        let limit = self.timeout;
+        let out = match rx.recv_timeout(limit) {
             Ok(out) => out.unwrap_or_else(|e| panic!("waiting for {what}: {e}")),
             Err(_) => {
                 // SAFETY: kill with the pid of our child, not reaped yet (its
                 // waiter has not returned), and a valid signal number.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
-                panic!("{what} did not exit within {RUN_TIMEOUT:?}");
+                panic!("{what} did not exit within {limit:?}");
             }
         };
         Ran {
