@@ -80,6 +80,16 @@ mod tests {
     use bytes::Bytes;
 
     #[test]
+    fn only_control_characters_are_refused() {
+        for t in ["a/\u{1b}[31m", "\u{0}", "a\u{7f}", "\u{85}", "a\nb"] {
+            assert!(refuse(t).is_some(), "{t:?}");
+        }
+        for t in ["a b", "a/+/#", "", "\u{ffff}", "é"] {
+            assert!(refuse(t).is_none(), "{t:?}");
+        }
+    }
+
+    #[test]
     fn line_shape() {
         let rec = Record {
             seq: 1,
