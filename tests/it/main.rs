@@ -20,6 +20,7 @@ mod failover;
 mod first_hour;
 mod first_run;
 mod fleet;
+mod fresh_start;
 mod integrity;
 mod lean;
 mod listeners;

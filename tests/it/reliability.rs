@@ -48,7 +48,7 @@ fn wait_port(port: u16) {
 
 /// `loadgen sse` on 127.0.0.1:`port`: events 1..=`count` on `bench/seq` at
 /// `rate`/s, counted from the first reader's connection.
-fn start_loadgen_source(port: u16, rate: u64, count: u64) -> Proc {
+pub(crate) fn start_loadgen_source(port: u16, rate: u64, count: u64) -> Proc {
     let p = Proc::spawn(
         "loadgen sse",
         Command::new(loadgen())
@@ -66,7 +66,7 @@ fn start_loadgen_source(port: u16, rate: u64, count: u64) -> Proc {
 // The counting subscriber
 
 /// `loadgen subscribe` at QoS 1 with a persistent session.
-struct Counter {
+pub(crate) struct Counter {
     proc: Proc,
     summary: Arc<Mutex<Option<Value>>>,
     progress: Arc<Mutex<Value>>,
@@ -77,7 +77,7 @@ impl Counter {
     /// Subscribes to `topic`; returns once the SUBACK arrived. `expect` > 0:
     /// the subscriber ends by itself once 1..=expect (or, with `from_first`,
     /// lowest..=expect) have all arrived.
-    fn start(
+    pub(crate) fn start(
         broker: &Broker,
         topic: &str,
         session: &str,
@@ -144,7 +144,7 @@ impl Counter {
         }
     }
 
-    fn distinct(&self) -> u64 {
+    pub(crate) fn distinct(&self) -> u64 {
         self.progress.lock().unwrap()["distinct"]
             .as_u64()
             .unwrap_or(0)
@@ -162,7 +162,7 @@ impl Counter {
 
     /// Waits up to `timeout` for the subscriber to end by itself (every
     /// expected number arrived), then stops it (SIGTERM); its summary.
-    fn finish(mut self, timeout: Duration) -> Value {
+    pub(crate) fn finish(mut self, timeout: Duration) -> Value {
         if self.proc.wait_exit(timeout).is_none() {
             self.proc.signal(libc::SIGTERM);
             self.proc.wait_exit(Duration::from_secs(10));
@@ -179,7 +179,7 @@ impl Counter {
 
 /// `app-event-repeater run --name NAME --source SOURCE --sink SINK --qos 1
 /// --log 3 EXTRA…`; returns once its API answers.
-fn start_repeater<'a>(
+pub(crate) fn start_repeater<'a>(
     sb: &'a Sandbox,
     name: &str,
     source: &str,
@@ -204,7 +204,7 @@ fn proc_status_kb(pid: i32, field: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
 }
 
-fn m(metrics: &BTreeMap<String, f64>, key: &str) -> u64 {
+pub(crate) fn m(metrics: &BTreeMap<String, f64>, key: &str) -> u64 {
     let full = format!("app_event_repeater_{key}");
     *metrics
         .get(&full)
@@ -212,7 +212,7 @@ fn m(metrics: &BTreeMap<String, f64>, key: &str) -> u64 {
 }
 
 /// Waits until the repeater's counters satisfy `done`; the last metrics.
-fn wait_metrics(
+pub(crate) fn wait_metrics(
     r: &Repeater,
     timeout: Duration,
     done: impl Fn(&BTreeMap<String, f64>) -> bool,

@@ -11,19 +11,28 @@
 //!
 //! Events not yet delivered at shutdown are not done: the checkpoint stays
 //! before them, so the next start asks the source for them again.
+//!
+//! A fresh start has no id to resume after until an event arrives, and
+//! `Last-Event-ID` means "after this id": the first event's own id would
+//! skip it. So the first checkpoint also holds that first event (see
+//! [`crate::first_checkpoint`]); the next start relays it again, then
+//! resumes after its id.
 
 use std::collections::VecDeque;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 /// How often the checkpoint is written while it moves.
 pub const INTERVAL: Duration = Duration::from_millis(100);
 
-/// The largest checkpoint file read (an id is one SSE line; this is generous).
+/// The largest checkpoint file read (an id is one SSE line; this is
+/// generous), plus the largest event when it holds a fresh start's first
+/// event ([`CheckpointFile::holding_events_of`]).
 const MAX_FILE: u64 = 64 * 1024;
 
 /// Accepted events not yet done, in acceptance order, and the id of the last
@@ -116,6 +125,11 @@ struct Document {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sink: Option<String>,
     last_event_id: String,
+    /// A fresh start's first event (its id is `last_event_id`), written
+    /// before it was accepted and kept until it is done: relayed again at
+    /// the next start, before resuming after its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    event: Option<Box<RawValue>>,
 }
 
 /// The checkpoint file of one repeater.
@@ -124,6 +138,11 @@ pub struct CheckpointFile {
     path: PathBuf,
     source: String,
     sink: &'static str,
+    /// The largest file read.
+    max_file: u64,
+    /// Held while writing: the first checkpoint and [`keep`] write through
+    /// the same temp file.
+    writing: Arc<Mutex<()>>,
 }
 
 /// What was found at start.
@@ -134,6 +153,9 @@ pub enum Loaded {
     None,
     /// The id to resume after.
     Resume(String),
+    /// A fresh start's first event, not done when the repeater stopped: to
+    /// relay again, then resume after its id `after`.
+    Replay { after: String, event: String },
     /// A checkpoint for another source: not used.
     OtherSource(String),
     /// A checkpoint written by a run into another sink (the stderr demo
@@ -160,7 +182,15 @@ impl CheckpointFile {
             path: path_beside(state_file),
             source,
             sink,
+            max_file: MAX_FILE,
+            writing: Arc::default(),
         }
+    }
+
+    /// Reads files holding a first event of up to `max_event` bytes.
+    pub fn holding_events_of(mut self, max_event: usize) -> CheckpointFile {
+        self.max_file = MAX_FILE.saturating_add(max_event as u64);
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -170,7 +200,7 @@ impl CheckpointFile {
     /// Reads the checkpoint; an `Err` is a file that exists and cannot be
     /// used (not a regular file, too large, not a checkpoint).
     pub fn load(&self) -> Result<Loaded, String> {
-        let Some(text) = crate::state::read_regular(&self.path, MAX_FILE)? else {
+        let Some(text) = crate::state::read_regular(&self.path, self.max_file)? else {
             return Ok(Loaded::None);
         };
         if text.trim().is_empty() {
@@ -203,7 +233,13 @@ impl CheckpointFile {
         if let Some(sink) = doc.sink.filter(|s| s != self.sink) {
             return Ok(Loaded::OtherSink(sink));
         }
-        Ok(Loaded::Resume(doc.last_event_id))
+        Ok(match doc.event {
+            Some(event) => Loaded::Replay {
+                after: doc.last_event_id,
+                event: event.get().to_string(),
+            },
+            None => Loaded::Resume(doc.last_event_id),
+        })
     }
 
     /// Writes `id` atomically (temp file, rename), mode 0600; the file's
@@ -213,31 +249,67 @@ impl CheckpointFile {
     /// back to an earlier checkpoint, which means more duplicates, not
     /// losses.
     pub fn save(&self, id: &str, sync: bool) -> io::Result<()> {
+        self.write(id, None, sync)
+    }
+
+    /// Writes the first checkpoint of a fresh start, synced: `id`, and the
+    /// event (one line of JSON) that bears it, when there is no earlier id
+    /// to resume after.
+    pub fn save_first(&self, id: &str, event: Option<&str>) -> io::Result<()> {
+        let event = event
+            .map(|e| RawValue::from_string(e.to_string()))
+            .transpose()
+            .map_err(io::Error::other)?;
+        self.write(id, event, true)
+    }
+
+    fn write(&self, id: &str, event: Option<Box<RawValue>>, sync: bool) -> io::Result<()> {
         let doc = Document {
             version: 1,
             source: self.source.clone(),
             sink: Some(self.sink.to_string()),
             last_event_id: id.to_string(),
+            event,
         };
         let mut text = serde_json::to_vec(&doc).map_err(io::Error::other)?;
         text.push(b'\n');
+        let _writing = self.writing.lock().unwrap_or_else(|e| e.into_inner());
         crate::state::write_private(&self.path, &text, sync)
     }
 }
 
-/// The checkpoint file for `cfg` (none with `--checkpoint off`) and the id
-/// to resume after; an `Err` is a checkpoint file that cannot be used.
-pub fn open(
-    cfg: &crate::config::Config,
-) -> Result<(Option<CheckpointFile>, Option<String>), String> {
+/// Where a start resumes: see [`open`].
+#[derive(Debug, Default)]
+pub struct Start {
+    /// The checkpoint file (none with `--checkpoint off`).
+    pub file: Option<CheckpointFile>,
+    /// The id to resume after (`Last-Event-ID`).
+    pub resume_after: Option<String>,
+    /// The earlier run's first event, to relay again before resuming.
+    pub replay: Option<String>,
+}
+
+impl Start {
+    /// A start with nothing to resume from: the first checkpoint must be
+    /// written before the first event is accepted.
+    pub fn is_fresh(&self) -> bool {
+        self.file.is_some() && self.resume_after.is_none()
+    }
+}
+
+/// The checkpoint file for `cfg` and where to resume; an `Err` is a
+/// checkpoint file that cannot be used.
+pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
     if !cfg.checkpoint {
-        return Ok((None, None));
+        return Ok(Start::default());
     }
     let file = CheckpointFile::beside(
         &cfg.state_file,
         cfg.source.to_string(),
         sink_protocol(&cfg.sink),
-    );
+    )
+    .holding_events_of(crate::source::max_event(cfg));
+    let mut replay = None;
     let resume = match file.load()? {
         Loaded::None => None,
         Loaded::Resume(id) => {
@@ -246,6 +318,14 @@ pub fn open(
                 file.path().display()
             );
             Some(id)
+        }
+        Loaded::Replay { after, event } => {
+            app_plugin::info!(
+                "resuming after event id {after} (checkpoint {}), first relaying again that event, which the checkpoint holds: the earlier run had not delivered it",
+                file.path().display()
+            );
+            replay = Some(event);
+            Some(after)
         }
         Loaded::OtherSource(other) => {
             app_plugin::warn!(
@@ -274,7 +354,11 @@ pub fn open(
             None
         }
     };
-    Ok((Some(file), resume))
+    Ok(Start {
+        file: Some(file),
+        resume_after: resume,
+        replay,
+    })
 }
 
 /// The sink protocol a checkpoint belongs to.

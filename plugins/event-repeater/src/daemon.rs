@@ -63,8 +63,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
     // other repeater can write them.
     let _locks = crate::lock::hold(&cfg).map_err(Error::Instance)?;
     let routes = crate::state::load(&cfg.state_file).map_err(Error::State)?;
-    let (checkpoint_file, resume_after) =
-        crate::checkpoint::open(&cfg).map_err(Error::Checkpoint)?;
+    let start = crate::checkpoint::open(&cfg).map_err(Error::Checkpoint)?;
 
     // Certificate problems are start-up errors, before anything is bound.
     let tls = match &cfg.api_tls {
@@ -118,7 +117,11 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         cfg.buffer_bytes,
         cfg.overflow,
         metrics.clone(),
-        resume_after.clone(),
+        // A first event to relay again is not done: nothing is before it.
+        start
+            .resume_after
+            .clone()
+            .filter(|_| start.replay.is_none()),
     ));
     let table: SharedTable = Arc::new(RwLock::new(Arc::new(Table::build(
         &routes,
@@ -194,23 +197,29 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
     }
 
     let stop = CancellationToken::new();
-    let relay = Arc::new(Relay::new(
+    let mut relay = Relay::new(
         table,
         buffer.clone(),
         metrics.clone(),
         crate::sink::Kind::of(&cfg.sink),
-    ));
+    );
+    if let (true, Some(file)) = (start.is_fresh(), &start.file) {
+        relay = relay
+            .with_first_checkpoint(crate::first_checkpoint::FirstCheckpoint::new(file.clone()));
+    }
+    let relay = Arc::new(relay);
     let source = Source {
         addr: cfg.source.clone(),
         relay,
         metrics: metrics.clone(),
-        max_event: cfg.max_event_size.saturating_mul(2).max(1 << 20) + 64 * 1024,
-        resume_after,
+        max_event: crate::source::max_event(&cfg),
+        resume_after: start.resume_after,
+        replay: start.replay,
         idle_timeout: cfg.source_idle_timeout,
     };
     let source_task = tokio::spawn(source.run(stop.clone()));
     let checkpoint_stop = CancellationToken::new();
-    let checkpoint_task = checkpoint_file.map(|file| {
+    let checkpoint_task = start.file.map(|file| {
         let b = buffer.clone();
         tokio::spawn(crate::checkpoint::keep(
             file,

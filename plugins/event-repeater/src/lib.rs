@@ -28,6 +28,7 @@ pub mod config;
 pub mod daemon;
 pub mod error;
 pub mod event;
+pub mod first_checkpoint;
 pub mod lock;
 pub mod metrics;
 pub mod relay;

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::buffer::Buffer;
 use crate::event::Event;
+use crate::first_checkpoint::FirstCheckpoint;
 use crate::metrics::{inc, Metrics};
 use crate::routes::Table;
 use crate::sink::{Kind, Refusal};
@@ -38,6 +39,8 @@ pub struct Relay {
     too_large_warning: RateLimited,
     refused_warning: OncePerTopic,
     unrouted_note: RateLimited,
+    /// On a fresh start, until the first checkpoint is on disk.
+    first: Option<FirstCheckpoint>,
 }
 
 /// How many topics [`OncePerTopic`] remembers; past that, one warning per
@@ -91,7 +94,15 @@ impl Relay {
                 others: RateLimited::new(every),
             },
             unrouted_note: RateLimited::new(every),
+            first: None,
         }
+    }
+
+    /// A fresh start: the first event with an id is accepted only once the
+    /// first checkpoint is on disk (see [`crate::first_checkpoint`]).
+    pub fn with_first_checkpoint(mut self, first: FirstCheckpoint) -> Relay {
+        self.first = Some(first);
+        self
     }
 
     /// Counts an event the SSE parser had to discard (`id`: the last event
@@ -164,6 +175,15 @@ impl Relay {
                 }
             }
             return;
+        }
+        if let (Some(first), Some(id)) = (&self.first, id) {
+            if first.needed()
+                && !first
+                    .write(self.buffer.checkpoint().0, id, &event.json, cancel)
+                    .await
+            {
+                return;
+            }
         }
         self.buffer
             .push(

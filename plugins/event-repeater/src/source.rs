@@ -59,8 +59,17 @@ pub struct Source {
     pub max_event: usize,
     /// The checkpoint to resume after, from the file.
     pub resume_after: Option<String>,
+    /// The earlier run's first event (id `resume_after`), kept in the
+    /// checkpoint because it was not done: relayed again before resuming.
+    pub replay: Option<String>,
     /// `--source-idle-timeout`: silence after which the source is stalled.
     pub idle_timeout: Duration,
+}
+
+/// The largest SSE line or event read from the source for `cfg`: room for
+/// the largest event a sink takes, written out with escapes.
+pub fn max_event(cfg: &crate::config::Config) -> usize {
+    cfg.max_event_size.saturating_mul(2).max(1 << 20) + 64 * 1024
 }
 
 /// The events a source comment says were skipped: `… events A..B are no
@@ -111,6 +120,11 @@ impl Source {
         let mut down_since: Option<Instant> = None;
         let mut ever_connected = false;
         let started = Instant::now();
+        if let Some(event) = &self.replay {
+            self.relay
+                .handle(event.clone(), self.resume_after.as_deref(), &cancel)
+                .await;
+        }
         loop {
             parser.reset();
             let asked = parser.last_id().map(str::to_string);

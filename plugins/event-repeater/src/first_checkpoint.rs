@@ -1,0 +1,161 @@
+//! A fresh start's first checkpoint, on disk before the first event is
+//! accepted.
+//!
+//! Without it, a repeater killed before [`crate::checkpoint::keep`] first
+//! wrote (the broker not up yet, so nothing was done) started again from
+//! the source's live events: what it had accepted, and what the source sent
+//! meanwhile, was gone, and no counter showed it (issue 19's chaos run).
+//!
+//! So on a start with nothing to resume from, the router hands the first
+//! event with an id here before the buffer takes it, and waits until the
+//! checkpoint is written and synced: the id in force before it, when an
+//! earlier event (not routed, invalid, refused) gave one; otherwise the
+//! event's own id together with the event itself, since `Last-Event-ID:
+//! <its id>` asks for what comes *after* it. The next start relays that
+//! event again, then resumes after its id. The checkpoint keeps the event
+//! until it is done ([`crate::checkpoint::Ledger`] has no id to write while
+//! it is pending), and its size limit grows by the largest event.
+//!
+//! Afterwards the router's only cost is one relaxed load of a flag.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::checkpoint::{CheckpointFile, INTERVAL};
+
+pub struct FirstCheckpoint {
+    file: CheckpointFile,
+    needed: AtomicBool,
+}
+
+impl FirstCheckpoint {
+    pub fn new(file: CheckpointFile) -> FirstCheckpoint {
+        FirstCheckpoint {
+            file,
+            needed: AtomicBool::new(true),
+        }
+    }
+
+    /// Whether no checkpoint is on disk yet.
+    pub fn needed(&self) -> bool {
+        self.needed.load(Ordering::Relaxed)
+    }
+
+    /// Writes the first checkpoint before the event `event` (id `id`) is
+    /// accepted: `before`, the checkpoint in memory, or else `id` with the
+    /// event. A write that fails is retried every [`INTERVAL`], taking no
+    /// event meanwhile (the source waits; nothing is accepted that a kill
+    /// could lose). `false`: `cancel` fired first; the event is not taken.
+    pub async fn write(
+        &self,
+        before: Option<Arc<str>>,
+        id: &str,
+        event: &str,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let (after, event) = match before {
+            Some(before) => (before.to_string(), None),
+            None => (id.to_string(), Some(event.to_string())),
+        };
+        let mut failing = false;
+        loop {
+            let (file, a, e) = (self.file.clone(), after.clone(), event.clone());
+            let result = tokio::task::spawn_blocking(move || file.save_first(&a, e.as_deref()))
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+            match result {
+                Ok(()) => {
+                    self.needed.store(false, Ordering::Relaxed);
+                    if failing {
+                        info!(
+                            "wrote the first checkpoint {}; taking events again",
+                            self.file.path().display()
+                        );
+                    }
+                    return true;
+                }
+                Err(e) if !failing => {
+                    failing = true;
+                    error!(
+                        "cannot write the first checkpoint {}: {e}; no event is taken from the source until it is written (retrying every {INTERVAL:?}), so that a restart can ask for them again",
+                        self.file.path().display()
+                    );
+                }
+                Err(_) => {}
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(INTERVAL) => {}
+                _ = cancel.cancelled() => return false,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::Loaded;
+
+    #[tokio::test]
+    async fn the_first_event_is_kept_unless_an_earlier_id_is_known() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("r.routes.json");
+        let file = CheckpointFile::beside(&state, "http://a".into(), "mqtt");
+        let first = FirstCheckpoint::new(file.clone());
+        let cancel = CancellationToken::new();
+        assert!(first.needed());
+        let event = r#"{"topic":"t","data":"x\"y"}"#;
+        assert!(first.write(None, "7", event, &cancel).await);
+        assert!(!first.needed());
+        assert_eq!(
+            file.load(),
+            Ok(Loaded::Replay {
+                after: "7".into(),
+                event: event.into()
+            })
+        );
+        // A later checkpoint drops the event.
+        file.save("8", false).unwrap();
+        assert_eq!(file.load(), Ok(Loaded::Resume("8".into())));
+        // With an earlier id (a skipped event), that id alone.
+        let first = FirstCheckpoint::new(file.clone());
+        assert!(first.write(Some("5".into()), "7", event, &cancel).await);
+        assert_eq!(file.load(), Ok(Loaded::Resume("5".into())));
+        // An event over the plain checkpoint's 64 KiB: the limit grows with
+        // the largest event, and only then is the file read.
+        let big = format!(r#"{{"topic":"t","data":"{}"}}"#, "x".repeat(100_000));
+        let first = FirstCheckpoint::new(file.clone());
+        assert!(first.write(None, "9", &big, &cancel).await);
+        assert!(file.load().unwrap_err().contains("over the limit"));
+        let sized = file.clone().holding_events_of(big.len());
+        assert_eq!(
+            sized.load(),
+            Ok(Loaded::Replay {
+                after: "9".into(),
+                event: big
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failing_write_takes_nothing_until_cancelled() {
+        let dir = tempfile::tempdir().unwrap();
+        // The checkpoint's directory is a file: every write fails.
+        let blocker = dir.path().join("blocker");
+        std::fs::write(&blocker, "").unwrap();
+        let file = CheckpointFile::beside(&blocker.join("r.routes.json"), "s".into(), "mqtt");
+        let first = FirstCheckpoint::new(file);
+        let cancel = CancellationToken::new();
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(INTERVAL * 3).await;
+            c.cancel();
+        });
+        let started = std::time::Instant::now();
+        assert!(!first.write(None, "1", r#"{"topic":"t"}"#, &cancel).await);
+        assert!(started.elapsed() >= INTERVAL * 3, "gave up before cancel");
+        assert!(first.needed());
+    }
+}
