@@ -13,6 +13,9 @@
 //! - [`metadata`]: the answer to `__app_metadata`;
 //! - [`complete`]: the `__complete` protocol (candidates and directives);
 //! - [`log`]: a logger honouring `APP_LOG` and `APP_LOG_FORMAT` (text or JSON);
+//! - `log_bridge` (feature `log-bridge`): the same logger as the backend of
+//!   the `log` facade (and of `tracing` without a subscriber), so that the
+//!   libraries' lines are kept, at debug and trace;
 //! - [`time`]: RFC 3339 timestamps;
 //! - [`protocol`]: answers `__app_metadata` and `__complete` in one call;
 //! - `cli` (feature `clap`): completion derived from a `clap::Command`, and
@@ -54,6 +57,8 @@ pub mod file;
 pub mod http;
 pub mod instance;
 pub mod log;
+#[cfg(feature = "log-bridge")]
+pub mod log_bridge;
 pub mod metadata;
 #[cfg(feature = "systemd")]
 pub mod notify;

@@ -231,6 +231,10 @@ pub fn init_from_env() {
 /// ```
 pub fn set_level(level: u8) {
     LEVEL.store(level.min(TRACE), Ordering::Relaxed);
+    #[cfg(feature = "log-bridge")]
+    if crate::log_bridge::installed() {
+        ::log::set_max_level(crate::log_bridge::max_level(level.min(TRACE)));
+    }
 }
 
 /// The level in force.
@@ -320,7 +324,7 @@ pub fn write(level: u8, message: fmt::Arguments<'_>) {
 /// ```
 pub fn notice(message: fmt::Arguments<'_>) {
     if enabled(WARN) {
-        emit_as(INFO, 5, message);
+        emit_as(INFO, 5, None, message);
     }
 }
 
@@ -408,15 +412,26 @@ fn stderr_id() -> Option<(u64, u64)> {
 }
 
 fn emit(level: u8, message: fmt::Arguments<'_>) {
-    emit_as(level, priority(level), message)
+    emit_as(level, priority(level), None, message)
 }
 
-fn emit_as(level: u8, priority: u8, message: fmt::Arguments<'_>) {
+/// Writes a line at `level` (when enabled) that names where it came from:
+/// a library's module path, as the `log` facade gives it
+/// ([`log_bridge`](crate::log_bridge)).
+#[cfg(feature = "log-bridge")]
+pub(crate) fn write_target(level: u8, target: &str, message: fmt::Arguments<'_>) {
+    if enabled(level) {
+        emit_as(level, priority(level), Some(target), message);
+    }
+}
+
+fn emit_as(level: u8, priority: u8, target: Option<&str>, message: fmt::Arguments<'_>) {
     let mut line = prefix(priority);
-    line.push_str(&render(
+    line.push_str(&render_target(
         format(),
         plugin_name(),
         level,
+        target,
         &message.to_string(),
         SystemTime::now(),
     ));
@@ -445,6 +460,33 @@ fn emit_as(level: u8, priority: u8, message: fmt::Arguments<'_>) {
 /// );
 /// ```
 pub fn render(format: Format, plugin: &str, level: u8, message: &str, time: SystemTime) -> String {
+    render_target(format, plugin, level, None, message, time)
+}
+
+/// [`render`] for a line that names its source, `target` (a library's
+/// module path): after the level tag in text, a `target` field in JSON.
+///
+/// ```
+/// use std::time::UNIX_EPOCH;
+/// use app_plugin::log::{render_target, Format, DEBUG};
+/// let target = Some("rumqttc::state");
+/// assert_eq!(
+///     render_target(Format::Text, "demo", DEBUG, target, "Pubrel. Pkid = 3", UNIX_EPOCH),
+///     "app-demo: debug: rumqttc::state: Pubrel. Pkid = 3"
+/// );
+/// assert_eq!(
+///     render_target(Format::Json, "demo", DEBUG, target, "x", UNIX_EPOCH),
+///     r#"{"time":"1970-01-01T00:00:00.000Z","level":"debug","plugin":"demo","target":"rumqttc::state","message":"x"}"#
+/// );
+/// ```
+pub fn render_target(
+    format: Format,
+    plugin: &str,
+    level: u8,
+    target: Option<&str>,
+    message: &str,
+    time: SystemTime,
+) -> String {
     match format {
         Format::Text => {
             let tag = match level {
@@ -457,7 +499,13 @@ pub fn render(format: Format, plugin: &str, level: u8, message: &str, time: Syst
             // Log lines often quote a peer (a source's topic, a broker's
             // refusal): as data, one line, never terminal codes.
             let message = crate::text::escape_for_terminal(message);
-            format!("app-{plugin}: {tag}{message}")
+            match target {
+                Some(target) => {
+                    let target = crate::text::escape_for_terminal(target);
+                    format!("app-{plugin}: {tag}{target}: {message}")
+                }
+                None => format!("app-{plugin}: {tag}{message}"),
+            }
         }
         Format::Json => {
             #[derive(serde::Serialize)]
@@ -465,12 +513,15 @@ pub fn render(format: Format, plugin: &str, level: u8, message: &str, time: Syst
                 time: String,
                 level: &'a str,
                 plugin: &'a str,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                target: Option<&'a str>,
                 message: &'a str,
             }
             let line = Line {
                 time: crate::time::rfc3339_millis(time),
                 level: level_name(level),
                 plugin,
+                target,
                 message,
             };
             // Strings only: serialising cannot fail.

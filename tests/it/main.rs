@@ -23,6 +23,7 @@ mod fleet;
 mod fresh_start;
 mod integrity;
 mod lean;
+mod library_logs;
 mod listeners;
 mod manage;
 mod manage_input;

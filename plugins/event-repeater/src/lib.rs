@@ -76,6 +76,9 @@ pub fn run(args: Vec<OsString>) -> u8 {
     }
     // Before anything can fail, so that every line follows --log-format.
     app_plugin::log::init_from_env();
+    // rustls, rumqttc and async-nats speak through `log` and `tracing`:
+    // their lines at --log 4 and 5, with their target.
+    app_plugin::log_bridge::install();
     let mut argv = vec![OsString::from(BIN_NAME)];
     argv.extend(args);
     let cli = match cli::Cli::try_parse_from(argv) {
