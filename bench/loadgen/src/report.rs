@@ -115,7 +115,7 @@ fn render(rows: &[Value]) -> String {
     let _ = writeln!(out, "Payload: {bytes} bytes on every hop.\n");
     let _ = writeln!(
         out,
-        "| QoS | path | events/s (median of 3) | vs direct | latency at {lat_rate}/s p50 / p99 / p99.9 (ms) | p99 added vs direct (ms) | lost | duplicated | relay peak RSS (MB) | relay CPU per event (µs) |"
+        "| QoS | path | events/s (median) | vs direct | latency at {lat_rate}/s p50 / p99 / p99.9 (ms) | p99 added vs direct (ms) | lost | duplicated | relay peak RSS (MB) | relay CPU per event (µs) |"
     );
     let _ = writeln!(
         out,
