@@ -142,22 +142,23 @@ fn scheme_of_reference(location: &str) -> Option<String> {
     .then(|| scheme.to_ascii_lowercase())
 }
 
-/// Decodes `%XX` escapes; `None` when one is malformed or the result is not UTF-8.
+/// Decodes `%XX` escapes; `None` when one is malformed (a `%` not followed
+/// by two hex digits: the crate would keep it as is, a path would then name
+/// another file than the user meant) or the result is not UTF-8.
 fn percent_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    let malformed = bytes.iter().enumerate().any(|(i, &b)| {
+        b == b'%'
+            && !(bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+    });
+    if malformed {
+        return None;
     }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8()
+        .ok()
+        .map(|s| s.into_owned())
 }
 
 #[cfg(test)]
@@ -178,6 +179,10 @@ mod tests {
             Kind::File("/tmp/app-x".into())
         );
         assert_eq!(kind("file://otherhost/tmp/app-x"), Kind::BadFile);
+        // A malformed escape or bytes that are not UTF-8 name no file.
+        assert_eq!(kind("file:///tmp/100%"), Kind::BadFile);
+        assert_eq!(kind("file:///tmp/a%zz"), Kind::BadFile);
+        assert_eq!(kind("file:///tmp/%FF"), Kind::BadFile);
         assert_eq!(kind("ftp://h/app-x"), Kind::Unsupported("ftp".into()));
     }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use crate::error::Error;
 use crate::output::Format;
@@ -526,15 +527,14 @@ fn old_form(
 /// `/events/<topic>` with every byte of the topic that is not plainly safe
 /// in a path percent-encoded (`%` and `?` included: a topic is literal).
 pub fn topic_path(topic: &str) -> String {
-    let mut out = String::from("/events/");
-    for &b in topic.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    /// RFC 3986's unreserved characters and `/` stay; everything else is encoded.
+    const TOPIC: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~')
+        .remove(b'/');
+    format!("/events/{}", utf8_percent_encode(topic, TOPIC))
 }
 
 /// `app event-repeater manage [COMMAND] --help` for the command in `argv`.
@@ -565,31 +565,48 @@ pub fn check_path(path: &str) -> Result<String, Error> {
             "--path '{path}' must start with /; for example --path /events or --path /events/timer/sec/1"
         )));
     }
+    /// What a path or query may hold as is (RFC 3986 pchar, `/` and `?`);
+    /// `%` is encoded unless it starts an escape (kept below).
+    const PATH: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~')
+        .remove(b'!')
+        .remove(b'$')
+        .remove(b'&')
+        .remove(b'\'')
+        .remove(b'(')
+        .remove(b')')
+        .remove(b'*')
+        .remove(b'+')
+        .remove(b',')
+        .remove(b';')
+        .remove(b'=')
+        .remove(b':')
+        .remove(b'@')
+        .remove(b'/')
+        .remove(b'?');
+    // `%XX` is already encoded: the text between escapes is encoded, the
+    // escapes copied.
     let bytes = path.as_bytes();
     let mut out = String::with_capacity(path.len());
-    let mut in_query = false;
-    for (i, &b) in bytes.iter().enumerate() {
-        let keep = match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' => true,
-            b'-' | b'.' | b'_' | b'~' | b'!' | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' => true,
-            b'+' | b',' | b';' | b'=' | b':' | b'@' | b'/' => true,
-            b'?' if !in_query => {
-                in_query = true;
-                true
-            }
-            b'?' => true,
-            b'%' => {
-                bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
-                    && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
-            }
-            _ => false,
-        };
-        if keep {
-            out.push(char::from(b));
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let escape = bytes[i] == b'%'
+            && bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+            && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
+        if escape {
+            out.extend(utf8_percent_encode(&path[start..i], PATH));
+            out.push_str(&path[i..i + 3]);
+            i += 3;
+            start = i;
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            i += 1;
         }
     }
+    out.extend(utf8_percent_encode(&path[start..], PATH));
     Ok(out)
 }
 
@@ -892,5 +909,14 @@ mod tests {
             "/events?replace=true"
         );
         assert!(check_path("").is_err());
+    }
+
+    #[test]
+    fn topics_are_literal_in_their_path() {
+        assert_eq!(topic_path("timer/sec/1"), "/events/timer/sec/1");
+        assert_eq!(
+            topic_path("a b?c%d#é+"),
+            "/events/a%20b%3Fc%25d%23%C3%A9%2B"
+        );
     }
 }
