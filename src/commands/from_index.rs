@@ -22,7 +22,13 @@ use app_plugin::text::escape_for_terminal as printable;
 /// Installs the plugin `spec` names from the cached indexes.
 pub fn install_by_name(session: &Session, spec: &Spec, force: bool) -> Result<Installed> {
     let catalog = Catalog::load(&session.dirs.config_dir, &session.dirs.cache_dir)?;
-    let (found, platform) = catalog.find(spec, SystemTime::now())?;
+    // An index whose cached copy cannot be read may be why nothing was
+    // found: say so (a bad copy is replaced by 'index update').
+    let (found, platform) = catalog.find(spec, SystemTime::now()).inspect_err(|_| {
+        for problem in &catalog.problems {
+            eprintln!("warning: {}", printable(problem));
+        }
+    })?;
     let pick = Some((found.index.name.clone(), found.entry.version.clone()));
     match platform {
         Platform::Build { url: u, sha256, .. } => {

@@ -33,7 +33,12 @@ pub fn load(cache_dir: &Path, name: &str) -> Result<Option<IndexFile>, String> {
             )
         }),
         Err(ReadError::NotFound) => Ok(None),
-        Err(e) => Err(format!("{} {e}", path.display())),
+        // Only `index update` wrote it: a bad copy (too large, not a
+        // regular file) is not read, and the next update replaces it.
+        Err(e) => Err(format!(
+            "{} {e}; 'app plugin index update' fetches it again",
+            path.display()
+        )),
     }
 }
 

@@ -66,6 +66,10 @@ pub fn fetch_verified(
                     Fetched::Problem(Problem::Unreachable(why)) => {
                         refuse(Problem::NoSignature(why))
                     }
+                    // Said of the signature, not of the index.
+                    Fetched::Problem(Problem::TooLarge(max)) => refuse(Problem::BadSignature(
+                        format!("the .minisig file is larger than {max} bytes"),
+                    )),
                     Fetched::Problem(p) => refuse(p),
                     Fetched::Other(e) => e,
                 })?;

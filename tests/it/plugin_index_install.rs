@@ -1,7 +1,9 @@
 //! Plugins from indexes: `app plugin install NAME|NAME@VERSION|INDEX/NAME`,
 //! `upgrade --all`, and builds from source (`install --git`, an index's
 //! source entry) with the real `cargo` and `git`, against a local HTTP
-//! server and indexes signed at test time (see `common::index`).
+//! server and indexes signed at test time (see `common::index`); and the
+//! size limits of the files the index commands read (`--key-file`,
+//! `indexes.json`, a cached index, a `.minisig`).
 
 use crate::common;
 
@@ -302,4 +304,142 @@ fn install_git_builds_a_rust_plugin_with_cargo() {
     w.app(&["gitdemo", "hello", "again"])
         .code(0)
         .stdout_has("again");
+}
+
+/// `bytes` padded with newlines (which every reader of these files skips)
+/// to exactly `len` bytes: the same content, only its size changes.
+fn padded(bytes: &[u8], len: usize) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    out.resize(len, b'\n');
+    out
+}
+
+#[test]
+fn local_files_over_their_limit_are_refused_and_a_bad_cached_index_is_fetched_again() {
+    let Some(w) = World::new() else { return };
+    let url = w.publish(
+        "index.json",
+        3,
+        FUTURE,
+        vec![w.plugin("hello", "1.0.0")],
+        &w.key,
+    );
+    let add = |key_file: &Path| {
+        [
+            "plugin",
+            "index",
+            "add",
+            "main",
+            &url,
+            "--key-file",
+            key_file.to_str().unwrap(),
+        ]
+        .map(String::from)
+    };
+    // --key-file: the publisher's minisign.pub padded to 64 KiB + 1 is
+    // refused (exit 2, nothing written); at exactly 64 KiB it is taken.
+    let public = fs::read(&w.key.public).unwrap();
+    let over = w.sb.path().join("over.pub");
+    fs::write(&over, padded(&public, 64 * 1024 + 1)).unwrap();
+    let args = add(&over);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    w.refused(
+        &args,
+        2,
+        &["--key-file", "is 65537 bytes, over the limit of 65536"],
+    );
+    let at = w.sb.path().join("at.pub");
+    fs::write(&at, padded(&public, 64 * 1024)).unwrap();
+    let args = add(&at);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    w.app(&args).code(0).stdout_has("added index 'main'");
+    w.app(&["plugin", "info", "hello"]).ok();
+
+    // indexes.json: the same list padded to 1 MiB + 1 is refused by every
+    // command reading it (exit 2, naming the file); at 1 MiB it is read.
+    let list = w.sb.config_dir().join("indexes.json");
+    let written = fs::read(&list).unwrap();
+    fs::write(&list, padded(&written, 1 << 20)).unwrap();
+    w.app(&["plugin", "info", "hello"]).ok();
+    fs::write(&list, padded(&written, (1 << 20) + 1)).unwrap();
+    for args in [
+        &["plugin", "info", "hello"][..],
+        &["plugin", "index", "list"],
+        &["plugin", "install", "hello"],
+    ] {
+        w.refused(
+            args,
+            2,
+            &["indexes.json is 1048577 bytes, over the limit of 1048576"],
+        );
+    }
+    assert!(!w.plugin_dir().join("app-hello").exists());
+    fs::write(&list, &written).unwrap();
+
+    // A cached index over 32 MiB (sparse) is not read: `install NAME` warns
+    // naming it and what to do, and finds nothing there (exit 7); `index
+    // update` fetches it again, and then the install works.
+    let cached = w.cache_dir().join("indexes/main.json");
+    fs::File::options()
+        .write(true)
+        .open(&cached)
+        .unwrap()
+        .set_len((32 << 20) + 1)
+        .unwrap();
+    w.refused(
+        &["plugin", "install", "hello"],
+        7,
+        &[
+            "warning: index 'main'",
+            "main.json is 33554433 bytes, over the limit of 33554432; 'app plugin index update' fetches it again",
+            "no plugin 'hello' in the indexes",
+        ],
+    );
+    w.app(&["plugin", "index", "update"])
+        .ok()
+        .stdout_is("main: serial 3, unchanged, 1 plugin versions");
+    assert!(fs::metadata(&cached).unwrap().len() < 1 << 20);
+    w.app(&["plugin", "install", "hello"]).code(0);
+    w.app(&["hello"]).ok().stdout_is("hello 1.0.0");
+}
+
+#[test]
+fn a_signature_over_64_kib_is_refused_and_changes_nothing() {
+    let Some(w) = World::new() else { return };
+    let url = w.publish(
+        "index.json",
+        1,
+        FUTURE,
+        vec![w.plugin("hello", "1.0.0")],
+        &w.key,
+    );
+    w.add("main", &url).code(0);
+    // A new serial whose real signature is padded past 64 KiB: refused
+    // (exit 5) naming the .minisig, the cached copy (serial 1) kept.
+    let bytes = serde_json::to_vec(&json!({"apiVersion": "app.index/v1", "serial": 2,
+        "expires": FUTURE, "plugins": [w.plugin("hello", "1.0.0"), w.plugin("hello", "2.0.0")]}))
+    .unwrap();
+    let signature = w.key.sign(&bytes);
+    w.server.serve("/index.json", &bytes);
+    w.server
+        .serve("/index.json.minisig", &padded(&signature, 64 * 1024 + 1));
+    w.refused(
+        &["plugin", "index", "update"],
+        5,
+        &[
+            "index 'main'",
+            "the .minisig file is larger than 65536 bytes",
+        ],
+    );
+    w.app(&["plugin", "info", "hello"])
+        .ok()
+        .stdout_has("1.0.0      index main");
+    // Positive control: the same signature unpadded is taken.
+    w.server.serve("/index.json.minisig", &signature);
+    w.app(&["plugin", "index", "update"])
+        .ok()
+        .stdout_is("main: serial 1 → 2, 2 plugin versions");
+    w.app(&["plugin", "info", "hello"])
+        .ok()
+        .stdout_has("2.0.0      index main");
 }
