@@ -79,8 +79,10 @@ impl Cache {
     fn store(&self, file: &Path, entry: &CacheEntry) -> std::io::Result<()> {
         fs::create_dir_all(&self.dir)?;
         let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-        fs::write(&tmp, serde_json::to_vec(entry)?)?;
-        fs::rename(&tmp, file)
+        // Flushed before the rename (a power loss leaves the old entry or the
+        // new one, never an empty file); the directory is not: a lost entry
+        // is only queried again.
+        app_plugin::file::write_atomic_via(file, &tmp, &serde_json::to_vec(entry)?, 0o644, false)
     }
 }
 

@@ -1,5 +1,6 @@
 //! Reading a file a user named (`--config`, `--password-file`, a state or
-//! certificate file): only a regular file, and only up to a limit.
+//! certificate file): only a regular file, and only up to a limit; and
+//! replacing a file atomically ([`write_atomic`]).
 //!
 //! `open()` on a FIFO blocks until a writer comes, and `/dev/zero` never
 //! ends; a plugin that reads such a path hangs or fills its memory.
@@ -327,6 +328,84 @@ impl<F: Read + std::os::fd::AsRawFd> Read for TimedReader<F> {
             }
         }
     }
+}
+
+/// Replaces `path` with `bytes` so that a reader, a crash or a power loss
+/// never leaves half a file: the bytes go to a temporary file in the same
+/// directory (`.NAME.tmp-PID`), which is flushed to disk, given `mode`
+/// and renamed over `path`; the directory is then flushed so that the
+/// rename survives too. On failure the temporary file is removed and `path`
+/// is as it was.
+///
+/// ```
+/// use std::os::unix::fs::PermissionsExt;
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("state.json");
+/// app_plugin::file::write_atomic(&path, b"{}", 0o600).unwrap();
+/// app_plugin::file::write_atomic(&path, b"{\"v\":2}", 0o640).unwrap();
+/// assert_eq!(std::fs::read(&path).unwrap(), b"{\"v\":2}");
+/// let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+/// assert_eq!(mode & 0o777, 0o640);
+/// assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temp file left");
+/// ```
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    write_atomic_via(path, &tmp, bytes, mode, true)
+}
+
+/// [`write_atomic`] through the temporary file `tmp` (in `path`'s
+/// directory), for a caller whose start-up cleanup knows its own temp names;
+/// `sync_dir` false skips flushing the directory (a file rewritten often,
+/// whose previous version is as good after a power loss). The file's data
+/// is flushed before the rename either way.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("demo.pid");
+/// let tmp = dir.path().join(".demo.pid.tmp42");
+/// app_plugin::file::write_atomic_via(&path, &tmp, b"42\n", 0o600, false).unwrap();
+/// assert_eq!(std::fs::read_to_string(&path).unwrap(), "42\n");
+/// assert!(!tmp.exists());
+/// ```
+pub fn write_atomic_via(
+    path: &Path,
+    tmp: &Path,
+    bytes: &[u8],
+    mode: u32,
+    sync_dir: bool,
+) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(tmp)?;
+        // A temp file left by a crash, or the umask, may have given another mode.
+        f.set_permissions(fs::Permissions::from_mode(mode))?;
+        f.write_all(bytes)?;
+        f.sync_data()?;
+        drop(f);
+        fs::rename(tmp, path)?;
+        if sync_dir {
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(tmp);
+    }
+    result
 }
 
 #[cfg(test)]

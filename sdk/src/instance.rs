@@ -532,19 +532,14 @@ pub fn shared_with_group(dir: &Path, runtime_directory: Option<&std::ffi::OsStr>
     })
 }
 
-/// Writes `text` to `path` (mode 0600, 0640 when shared with the group) through a temporary file and a
-/// rename, so a reader never sees half a file.
+/// Writes `text` to `path` (mode 0600, 0640 when shared with the group)
+/// with [`file::write_atomic_via`](crate::file::write_atomic_via), so a
+/// reader never sees half a file.
 fn write_atomic(path: &Path, text: &str, group: bool) -> Result<(), ClaimError> {
     let tmp = path.with_file_name(format!(".{}.tmp{}", file_name(path), std::process::id()));
     let mode = if group { 0o640 } else { 0o600 };
-    let written = fs::write(&tmp, text)
-        .and_then(|()| fs::set_permissions(&tmp, fs::Permissions::from_mode(mode)))
-        .map_err(io_err("write", &tmp))
-        .and_then(|()| fs::rename(&tmp, path).map_err(io_err("write", path)));
-    if written.is_err() {
-        let _ = remove_if_exists(&tmp);
-    }
-    written
+    crate::file::write_atomic_via(path, &tmp, text.as_bytes(), mode, true)
+        .map_err(io_err("write", path))
 }
 
 #[cfg(test)]
