@@ -8,9 +8,9 @@
 //! say where events go. Only a regular file is read (a FIFO or a device is
 //! refused instead of blocking or reading forever), up to [`MAX_STATE`].
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::fs;
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -143,29 +143,8 @@ pub fn write_private(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     private_dir(dir)?;
-    let tmp = temp_path(path);
-    let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        // A temp file left by a crash may have had another mode.
-        f.set_permissions(fs::Permissions::from_mode(0o600))?;
-        f.write_all(bytes)?;
-        f.sync_data()?;
-        drop(f);
-        fs::rename(&tmp, path)?;
-        if sync {
-            File::open(dir)?.sync_all()?;
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    // The temp name is the one start-up cleanup looks for (`temp_prefix`).
+    app_plugin::file::write_atomic_via(path, &temp_path(path), bytes, 0o600, sync)
 }
 
 fn temp_prefix(path: &Path) -> String {
@@ -236,6 +215,7 @@ fn writer_may_run(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn spec(s: &str, t: &str) -> RouteSpec {
         RouteSpec {
