@@ -25,8 +25,14 @@ pub const CONTEXT_VERSION: u32 = 1;
 /// the same number, so it is also the `app_version` a plugin run directly
 /// (without `app`) reports.
 ///
+/// A plugin run without `app` (no `APP_VERSION` in its environment) gets it
+/// from [`Context::defaults`]:
+///
 /// ```
-/// assert!(!app_plugin::context::APP_VERSION.is_empty());
+/// use app_plugin::context::{Context, APP_VERSION};
+/// if std::env::var_os("APP_VERSION").is_none() {
+///     assert_eq!(Context::defaults("demo").app_version, APP_VERSION);
+/// }
 /// ```
 pub const APP_VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -196,7 +202,9 @@ pub struct Context {
 /// Default log level: warnings and errors.
 ///
 /// ```
-/// assert_eq!(app_plugin::context::DEFAULT_LOG, app_plugin::log::WARN);
+/// use app_plugin::log;
+/// log::set_level(app_plugin::context::DEFAULT_LOG);
+/// assert!(log::enabled(log::WARN) && !log::enabled(log::INFO));
 /// ```
 pub const DEFAULT_LOG: u8 = 2;
 

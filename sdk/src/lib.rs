@@ -71,7 +71,10 @@ pub mod usage;
 
 /// The version of this SDK.
 ///
+/// A plugin can name it in its `--version` answer, beside its own version:
+///
 /// ```
-/// assert_eq!(app_plugin::VERSION, app_plugin::context::APP_VERSION);
+/// let line = format!("app-demo 1.4.0 (app-plugin {})", app_plugin::VERSION);
+/// println!("{line}");
 /// ```
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -16,15 +16,28 @@ use serde::{Deserialize, Serialize};
 
 /// The argument that asks a plugin for its metadata.
 ///
+/// A plugin answers it before anything else, with its [`Metadata`] on stdout:
+///
 /// ```
-/// assert_eq!(app_plugin::metadata::METADATA_ARG, "__app_metadata");
+/// use app_plugin::metadata::{Metadata, METADATA_ARG};
+/// let args = ["__app_metadata".to_string()]; // as `app` runs the plugin
+/// if args.first().map(String::as_str) == Some(METADATA_ARG) {
+///     let answer = Metadata::new("demo", "1.0.0", "Says hello").to_json();
+///     assert_eq!(Metadata::parse(&answer).unwrap().name.as_deref(), Some("demo"));
+///     println!("{answer}");
+/// }
 /// ```
 pub const METADATA_ARG: &str = "__app_metadata";
 
 /// The `apiVersion` of this version of the document.
 ///
+/// Every answer [`Metadata::new`] builds carries it, and [`Metadata::parse`]
+/// takes only documents of this family:
+///
 /// ```
-/// assert!(app_plugin::metadata::API_VERSION.starts_with("app.plugin/"));
+/// use app_plugin::metadata::{Metadata, API_VERSION};
+/// assert_eq!(Metadata::new("demo", "1.0.0", "A demo").api_version, API_VERSION);
+/// assert!(Metadata::parse(r#"{"apiVersion":"other/v1"}"#).is_none());
 /// ```
 pub const API_VERSION: &str = "app.plugin/v1";
 

@@ -203,7 +203,7 @@ pub struct RunArgs {
     pub plain_http: bool,
 
     /// Connections served at once per API listener (TCP and the unix socket each).
-    #[arg(long, value_name = "N", default_value = "256", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[arg(long, value_name = "N", default_value_t = crate::serve::DEFAULT_MAX_CONNECTIONS as u32, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,
 
     /// How long an API client may take to send a request head, then its
