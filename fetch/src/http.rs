@@ -21,6 +21,28 @@ pub const MAX_REDIRECTS: usize = 5;
 /// The whole of a raw download (an index, a signature) must take no longer.
 pub const RAW_TOTAL_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Environment variable replacing the 60 s of [`READ_TIMEOUT`] and
+/// [`RAW_TOTAL_TIMEOUT`] (and [`CONNECT_TIMEOUT`] when lower): whole
+/// seconds, 1 to 3600. For a slow link, or a test that cannot wait a minute.
+pub const TIMEOUT_VAR: &str = "APP_FETCH_TIMEOUT";
+
+/// The value of [`TIMEOUT_VAR`], when set.
+fn timeout_override() -> Result<Option<Duration>, FetchError> {
+    let Some(value) = std::env::var_os(TIMEOUT_VAR) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|s| (1..=3600).contains(s))
+        .map(|s| Some(Duration::from_secs(s)))
+        .ok_or_else(|| {
+            FetchError::Transport(format!(
+                "{TIMEOUT_VAR}={value:?} is not a whole number of seconds from 1 to 3600; fix or unset it"
+            ))
+        })
+}
+
 /// How to download.
 pub struct Options<'a> {
     /// Refuse more bytes than this.
@@ -72,12 +94,16 @@ impl std::fmt::Display for FetchError {
 pub fn download(url: &str, options: &Options) -> Result<Vec<u8>, FetchError> {
     let limit = options.limit;
     let token_origin = url::origin(url);
+    let (connect, silence, total) = match timeout_override()? {
+        Some(t) => (CONNECT_TIMEOUT.min(t), t, options.total.map(|_| t)),
+        None => (CONNECT_TIMEOUT, READ_TIMEOUT, options.total),
+    };
     let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(options.total)
+        .timeout_global(total)
         .http_status_as_error(false)
-        .timeout_connect(Some(CONNECT_TIMEOUT))
-        .timeout_recv_response(Some(READ_TIMEOUT))
-        .timeout_recv_body(Some(READ_TIMEOUT))
+        .timeout_connect(Some(connect))
+        .timeout_recv_response(Some(silence))
+        .timeout_recv_body(Some(silence))
         .user_agent(format!("app/{}", app::context::APP_VERSION))
         // Redirects are followed here, so that each target is checked.
         .max_redirects(0)

@@ -8,8 +8,10 @@
 use crate::common;
 
 use std::fs;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use common::index::{archive, sha256, World, FUTURE};
 use serde_json::{json, Value};
@@ -442,4 +444,87 @@ fn a_signature_over_64_kib_is_refused_and_changes_nothing() {
     w.app(&["plugin", "info", "hello"])
         .ok()
         .stdout_has("2.0.0      index main");
+}
+
+/// `app ARGS` with `APP_FETCH_TIMEOUT=SECS`, and how long it took.
+fn with_fetch_timeout(w: &World, secs: &str, args: &[&str]) -> (common::run::Ran, Duration) {
+    let mut cmd = w.sb.app();
+    cmd.env("APP_FETCH_TIMEOUT", secs).args(args);
+    let start = Instant::now();
+    let ran = common::run::Run::new(cmd).assert();
+    (ran, start.elapsed())
+}
+
+#[test]
+fn an_index_server_that_stalls_or_trickles_is_cut_off_at_the_fetch_timeout() {
+    let Some(w) = World::new() else { return };
+    // A server that accepts connections and never answers (held 30 s at most).
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}/index.json", silent.local_addr().unwrap());
+    silent.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        let end = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < end {
+            if let Ok((stream, _)) = silent.accept() {
+                held.push(stream);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    // An index trickled in 4 KiB chunks a second apart: never 2 s of
+    // silence, but about 5 s in all.
+    let plugins: Vec<Value> = (0..5)
+        .map(|i| json!({"name": format!("p{i}"), "version": "1.0.0", "description": "x".repeat(4000),
+            "platforms": [{"os": "linux", "arch": "x86_64", "url": "p.tar.gz", "sha256": "00".repeat(32)}]}))
+        .collect();
+    let bytes = serde_json::to_vec(&json!({"apiVersion": "app.index/v1", "serial": 1,
+        "expires": FUTURE, "plugins": plugins}))
+    .unwrap();
+    assert!(bytes.len() > 16 * 1024);
+    w.server
+        .serve_slowly("/slow.json", &bytes, Duration::from_secs(1));
+    let slow_url = w.server.url("/slow.json");
+    let add = |name: &'static str, url: &str| {
+        [
+            "plugin",
+            "index",
+            "add",
+            name,
+            url,
+            "--insecure-no-signature",
+        ]
+        .map(str::to_string)
+    };
+    for (name, url) in [("silent", &silent_url), ("slow", &slow_url)] {
+        let args = add(name, url);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (ran, took) = with_fetch_timeout(&w, "2", &args);
+        let ran = ran.code(3);
+        assert!(
+            ran.stderr
+                .contains(&format!("index '{name}' ({url}) cannot be fetched")),
+            "{ran:?}"
+        );
+        assert!(
+            took >= Duration::from_secs(2) && took < Duration::from_secs(20),
+            "{name}: {took:?} {ran:?}"
+        );
+    }
+    w.app(&["plugin", "index", "list"])
+        .ok()
+        .stdout_has("No plugin indexes.");
+    let cached = |name: &str| w.cache_dir().join(format!("indexes/{name}.json"));
+    assert!(!cached("silent").exists() && !cached("slow").exists());
+    // Positive control: with 20 s, the same trickle is taken whole.
+    let args = add("slow", &slow_url);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (ran, took) = with_fetch_timeout(&w, "20", &args);
+    ran.code(0).stdout_has("added index 'slow'");
+    assert!(took >= Duration::from_secs(3), "{took:?}");
+    assert_eq!(fs::read(cached("slow")).unwrap(), bytes);
+    // A value that is not a number of seconds is refused, naming it.
+    let (ran, _) = with_fetch_timeout(&w, "0", &["plugin", "index", "update"]);
+    ran.code(3)
+        .stderr_has("APP_FETCH_TIMEOUT=\"0\" is not a whole number of seconds from 1 to 3600");
 }
