@@ -10,8 +10,8 @@
 # example options file (a conffile); the system user app (postinst, and
 # sysusers.d); /usr/share/doc/app. See docs/operations.md.
 #
-#   packaging/deb.sh                 # one release build (profile "packaging"), then the package
-#   APP_DEB_PROFILE=release packaging/deb.sh   # the fat-LTO release profile instead
+#   packaging/deb.sh                 # one release build (fat LTO), then the package
+#   APP_DEB_PROFILE=dev packaging/deb.sh       # a debug build instead (quick, large, for trying the package out)
 #   APP_DEB_NO_BUILD=1 packaging/deb.sh        # package what the profile's directory holds
 #
 # Needs cargo, dpkg-deb and dpkg-shlibdeps (dpkg-dev), strip (binutils), gzip.
@@ -27,10 +27,11 @@ for tool in cargo dpkg-deb dpkg-shlibdeps strip gzip; do
   command -v "$tool" >/dev/null || { echo "deb.sh: $tool is missing (apt-get install dpkg-dev binutils)" >&2; exit 1; }
 done
 
-profile="${APP_DEB_PROFILE:-packaging}"
+profile="${APP_DEB_PROFILE:-release}"
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 case "$profile" in
   dev) out="$target/debug" ;;
+  release) out="$target/release" ;;
   *) out="$target/$profile" ;;
 esac
 if [ "${APP_DEB_NO_BUILD:-}" != 1 ]; then
