@@ -16,6 +16,7 @@
 //! - `log_bridge` (feature `log-bridge`): the same logger as the backend of
 //!   the `log` facade (and of `tracing` without a subscriber), so that the
 //!   libraries' lines are kept, at debug and trace;
+//! - [`net`]: whether a host is loopback (plain HTTP allowed);
 //! - [`time`]: RFC 3339 timestamps;
 //! - [`protocol`]: answers `__app_metadata` and `__complete` in one call;
 //! - `cli` (feature `clap`): completion derived from a `clap::Command`, and
@@ -60,6 +61,7 @@ pub mod log;
 #[cfg(feature = "log-bridge")]
 pub mod log_bridge;
 pub mod metadata;
+pub mod net;
 #[cfg(feature = "systemd")]
 pub mod notify;
 pub mod paths;

@@ -91,23 +91,7 @@ fn host_of(authority: &str) -> &str {
     }
 }
 
-/// `localhost` or a loopback IP address (in any form the resolver accepts
-/// for IPv4, such as `127.1`).
-pub fn is_loopback_host(host: &str) -> bool {
-    if host.eq_ignore_ascii_case("localhost") {
-        return true;
-    }
-    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
-        return ip.is_loopback();
-    }
-    // Short IPv4 forms (`127.1`): the first number is the first octet.
-    let parts: Vec<&str> = host.split('.').collect();
-    parts.len() <= 4
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        && parts[0] == "127"
-}
+pub use app_plugin::net::is_loopback_host;
 
 impl fmt::Display for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -1,7 +1,6 @@
 //! The validated configuration of `run`: flags, the `app` context and the
 //! environment turned into plain values before any socket opens.
 
-use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -582,21 +581,7 @@ pub fn join_host_port(host: &str, port: u16) -> String {
     }
 }
 
-pub fn is_loopback(host: &str) -> bool {
-    if host.eq_ignore_ascii_case("localhost") {
-        return true;
-    }
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return ip.is_loopback();
-    }
-    // Short IPv4 forms the resolver accepts (`127.1`): 127 first.
-    let parts: Vec<&str> = host.split('.').collect();
-    parts.len() <= 4
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        && parts[0] == "127"
-}
+pub use app_plugin::net::is_loopback_host as is_loopback;
 
 fn read_password(path: &Path) -> Result<String, String> {
     let bytes = read_file(path, "--password-file", 64 * 1024)?;
