@@ -281,7 +281,18 @@ fn find_subcommand<'a>(cmd: &'a Command, name: &str) -> Option<&'a Command> {
         .find(|s| s.get_name() == name || s.get_all_aliases().any(|a| a == name))
 }
 
-fn subcommands(cmd: &Command) -> Vec<Candidate> {
+/// The visible subcommands of `cmd`, with their one-line help, as
+/// completion candidates (`app`'s own completion uses it too).
+///
+/// ```
+/// use clap::Command;
+/// let cmd = Command::new("demo")
+///     .subcommand(Command::new("run").about("Start it"))
+///     .subcommand(Command::new("internal").hide(true));
+/// let names: Vec<String> = app_plugin::cli::subcommands(&cmd).into_iter().map(|c| c.value).collect();
+/// assert_eq!(names, ["run"]);
+/// ```
+pub fn subcommands(cmd: &Command) -> Vec<Candidate> {
     cmd.get_subcommands()
         .filter(|s| !s.is_hide_set())
         .map(|s| {

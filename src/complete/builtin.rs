@@ -110,16 +110,7 @@ pub fn flags(cmd: &Command, cur: &str) -> Completion {
     Completion::matching(cur, out)
 }
 
-/// The visible subcommands of `cmd`, with their one-line help.
-pub fn subcommands(cmd: &Command) -> Vec<Candidate> {
-    cmd.get_subcommands()
-        .filter(|s| !s.is_hide_set())
-        .map(|s| {
-            let about = s.get_about().map(ToString::to_string);
-            Candidate::described(s.get_name(), about.as_deref())
-        })
-        .collect()
-}
+pub use app_plugin::cli::subcommands;
 
 /// The built-in subcommand `name` of `cmd`, hidden ones included.
 pub fn find_subcommand<'a>(cmd: &'a Command, name: &str) -> Option<&'a Command> {
