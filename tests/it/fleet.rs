@@ -1097,3 +1097,52 @@ fn unserved_topics_are_warned_about_on_every_host() {
     assert_eq!(run.stderr.lines().count(), 2, "{run:?}");
     assert!(run.stderr.lines().all(|l| l.contains("'nope/'")), "{run:?}");
 }
+
+#[test]
+fn a_source_topic_list_too_large_or_too_slow_is_not_used_and_the_route_still_added() {
+    let sb = Sandbox::new();
+    let source = common::sse_source::ScriptedSource::start();
+    let r = Repeater::builder(&sb, "lim")
+        .sinkprotocol("stderr")
+        .source(&source.url())
+        .args(["--listen", "127.0.0.1:0"])
+        .start();
+    let put = |topic: &str| manage(&sb, &["put", topic, "/x", "--host", &r.url()]);
+    let added = |topic: &str| r.get(&format!("/events/{topic}")).0 == 200;
+    // Positive control: a small list in time, without 'a/b': warned.
+    let small = serde_json::to_vec(&json!(["timer/sec/1"])).unwrap();
+    source.serve_topics(&small, Duration::ZERO);
+    let run = put("a/b");
+    assert_eq!(run.exit(), 0, "{run:?}");
+    assert!(
+        run.stderr.contains("the route for 'a/b'") && run.stderr.contains("does not serve"),
+        "{run:?}"
+    );
+    assert!(added("a/b"));
+    // Over 256 KiB: the repeater refuses the list, no warning, route added.
+    let many: Vec<String> = (0..20_000).map(|i| format!("t/{i:010}")).collect();
+    let big = serde_json::to_vec(&many).unwrap();
+    assert!(big.len() > 256 * 1024);
+    source.serve_topics(&big, Duration::ZERO);
+    let (status, body) = r.get("/source/topics");
+    assert_eq!(status, 502, "{body}");
+    let run = put("a/c");
+    assert_eq!(run.exit(), 0, "{run:?}");
+    assert!(!run.stderr.contains("does not serve"), "{run:?}");
+    assert!(added("a/c"));
+    // The small list sent 3 s after its head: past the 2 s, the same.
+    source.serve_topics(&small, Duration::from_secs(3));
+    let start = Instant::now();
+    let (status, body) = r.get("/source/topics");
+    assert_eq!(status, 502, "{body}");
+    assert!(body.contains("did not finish within 2s"), "{body}");
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        start.elapsed()
+    );
+    let run = put("a/d");
+    assert_eq!(run.exit(), 0, "{run:?}");
+    assert!(!run.stderr.contains("does not serve"), "{run:?}");
+    assert!(added("a/d"));
+}

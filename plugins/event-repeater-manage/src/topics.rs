@@ -80,9 +80,16 @@ pub fn warn_unserved(remote: &Remote, routes: &[String], host: Option<&str>) {
 /// (it asks its source, which only it may be able to reach); for a local
 /// repeater too old to have that, its source directly.
 fn source_topics(remote: &Remote) -> Option<(String, Vec<String>)> {
-    if let Ok(reply) = remote.request(Method::Get, "/source/topics", None) {
-        let topics: Vec<String> = serde_json::from_str(&reply.body).ok()?;
-        return Some(("the repeater's source".to_string(), topics));
+    match remote.request(Method::Get, "/source/topics", None) {
+        Ok(reply) => {
+            let topics: Vec<String> = serde_json::from_str(&reply.body).ok()?;
+            return Some(("the repeater's source".to_string(), topics));
+        }
+        // Only a repeater without that path (404) is asked around: one
+        // that refused its source's list (too large, too slow) has said
+        // the list is not to be used.
+        Err(crate::error::Error::Refused { status: 404, .. }) => {}
+        Err(_) => return None,
     }
     if !remote.target().endpoint.is_local() {
         return None;

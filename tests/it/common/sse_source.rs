@@ -2,7 +2,8 @@
 //! the events the test pushed (`id:` and `data:`), in order, as they are
 //! pushed, after the `Last-Event-ID` the reader sent (like a source that
 //! keeps its whole history; an unknown id replays everything), and records
-//! every `Last-Event-ID` it was asked for. Anything else is a 404. Each
+//! every `Last-Event-ID` it was asked for; `GET /topics` answers what
+//! [`ScriptedSource::serve_topics`] set. Anything else is a 404. Each
 //! connection has its own thread; all stop on drop.
 
 use std::io::{BufRead, BufReader, Write};
@@ -21,6 +22,9 @@ struct Shared {
     /// The `Authorization` header of every subscription, `None` without one.
     auth: Mutex<Vec<Option<String>>>,
     stop: AtomicBool,
+    /// The answer to `GET /topics` (a JSON body) and how long to wait
+    /// after its head before sending it; `None`: a 404.
+    topics: Mutex<Option<(Vec<u8>, Duration)>>,
 }
 
 pub struct ScriptedSource {
@@ -77,6 +81,11 @@ impl ScriptedSource {
         self.push(&id.to_string(), &data);
     }
 
+    /// Answers `GET /topics` with `body`, sent `pause` after the head.
+    pub fn serve_topics(&self, body: &[u8], pause: Duration) {
+        *self.shared.topics.lock().unwrap() = Some((body.to_vec(), pause));
+    }
+
     /// The `Last-Event-ID` of every subscription so far.
     pub fn asked(&self) -> Vec<Option<String>> {
         self.shared.asked.lock().unwrap().clone()
@@ -114,6 +123,18 @@ fn serve(stream: TcpStream, shared: &Shared) {
         }
     }
     let mut out = &stream;
+    let topics = shared.topics.lock().unwrap().clone();
+    if let (true, Some((body, pause))) = (request_line.starts_with("GET /topics "), topics) {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        if out.write_all(head.as_bytes()).is_ok() {
+            std::thread::sleep(pause);
+            let _ = out.write_all(&body);
+        }
+        return;
+    }
     if !request_line.starts_with("GET /events") {
         let _ = out
             .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
