@@ -9,6 +9,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The largest MQTT packet a loadgen client sends or accepts: bigger than
+/// any benchmark payload.
+pub const MAX_PACKET: usize = 1024 * 1024;
+
 /// The topic of the benchmark events.
 pub const TOPIC: &str = "bench/seq";
 

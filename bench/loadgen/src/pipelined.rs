@@ -16,7 +16,7 @@ use rumqttc::{
 use serde_json::json;
 use tokio::time::Instant;
 
-use crate::payload::{event_json, now_ns};
+use crate::payload::{event_json, now_ns, MAX_PACKET};
 
 /// The publisher: an event loop and the free packet ids of its window.
 struct Pipe {
@@ -147,7 +147,7 @@ pub async fn run(
     let window = window.max(1);
     let mut opts = MqttOptions::new(format!("loadgen-pub-{}", std::process::id()), host, port);
     opts.set_keep_alive(Duration::from_secs(30))
-        .set_max_packet_size(crate::publish::MAX_PACKET, crate::publish::MAX_PACKET)
+        .set_max_packet_size(MAX_PACKET, MAX_PACKET)
         .set_inflight(window);
     let (client, mut el) = AsyncClient::new(opts, 16);
     el.network_options.set_tcp_nodelay(true);

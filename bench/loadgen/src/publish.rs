@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use crate::cli::{host_port, PublishArgs};
-use crate::payload::{event_json, min_fixed_size, now_ns};
+use crate::payload::{event_json, min_fixed_size, now_ns, MAX_PACKET};
 
 /// What the event loop task has seen.
 #[derive(Default)]
@@ -32,9 +32,6 @@ pub fn qos_of(q: u8) -> QoS {
         _ => QoS::ExactlyOnce,
     }
 }
-
-/// Bigger than any benchmark payload.
-pub const MAX_PACKET: usize = 1024 * 1024;
 
 pub async fn run(args: PublishArgs) -> Result<(), String> {
     let (host, port) = host_port(&args.broker)?;

@@ -8,8 +8,8 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::time::Instant;
 
 use crate::cli::{host_port, SubscribeArgs};
-use crate::payload::{now_ns, read_stamp};
-use crate::publish::{qos_of, MAX_PACKET};
+use crate::payload::{now_ns, read_stamp, MAX_PACKET};
+use crate::publish::qos_of;
 use crate::tally::Tally;
 
 pub async fn run(args: SubscribeArgs) -> Result<(), String> {
