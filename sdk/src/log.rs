@@ -231,10 +231,20 @@ pub fn init_from_env() {
 /// ```
 pub fn set_level(level: u8) {
     LEVEL.store(level.min(TRACE), Ordering::Relaxed);
-    #[cfg(feature = "log-bridge")]
-    if crate::log_bridge::installed() {
-        ::log::set_max_level(crate::log_bridge::max_level(level.min(TRACE)));
+    if let Some(follow) = LEVEL_HOOK.get() {
+        follow(level.min(TRACE));
     }
+}
+
+/// Told every new level: the `log` facade's filter follows it once
+/// [`log_bridge`](crate::log_bridge) is installed. A hook rather than a
+/// call, so that this module does not depend on the bridge.
+static LEVEL_HOOK: OnceLock<fn(u8)> = OnceLock::new();
+
+/// Sets the [`set_level`] hook (once).
+#[cfg(feature = "log-bridge")]
+pub(crate) fn on_level_change(hook: fn(u8)) {
+    let _ = LEVEL_HOOK.set(hook);
 }
 
 /// The level in force.

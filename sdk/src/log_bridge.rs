@@ -19,8 +19,6 @@
 //! assert_eq!(app_plugin::log_bridge::level_of(::log::Level::Warn), log::DEBUG);
 //! ```
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use crate::log::{self, DEBUG, TRACE};
 
 /// The SDK level at which a library's record of `level` is shown.
@@ -41,7 +39,7 @@ pub fn level_of(level: ::log::Level) -> u8 {
 /// The facade's filter for an SDK level: what [`level_of`] would show.
 /// Libraries check it before formatting anything, so at the default level
 /// a chatty library costs one comparison per call.
-pub(crate) fn max_level(level: u8) -> ::log::LevelFilter {
+fn max_level(level: u8) -> ::log::LevelFilter {
     match level {
         TRACE.. => ::log::LevelFilter::Trace,
         DEBUG => ::log::LevelFilter::Info,
@@ -67,7 +65,6 @@ impl ::log::Log for Bridge {
 }
 
 static BRIDGE: Bridge = Bridge;
-static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 /// Installs the SDK's logger as the `log` facade's backend, filtered by the
 /// level in force (later [`log::set_level`] calls move the filter too).
@@ -83,13 +80,7 @@ static INSTALLED: AtomicBool = AtomicBool::new(false);
 /// ```
 pub fn install() {
     if ::log::set_logger(&BRIDGE).is_ok() {
-        INSTALLED.store(true, Ordering::Relaxed);
+        log::on_level_change(|level| ::log::set_max_level(max_level(level)));
         ::log::set_max_level(max_level(log::level()));
     }
-}
-
-/// Whether [`install`] put the SDK's logger behind the facade (the filter
-/// follows the SDK's level only then).
-pub(crate) fn installed() -> bool {
-    INSTALLED.load(Ordering::Relaxed)
 }
