@@ -320,7 +320,8 @@ impl Context {
             .and_then(|n| n.parse().ok())
             .unwrap_or(0);
         ctx.args = env::args().skip(1).collect();
-        if let Some(level) = env_string(vars::LOG).and_then(|l| crate::log::parse_level(&l).ok()) {
+        if let Some(level) = env_string(vars::LOG).and_then(|l| crate::level::parse_level(&l).ok())
+        {
             ctx.log = level;
         }
         if let Some(format) = env_string(vars::LOG_FORMAT) {
@@ -349,7 +350,7 @@ impl Context {
             .unwrap_or_else(|| dirs.config_file());
         let log = env::var(vars::LOG)
             .ok()
-            .and_then(|l| crate::log::parse_level(&l).ok())
+            .and_then(|l| crate::level::parse_level(&l).ok())
             .unwrap_or(DEFAULT_LOG);
         Context {
             context_version: CONTEXT_VERSION,

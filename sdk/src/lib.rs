@@ -57,6 +57,7 @@ pub mod file;
 #[cfg(feature = "tokio")]
 pub mod http;
 pub mod instance;
+mod level;
 pub mod log;
 #[cfg(feature = "log-bridge")]
 pub mod log_bridge;
