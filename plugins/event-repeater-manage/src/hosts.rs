@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::files::read_small;
 use crate::target::{Endpoint, HostWord, Origin, Target};
 
 /// Largest config file read.
@@ -44,15 +45,6 @@ pub struct Inventory {
     pub hosts: BTreeMap<String, NamedHost>,
     /// Group name → member words (host names or addresses).
     pub groups: BTreeMap<String, Vec<String>>,
-}
-
-/// Reads a small regular file as UTF-8 text: refuses anything else (a FIFO
-/// would block, `/dev/zero` would never end) and anything over `max` bytes.
-pub fn read_small(path: &Path, max: u64, what: &str) -> Result<String, Error> {
-    let bytes = app_plugin::file::read_limited(path, max)
-        .map_err(|e| Error::Usage(format!("{what} {} {e}", path.display())))?;
-    String::from_utf8(bytes)
-        .map_err(|_| Error::Usage(format!("{what} {} is not UTF-8 text", path.display())))
 }
 
 /// `~/x` is under the home directory; a relative path is relative to the

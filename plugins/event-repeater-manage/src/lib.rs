@@ -17,6 +17,7 @@ pub mod cli;
 pub mod complete;
 pub mod error;
 pub mod exec;
+pub mod files;
 pub mod fleet;
 pub mod hosts;
 pub mod http;

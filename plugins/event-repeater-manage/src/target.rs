@@ -217,7 +217,7 @@ pub fn find_local(
         }
         let listen = dir.join(format!("{name}.listen"));
         // An address is short: a listen file over 4 KiB is not ours.
-        if let Ok(text) = crate::hosts::read_small(&listen, 4096, "the listen file") {
+        if let Ok(text) = crate::files::read_small(&listen, 4096, "the listen file") {
             let endpoint = Endpoint::parse(&text).map_err(|e| {
                 Error::Failed(format!(
                     "the listen file {} does not hold an API address: {e}; remove it or restart the repeater",
