@@ -371,8 +371,11 @@ fn sink_protocol(sink: &crate::config::SinkConfig) -> &'static str {
 }
 
 /// Writes the checkpoint `current()` returns every [`INTERVAL`] while its
-/// version moves, until `stop` fires; then once more, synced to disk. Write
-/// errors are logged once and retried at the next change.
+/// version moves, until `stop` fires; then once more, synced to disk. A
+/// failed write (a full disk) is logged once and tried again every
+/// [`INTERVAL`] until it succeeds, whether or not the checkpoint moves: a
+/// repeater that went idle with the disk full must not keep the old id on
+/// disk once space returns (a later crash would replay all since then).
 pub async fn keep<F>(file: CheckpointFile, current: F, stop: tokio_util::sync::CancellationToken)
 where
     F: Fn() -> (Option<Arc<str>>, u64) + Send + 'static,
@@ -407,15 +410,23 @@ where
             .await
             .unwrap_or_else(|e| Err(io::Error::other(e.to_string())));
         match result {
-            Ok(()) => saved = Some(id),
-            Err(e) if !warned || last => {
+            Ok(()) => {
+                if warned {
+                    app_plugin::info!("the checkpoint {} is written again", file.path().display());
+                    warned = false;
+                }
+                saved = Some(id);
+            }
+            // Not seen: the next tick tries again even if nothing moves.
+            Err(_) if !last && warned => seen_version = None,
+            Err(e) => {
+                seen_version = None;
                 warned = true;
                 app_plugin::error!(
                     "cannot write the checkpoint {}: {e}; a restart may replay more events than necessary, or none if it is never written",
                     file.path().display()
                 );
             }
-            Err(_) => {}
         }
         if last {
             return;
@@ -476,6 +487,38 @@ mod tests {
         l.done(1);
         assert!(l.checkpoint().1 > v1);
         assert_eq!(cp(&l).as_deref(), Some("b"));
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_is_tried_again_when_nothing_moves() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the directory should be: every write fails, as on
+        // a full disk.
+        let missing = dir.path().join("later");
+        fs::write(&missing, "").unwrap();
+        let f = CheckpointFile::beside(&missing.join("r.routes.json"), "http://a".into(), "mqtt");
+        let stop = tokio_util::sync::CancellationToken::new();
+        // One checkpoint that never moves after the failed write.
+        let task = tokio::spawn(keep(f.clone(), || (Some(Arc::from("9")), 1), stop.clone()));
+        tokio::time::sleep(INTERVAL * 3).await;
+        assert!(!f.path().exists());
+        // Space again: written within a few ticks although nothing moved.
+        fs::remove_file(&missing).unwrap();
+        fs::create_dir(&missing).unwrap();
+        let mut written = false;
+        for _ in 0..50 {
+            tokio::time::sleep(INTERVAL).await;
+            if f.load() == Ok(Loaded::Resume("9".into())) {
+                written = true;
+                break;
+            }
+        }
+        stop.cancel();
+        task.await.unwrap();
+        assert!(
+            written,
+            "the checkpoint was not written once the write could succeed"
+        );
     }
 
     #[test]
