@@ -7,12 +7,12 @@
 //! - [`context`]: what `app` tells a plugin (environment variables, the JSON
 //!   context document on stdin), read with [`context::Context::load`];
 //! - [`paths`]: where config, data and runtime files live;
-//! - [`file`]: reading a file a user named: a regular file, up to a limit;
+//! - [`file`](mod@file): reading a file a user named: a regular file, up to a limit;
 //! - [`instance`]: the socket, pid and listen files of a long-running plugin
 //!   instance, and the one rule for instance names;
 //! - [`metadata`]: the answer to `__app_metadata`;
 //! - [`complete`]: the `__complete` protocol (candidates and directives);
-//! - [`log`]: a logger honouring `APP_LOG` and `APP_LOG_FORMAT` (text or JSON);
+//! - [`log`](mod@log): a logger honouring `APP_LOG` and `APP_LOG_FORMAT` (text or JSON);
 //! - `log_bridge` (feature `log-bridge`): the same logger as the backend of
 //!   the `log` facade (and of `tracing` without a subscriber), so that the
 //!   libraries' lines are kept, at debug and trace;

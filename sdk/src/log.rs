@@ -376,7 +376,7 @@ fn emit_as(level: u8, priority: u8, target: Option<&str>, message: fmt::Argument
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
-/// One log line (without its newline), as [`write`] prints it.
+/// One log line (without its newline), as [`write()`] prints it.
 ///
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
