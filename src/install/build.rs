@@ -23,6 +23,26 @@ use crate::exec::OwnChild;
 pub const CLONE_TIMEOUT: Duration = Duration::from_secs(600);
 /// A build may take no longer.
 pub const BUILD_TIMEOUT: Duration = Duration::from_secs(3600);
+/// Lowers both limits, in whole seconds: for a host that wants a tighter
+/// bound, and for the tests that show the limits bite.
+pub const TIMEOUT_VAR: &str = "APP_BUILD_TIMEOUT";
+
+/// `default`, or [`TIMEOUT_VAR`] when it is set and lower.
+fn limit(default: Duration) -> Result<Duration> {
+    let Some(value) = std::env::var_os(TIMEOUT_VAR) else {
+        return Ok(default);
+    };
+    value
+        .to_str()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|s| (1..=86_400).contains(s))
+        .map(|s| Duration::from_secs(s).min(default))
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "{TIMEOUT_VAR}={value:?} is not a whole number of seconds from 1 to 86400; fix or unset it"
+            ))
+        })
+}
 
 /// What to build.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,13 +71,14 @@ pub enum Outcome {
 pub fn build(spec: &GitSpec, work_root: &Path, unchanged_from: Option<&str>) -> Result<Outcome> {
     let git = tool("git", "building from source needs git, which is not on PATH; install git (Debian: apt-get install git), then try again")?;
     let cargo = tool("cargo", "building from source needs cargo, which is not on PATH; install Rust with rustup (https://rustup.rs), open a new shell so that ~/.cargo/bin is on PATH, then try again")?;
+    let (clone_limit, build_limit) = (limit(CLONE_TIMEOUT)?, limit(BUILD_TIMEOUT)?);
     let dir = TempDir::new(work_root)?;
     let src = dir.0.join("src");
     let mut clone = Command::new(&git);
     clone.args(["clone", "--quiet", "--", &spec.url]).arg(&src);
     run(
         &mut clone,
-        CLONE_TIMEOUT,
+        clone_limit,
         &format!("git clone {}", crate::install::url::redact(&spec.url)),
     )?;
     if let Some(rev) = &spec.rev {
@@ -66,7 +87,7 @@ pub fn build(spec: &GitSpec, work_root: &Path, unchanged_from: Option<&str>) -> 
             .arg("-C")
             .arg(&src)
             .args(["checkout", "--quiet", "--detach", rev, "--"]);
-        run(&mut checkout, CLONE_TIMEOUT, &format!("git checkout {rev}"))?;
+        run(&mut checkout, clone_limit, &format!("git checkout {rev}"))?;
     }
     let commit = head(&git, &src)?;
     if unchanged_from == Some(commit.as_str()) {
@@ -92,7 +113,7 @@ pub fn build(spec: &GitSpec, work_root: &Path, unchanged_from: Option<&str>) -> 
         .arg(&root)
         .arg("--path")
         .arg(&krate);
-    run(&mut install, BUILD_TIMEOUT, "cargo install")?;
+    run(&mut install, build_limit, "cargo install")?;
     let exe = single_plugin(&root.join("bin"))?;
     Ok(Outcome::Built(Built {
         exe,

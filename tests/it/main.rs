@@ -32,6 +32,7 @@ mod nats_trouble;
 mod odd_input;
 mod packaging;
 mod packaging_cycle;
+mod plugin_build_limits;
 mod plugin_index;
 mod plugin_index_install;
 mod plugin_install;
