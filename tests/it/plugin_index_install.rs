@@ -306,6 +306,69 @@ fn install_git_builds_a_rust_plugin_with_cargo() {
     w.app(&["gitdemo", "hello", "again"])
         .code(0)
         .stdout_has("again");
+
+    // --path DIR: a plugin in a subdirectory of a larger repository.
+    let mono = w.sb.path().join("mono");
+    let sub = mono.join("tools/gitsub");
+    w.app(&[
+        "plugin",
+        "new",
+        "gitsub",
+        "--lang",
+        "rust",
+        "--dir",
+        sub.to_str().unwrap(),
+    ])
+    .code(0);
+    let mut lock = Command::new("cargo");
+    lock.args(["generate-lockfile"])
+        .current_dir(&sub)
+        .stdin(Stdio::null());
+    offline(&mut lock);
+    assert!(lock
+        .output()
+        .expect("cargo generate-lockfile")
+        .status
+        .success());
+    git(&mono, &["init", "--quiet"]);
+    git(&mono, &["add", "-A"]);
+    git(&mono, &["commit", "--quiet", "-m", "first"]);
+    let mono_url = format!("file://{}", mono.display());
+    // Outside the repository: refused before anything is built.
+    let mut cmd = w.sb.app();
+    cmd.args(["plugin", "install", "--git", &mono_url, "--path", "../x"]);
+    offline(&mut cmd);
+    let ran = common::run::Run::new(cmd).timeout(BUILD_TIMEOUT).assert();
+    let ran = ran.code(2);
+    assert!(
+        ran.stderr.contains("must stay inside the repository"),
+        "{ran:?}"
+    );
+    let mut cmd = w.sb.app();
+    cmd.args([
+        "plugin",
+        "install",
+        "--git",
+        &mono_url,
+        "--path",
+        "tools/gitsub",
+    ]);
+    offline(&mut cmd);
+    common::run::Run::new(cmd)
+        .timeout(BUILD_TIMEOUT)
+        .assert()
+        .code(0)
+        .stdout_has("installed plugin 'gitsub' 0.1.0");
+    w.app(&["gitsub", "hello", "subdirectory"])
+        .code(0)
+        .stdout_has("subdirectory");
+    let record: Value =
+        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".index.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        record["plugins"]["gitsub"]["git"]["path"], "tools/gitsub",
+        "{record}"
+    );
 }
 
 /// `bytes` padded with newlines (which every reader of these files skips)
