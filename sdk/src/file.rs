@@ -90,6 +90,20 @@ pub fn not_regular(file_type: fs::FileType) -> Option<&'static str> {
     }
 }
 
+/// Opens `path` for reading without blocking: O_NONBLOCK makes opening a
+/// FIFO return at once instead of waiting for a writer; the caller then
+/// checks what the open file is.
+fn open_nonblocking(path: &Path) -> Result<std::fs::File, ReadError> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => ReadError::NotFound,
+            _ => ReadError::Io(e),
+        })
+}
+
 /// The bytes of `path` if it is a regular file of at most `max` bytes.
 ///
 /// ```
@@ -103,16 +117,7 @@ pub fn not_regular(file_type: fs::FileType) -> Option<&'static str> {
 /// ));
 /// ```
 pub fn read_limited(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
-    // O_NONBLOCK: opening a FIFO returns at once instead of waiting for a
-    // writer; the check on the open file then refuses it.
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => ReadError::NotFound,
-            _ => ReadError::Io(e),
-        })?;
+    let file = open_nonblocking(path)?;
     let meta = file.metadata().map_err(ReadError::Io)?;
     if let Some(kind) = not_regular(meta.file_type()) {
         return Err(ReadError::NotRegular(kind));
@@ -162,14 +167,7 @@ pub fn read_limited_or_pipe(
     max: u64,
     timeout: std::time::Duration,
 ) -> Result<Vec<u8>, ReadError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => ReadError::NotFound,
-            _ => ReadError::Io(e),
-        })?;
+    let file = open_nonblocking(path)?;
     let kind = file.metadata().map_err(ReadError::Io)?.file_type();
     if kind.is_fifo() || kind.is_socket() {
         return read_stream(&file, max, timeout);
