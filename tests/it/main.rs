@@ -22,6 +22,7 @@ mod first_run;
 mod fleet;
 mod fresh_start;
 mod integrity;
+mod layout;
 mod lean;
 mod library_logs;
 mod listeners;
