@@ -22,31 +22,12 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::checkpoint::Ledger;
+use crate::ledger::Ledger;
 use crate::metrics::{inc, Metrics};
 use app_plugin::log::{RateLimited, WARN};
 
-/// What to do when the buffer is full (the command line's
-/// `--overflow` maps onto it in [`crate::config`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Overflow {
-    /// Drop the oldest waiting events to make room.
-    DropOldest,
-    /// Drop the event that does not fit.
-    DropNewest,
-    /// Wait for room: stop reading the source (the default).
-    Block,
-}
-
-impl Overflow {
-    pub fn name(self) -> &'static str {
-        match self {
-            Overflow::DropOldest => "drop-oldest",
-            Overflow::DropNewest => "drop-newest",
-            Overflow::Block => "block",
-        }
-    }
-}
+/// The policy a full buffer applies (`--overflow`).
+pub use crate::overflow::Overflow;
 
 /// One accepted event on its way to the sink.
 #[derive(Debug, Clone, PartialEq, Eq)]

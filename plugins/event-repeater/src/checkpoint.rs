@@ -2,8 +2,8 @@
 //! event before it (in arrival order) are done — acknowledged by the sink,
 //! counted as dropped or refused, or not routed.
 //!
-//! [`Ledger`] computes it in memory (the buffer updates it under its lock);
-//! [`CheckpointFile`] keeps it beside the routes file, written atomically
+//! [`crate::ledger::Ledger`] computes it in memory (the buffer updates it
+//! under its lock); [`CheckpointFile`] keeps it beside the routes file, written atomically
 //! (temp file + rename) at most every [`INTERVAL`] while it moves and once at
 //! a clean shutdown, so a restart after `kill -9` subscribes with
 //! `Last-Event-ID: <checkpoint>` and the source replays what was in flight,
@@ -18,7 +18,6 @@
 //! [`crate::first_checkpoint`]); the next start relays it again, then
 //! resumes after its id.
 
-use std::collections::VecDeque;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -34,86 +33,6 @@ pub const INTERVAL: Duration = Duration::from_millis(100);
 /// generous), plus the largest event when it holds a fresh start's first
 /// event ([`CheckpointFile::holding_events_of`]).
 const MAX_FILE: u64 = 64 * 1024;
-
-/// Accepted events not yet done, in acceptance order, and the id of the last
-/// event that arrived.
-#[derive(Debug, Default)]
-pub struct Ledger {
-    /// Acceptance sequence number of `pending[0]`.
-    front: u64,
-    /// For each accepted event from `front` on: the id in force before it
-    /// arrived (the checkpoint while it is the oldest not done), and whether
-    /// it is done.
-    pending: VecDeque<(Option<Arc<str>>, bool)>,
-    /// The id of the newest event that arrived.
-    last: Option<Arc<str>>,
-    /// Bumped whenever the checkpoint may have changed.
-    version: u64,
-}
-
-impl Ledger {
-    /// The checkpoint starts at `id` (the one loaded at start, if any).
-    pub fn new(id: Option<String>) -> Ledger {
-        Ledger {
-            last: id.map(Arc::from),
-            ..Ledger::default()
-        }
-    }
-
-    fn arrive(&mut self, id: Option<&str>) {
-        if let Some(id) = id {
-            if self.last.as_deref() != Some(id) {
-                self.last = Some(Arc::from(id));
-            }
-        }
-        if self.pending.is_empty() {
-            self.version += 1;
-        }
-    }
-
-    /// An event that is done on arrival (unrouted, invalid, refused, or
-    /// dropped because the buffer was full).
-    pub fn skip(&mut self, id: Option<&str>) {
-        self.arrive(id);
-    }
-
-    /// An event accepted under acceptance number `seq` (consecutive).
-    pub fn accept(&mut self, seq: u64, id: Option<&str>) {
-        if self.pending.is_empty() {
-            self.front = seq;
-        }
-        debug_assert_eq!(self.front + self.pending.len() as u64, seq);
-        self.pending.push_back((self.last.clone(), false));
-        self.arrive(id);
-    }
-
-    /// Accepted event `seq` is done.
-    pub fn done(&mut self, seq: u64) {
-        let Some(i) = seq.checked_sub(self.front) else {
-            return;
-        };
-        let Some(entry) = self.pending.get_mut(i as usize) else {
-            return;
-        };
-        entry.1 = true;
-        if i == 0 {
-            while self.pending.front().is_some_and(|e| e.1) {
-                self.pending.pop_front();
-                self.front += 1;
-            }
-            self.version += 1;
-        }
-    }
-
-    /// The current checkpoint and its version.
-    pub fn checkpoint(&self) -> (Option<Arc<str>>, u64) {
-        let id = match self.pending.front() {
-            Some((before, _)) => before.clone(),
-            None => self.last.clone(),
-        };
-        (id, self.version)
-    }
-}
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Document {
@@ -200,7 +119,7 @@ impl CheckpointFile {
     /// Reads the checkpoint; an `Err` is a file that exists and cannot be
     /// used (not a regular file, too large, not a checkpoint).
     pub fn load(&self) -> Result<Loaded, String> {
-        let Some(text) = crate::state::read_regular(&self.path, self.max_file)? else {
+        let Some(text) = crate::files::read_regular(&self.path, self.max_file)? else {
             return Ok(Loaded::None);
         };
         if text.trim().is_empty() {
@@ -274,7 +193,7 @@ impl CheckpointFile {
         let mut text = serde_json::to_vec(&doc).map_err(io::Error::other)?;
         text.push(b'\n');
         let _writing = self.writing.lock().unwrap_or_else(|e| e.into_inner());
-        crate::state::write_private(&self.path, &text, sync)
+        crate::files::write_private(&self.path, &text, sync)
     }
 }
 
@@ -308,7 +227,7 @@ pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
         cfg.source.to_string(),
         sink_protocol(&cfg.sink),
     )
-    .holding_events_of(crate::source::max_event(cfg));
+    .holding_events_of(cfg.max_source_event());
     let mut replay = None;
     let resume = match file.load()? {
         Loaded::None => None,
@@ -445,49 +364,6 @@ mod tests {
     use super::*;
     use std::fs;
     use std::os::unix::fs::PermissionsExt;
-
-    fn cp(l: &Ledger) -> Option<String> {
-        l.checkpoint().0.map(|s| s.to_string())
-    }
-
-    #[test]
-    fn the_checkpoint_waits_for_the_oldest_event_not_done() {
-        let mut l = Ledger::new(Some("0".into()));
-        assert_eq!(cp(&l).as_deref(), Some("0"));
-        l.accept(1, Some("1"));
-        l.skip(Some("2")); // unrouted: done at once
-        l.accept(2, Some("3"));
-        l.accept(3, Some("4"));
-        assert_eq!(cp(&l).as_deref(), Some("0"));
-        // 3 acked before 1: nothing moves.
-        l.done(2);
-        assert_eq!(cp(&l).as_deref(), Some("0"));
-        l.done(1);
-        // 1, 2 (skipped) and 3 are done; 4 is not.
-        assert_eq!(cp(&l).as_deref(), Some("3"));
-        l.done(3);
-        assert_eq!(cp(&l).as_deref(), Some("4"));
-        l.skip(Some("5"));
-        assert_eq!(cp(&l).as_deref(), Some("5"));
-        // Unknown or repeated numbers change nothing.
-        l.done(3);
-        l.done(99);
-        assert_eq!(cp(&l).as_deref(), Some("5"));
-    }
-
-    #[test]
-    fn the_version_moves_only_when_the_checkpoint_may_have() {
-        let mut l = Ledger::new(None);
-        let v0 = l.checkpoint().1;
-        l.accept(1, Some("a"));
-        let v1 = l.checkpoint().1;
-        assert_eq!(v1, v0, "accepting does not move the checkpoint");
-        l.skip(Some("b"));
-        assert_eq!(l.checkpoint().1, v1, "behind a pending event");
-        l.done(1);
-        assert!(l.checkpoint().1 > v1);
-        assert_eq!(cp(&l).as_deref(), Some("b"));
-    }
 
     #[tokio::test]
     async fn a_failed_write_is_tried_again_when_nothing_moves() {

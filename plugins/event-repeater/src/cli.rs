@@ -151,7 +151,7 @@ pub struct RunArgs {
     /// until there is room (nothing dropped); drop-oldest/drop-newest drop
     /// (counted) to stay current with a source that cannot replay.
     #[arg(long, value_enum, default_value = "block")]
-    pub overflow: OverflowPolicy,
+    pub overflow: crate::overflow::Overflow,
 
     /// Keep the resume checkpoint (NAME.checkpoint beside the routes file)
     /// and subscribe from it at start; off subscribes to live events only.
@@ -229,17 +229,6 @@ pub struct RunArgs {
     /// How long SIGTERM waits for unacknowledged publishes (e.g. 5s, 500ms; at most 1h).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_drain_timeout)]
     pub drain_timeout: std::time::Duration,
-}
-
-/// `--overflow`: what to do when the buffer is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OverflowPolicy {
-    /// Wait for room: stop reading the source (the default).
-    Block,
-    /// Drop the oldest waiting events to make room.
-    DropOldest,
-    /// Drop the event that does not fit.
-    DropNewest,
 }
 
 /// An on/off flag value.
@@ -453,7 +442,7 @@ mod tests {
         assert!(a.sink.is_empty());
         assert_eq!(a.sinkprotocol, SinkProtocol::Mqtt);
         assert_eq!(a.qos, Qos::AtLeastOnce);
-        assert_eq!(a.overflow, OverflowPolicy::Block);
+        assert_eq!(a.overflow, crate::overflow::Overflow::Block);
         assert_eq!(a.checkpoint, Switch::On);
         assert_eq!(a.max_packet_size, 1 << 20);
         assert_eq!(a.drain_timeout, std::time::Duration::from_secs(5));

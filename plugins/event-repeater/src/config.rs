@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use app_plugin::context::Context;
 
-use crate::buffer::Overflow;
-use crate::cli::{OverflowPolicy, Qos, RunArgs, SinkProtocol};
+use crate::cli::{Qos, RunArgs, SinkProtocol};
+use crate::files::read_file;
 
 /// Where the events come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,7 +184,7 @@ pub struct Config {
     pub runtime_dir: PathBuf,
     pub buffer_events: usize,
     pub buffer_bytes: usize,
-    pub overflow: Overflow,
+    pub overflow: crate::overflow::Overflow,
     pub drain_timeout: Duration,
     pub max_event_size: usize,
     /// Keep and resume from the checkpoint (`--checkpoint on`).
@@ -194,6 +194,12 @@ pub struct Config {
 impl Config {
     pub fn socket_path(&self) -> PathBuf {
         self.runtime_dir.join(format!("{}.sock", self.name))
+    }
+
+    /// The largest SSE line or event read from the source: room for the
+    /// largest event a sink takes, written out with escapes.
+    pub fn max_source_event(&self) -> usize {
+        self.max_event_size.saturating_mul(2).max(1 << 20) + 64 * 1024
     }
 
     /// Builds the configuration; an `Err` is a usage error (exit 2).
@@ -325,11 +331,7 @@ impl Config {
             runtime_dir: dirs.plugin_runtime_dir(),
             buffer_events: args.buffer as usize,
             buffer_bytes: args.buffer_bytes,
-            overflow: match args.overflow {
-                OverflowPolicy::Block => Overflow::Block,
-                OverflowPolicy::DropOldest => Overflow::DropOldest,
-                OverflowPolicy::DropNewest => Overflow::DropNewest,
-            },
+            overflow: args.overflow,
             drain_timeout: args.drain_timeout,
             max_event_size: args.max_packet_size,
             checkpoint: args.checkpoint == crate::cli::Switch::On,
@@ -434,12 +436,6 @@ pub fn parse_nats_sink(text: &str) -> Result<(String, bool), String> {
     }
     let scheme = if tls { "tls" } else { "nats" };
     Ok((format!("{scheme}://{}", join_host_port(&host, port)), tls))
-}
-
-/// The bytes of the file `flag` names: a regular file of at most `max`
-/// bytes (a FIFO or a device is refused at once, not read).
-pub fn read_file(path: &Path, flag: &str, max: u64) -> Result<Vec<u8>, String> {
-    app_plugin::file::read_limited(path, max).map_err(|e| format!("{flag} {} {e}", path.display()))
 }
 
 fn check_name(name: &str) -> Result<String, String> {

@@ -212,7 +212,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         addr: cfg.source.clone(),
         relay,
         metrics: metrics.clone(),
-        max_event: crate::source::max_event(&cfg),
+        max_event: cfg.max_source_event(),
         resume_after: start.resume_after,
         replay: start.replay,
         idle_timeout: cfg.source_idle_timeout,

@@ -13,7 +13,7 @@
 //! event's own id together with the event itself, since `Last-Event-ID:
 //! <its id>` asks for what comes *after* it. The next start relays that
 //! event again, then resumes after its id. The checkpoint keeps the event
-//! until it is done ([`crate::checkpoint::Ledger`] has no id to write while
+//! until it is done ([`crate::ledger::Ledger`] has no id to write while
 //! it is pending), and its size limit grows by the largest event.
 //!
 //! Afterwards the router's only cost is one relaxed load of a flag.

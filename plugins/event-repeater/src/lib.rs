@@ -4,13 +4,15 @@
 //!
 //! Data flows through one module per step:
 //! [`source`] (SSE reader, with [`sse`] parsing and [`event`] decoding) →
-//! [`relay`] (routing by [`routes`]) → [`buffer`] (bounded, with an overflow
-//! policy) → [`sink`] ([`sink::mqtt`], [`sink::nats`] or [`sink::stderr`]); [`checkpoint`]
-//! keeps the id to resume from after a restart.
+//! [`relay`] (routing by [`routes`]) → [`buffer`] (bounded, with an
+//! [`overflow`] policy) → [`sink`] ([`sink::mqtt`], [`sink::nats`] or [`sink::stderr`]);
+//! the buffer's [`ledger`] computes the checkpoint, which [`checkpoint`] keeps
+//! on disk to resume from after a restart.
 //! Around it: [`api`] (REST, errors in [`api_error`]), [`state`] (the routes
 //! file), [`metrics`], [`app_plugin::instance`] (socket, pid, listen files),
 //! [`daemon`] (lifecycle and shutdown), and the command line in [`cli`],
-//! [`config`] and [`complete`].
+//! [`config`] and [`complete`]; [`files`] reads and writes the repeater's
+//! files for all of them.
 
 // The SDK's logger (`info!`, `warn!` …), honouring APP_LOG and APP_LOG_FORMAT.
 #[macro_use]
@@ -28,9 +30,12 @@ pub mod config;
 pub mod daemon;
 pub mod error;
 pub mod event;
+pub mod files;
 pub mod first_checkpoint;
+pub mod ledger;
 pub mod lock;
 pub mod metrics;
+pub mod overflow;
 pub mod relay;
 pub mod routes;
 pub mod serve;

@@ -45,7 +45,7 @@ impl FileLock {
     pub fn take(target: &Path, what: &str, name: &str) -> Result<FileLock, String> {
         let path = lock_path(target);
         let dir = path.parent().unwrap_or(Path::new("."));
-        crate::state::private_dir(dir)
+        crate::files::private_dir(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let cannot = |e: std::io::Error| format!("cannot lock {what} {}: {e}", path.display());
         // Not following a link and not blocking on a FIFO: the file is
@@ -128,7 +128,7 @@ pub fn hold(cfg: &crate::config::Config) -> Result<Vec<FileLock>, String> {
         files.push(checkpoint);
     }
     for file in files {
-        for stale in crate::state::remove_stale_temp_files(&file) {
+        for stale in crate::files::remove_stale_temp_files(&file) {
             info!(
                 "removed {}, left by a process that died while writing it",
                 stale.display()

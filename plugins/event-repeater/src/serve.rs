@@ -151,8 +151,8 @@ pub fn tls_acceptor(
     key: &std::path::Path,
 ) -> Result<tokio_rustls::TlsAcceptor, String> {
     // PEM files: regular files of at most 1 MiB.
-    let cert_text = crate::config::read_file(cert, "--tls-cert", 1 << 20)?;
-    let key_text = crate::config::read_file(key, "--tls-key", 1 << 20)?;
+    let cert_text = crate::files::read_file(cert, "--tls-cert", 1 << 20)?;
+    let key_text = crate::files::read_file(key, "--tls-key", 1 << 20)?;
     let certs: Vec<_> = rustls_pemfile::certs(&mut cert_text.as_slice())
         .collect::<Result<_, _>>()
         .map_err(|e| format!("--tls-cert {}: not PEM: {e}", cert.display()))?;

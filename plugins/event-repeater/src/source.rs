@@ -66,12 +66,6 @@ pub struct Source {
     pub idle_timeout: Duration,
 }
 
-/// The largest SSE line or event read from the source for `cfg`: room for
-/// the largest event a sink takes, written out with escapes.
-pub fn max_event(cfg: &crate::config::Config) -> usize {
-    cfg.max_event_size.saturating_mul(2).max(1 << 20) + 64 * 1024
-}
-
 /// The events a source comment says were skipped: `… events A..B are no
 /// longer held …` → `B - A + 1`.
 pub fn skipped_in_comment(comment: &str) -> Option<u64> {

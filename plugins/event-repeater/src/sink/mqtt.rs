@@ -96,7 +96,7 @@ fn tls_config(cfg: &MqttConfig) -> Result<TlsConfiguration, String> {
     let mut roots = rustls::RootCertStore::empty();
     match &cfg.ca_file {
         Some(path) => {
-            let pem = crate::config::read_file(path, "--ca-file", 1 << 20)?;
+            let pem = crate::files::read_file(path, "--ca-file", 1 << 20)?;
             for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
                 let cert = cert.map_err(|e| format!("--ca-file {}: {e}", path.display()))?;
                 roots
