@@ -6,62 +6,137 @@ use std::time::Duration;
 
 use app_plugin::context::Context;
 
+use crate::addr::{is_loopback, join_host_port, parse_source, split_host_port};
+/// The source's address, a field of [`Config`].
+pub use crate::addr::SourceAddr;
 use crate::cli::{Qos, RunArgs, SinkProtocol};
 use crate::files::read_file;
 
-/// Where the events come from.
+/// What `run` does, checked: see [`Config::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourceAddr {
-    Unix(PathBuf),
-    Tcp {
-        host: String,
-        port: u16,
-        /// From `http://USER:PASSWORD@…`: sent as HTTP Basic authentication.
-        auth: Option<BasicAuth>,
-    },
+pub struct Config {
+    pub name: String,
+    pub source: SourceAddr,
+    pub sink: SinkConfig,
+    pub allowall: bool,
+    /// `--listen` as typed (HOST:PORT).
+    pub listen: Option<String>,
+    pub token: Option<String>,
+    /// `--tls-cert` and `--tls-key`: the TCP API is HTTPS.
+    pub api_tls: Option<(PathBuf, PathBuf)>,
+    /// `--max-connections`, per API listener.
+    pub max_connections: usize,
+    /// `--max-routes`.
+    pub max_routes: usize,
+    /// `--request-timeout`: request head, body, TLS handshake, idle keep-alive.
+    pub request_timeout: Duration,
+    /// `--source-idle-timeout`: silence after which the source is stalled.
+    pub source_idle_timeout: Duration,
+    pub log: u8,
+    pub state_file: PathBuf,
+    /// `APP_RUNTIME_DIR/plugins`.
+    pub runtime_dir: PathBuf,
+    pub buffer_events: usize,
+    pub buffer_bytes: usize,
+    pub overflow: crate::overflow::Overflow,
+    pub drain_timeout: Duration,
+    pub max_event_size: usize,
+    /// Keep and resume from the checkpoint (`--checkpoint on`).
+    pub checkpoint: bool,
 }
 
-/// HTTP Basic credentials. Shown (Display, Debug, `/healthz`, the log, the
-/// checkpoint) as `USER:***`: the password is only ever in the header sent.
-#[derive(Clone, PartialEq, Eq)]
-pub struct BasicAuth {
-    user: String,
-    header: String,
-}
+impl Config {
+    pub fn socket_path(&self) -> PathBuf {
+        self.runtime_dir.join(format!("{}.sock", self.name))
+    }
 
-impl BasicAuth {
-    /// Credentials for `user` and `password` (both already percent-decoded).
-    pub fn new(user: &str, password: &str) -> BasicAuth {
-        use base64::Engine;
-        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-        BasicAuth {
-            user: user.to_string(),
-            header: format!("Basic {token}"),
+    /// The largest SSE line or event read from the source: room for the
+    /// largest event a sink takes, written out with escapes.
+    pub fn max_source_event(&self) -> usize {
+        self.max_event_size.saturating_mul(2).max(1 << 20) + 64 * 1024
+    }
+
+    /// Builds the configuration; an `Err` is a usage error (exit 2).
+    pub fn new(
+        args: &RunArgs,
+        ctx: &Context,
+        env_password: Option<String>,
+    ) -> Result<Config, String> {
+        let name = check_name(&args.name)?;
+        let dirs = ctx.dirs();
+        let source = parse_source(&args.source, &dirs.plugin_runtime_dir())?;
+        let token = args.token.clone().filter(|t| !t.is_empty());
+        check_listen(args, token.is_some())?;
+        if args.buffer_bytes < args.max_packet_size {
+            return Err(format!(
+                "--buffer-bytes ({}) is smaller than --max-packet-size ({}); the largest event would never fit",
+                args.buffer_bytes, args.max_packet_size
+            ));
         }
-    }
-
-    /// The `Authorization` header value.
-    pub fn header(&self) -> &str {
-        &self.header
+        let sink = sink_config(args, &name, &source, env_password)?;
+        let state_file = args.state.clone().unwrap_or_else(|| {
+            dirs.data_dir
+                .join("event-repeater")
+                .join(format!("{name}.routes.json"))
+        });
+        Ok(Config {
+            source,
+            sink,
+            allowall: args.allowall,
+            listen: args.listen.clone(),
+            token,
+            api_tls: args.tls_cert.clone().zip(args.tls_key.clone()),
+            max_connections: args.max_connections as usize,
+            max_routes: args.max_routes as usize,
+            request_timeout: args.request_timeout,
+            source_idle_timeout: args.source_idle_timeout,
+            log: args.log.unwrap_or(ctx.log),
+            state_file,
+            runtime_dir: dirs.plugin_runtime_dir(),
+            buffer_events: args.buffer as usize,
+            buffer_bytes: args.buffer_bytes,
+            overflow: args.overflow,
+            drain_timeout: args.drain_timeout,
+            max_event_size: args.max_packet_size,
+            checkpoint: args.checkpoint == crate::cli::Switch::On,
+            name,
+        })
     }
 }
 
-impl std::fmt::Debug for BasicAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.user, app_plugin::text::MASK)
-    }
+/// The SDK's one rule for instance names: the name becomes file names.
+fn check_name(name: &str) -> Result<String, String> {
+    app_plugin::instance::check_name(name).map_err(|e| e.to_string())?;
+    Ok(name.to_string())
 }
 
-impl std::fmt::Display for SourceAddr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SourceAddr::Unix(p) => write!(f, "unix:{}", p.display()),
-            SourceAddr::Tcp { host, port, auth } => {
-                let user = auth.as_ref().map(|a| format!("{a:?}@")).unwrap_or_default();
-                write!(f, "http://{user}{}", join_host_port(host, *port))
-            }
+/// `--listen` with `--token` and `--tls-cert`: an API off the loopback
+/// needs a token and, unless `--plain-http`, HTTPS.
+fn check_listen(args: &RunArgs, has_token: bool) -> Result<(), String> {
+    let Some(listen) = &args.listen else {
+        if args.tls_cert.is_some() {
+            return Err(
+                "--tls-cert and --tls-key are for the TCP API: add --listen HOST:PORT".into(),
+            );
         }
+        return Ok(());
+    };
+    let (host, _) = split_host_port(listen)
+        .ok_or_else(|| format!("--listen {listen:?} is not HOST:PORT (e.g. 127.0.0.1:8080)"))?;
+    if is_loopback(&host) {
+        return Ok(());
     }
+    if !has_token {
+        return Err(format!(
+            "--listen {listen} is not a loopback address; set --token or APP_TOKEN so that the API is not open to the network"
+        ));
+    }
+    if args.tls_cert.is_none() && !args.plain_http {
+        return Err(format!(
+            "--listen {listen} is not a loopback address; serve HTTPS with --tls-cert and --tls-key, or accept the token crossing the network in clear text with --plain-http"
+        ));
+    }
+    Ok(())
 }
 
 /// MQTT settings.
@@ -152,6 +227,7 @@ impl NatsConfig {
     }
 }
 
+/// Where events go (`--sinkprotocol`) and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SinkConfig {
     Mqtt(MqttConfig),
@@ -159,188 +235,91 @@ pub enum SinkConfig {
     Stderr,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    pub name: String,
-    pub source: SourceAddr,
-    pub sink: SinkConfig,
-    pub allowall: bool,
-    /// `--listen` as typed (HOST:PORT).
-    pub listen: Option<String>,
-    pub token: Option<String>,
-    /// `--tls-cert` and `--tls-key`: the TCP API is HTTPS.
-    pub api_tls: Option<(PathBuf, PathBuf)>,
-    /// `--max-connections`, per API listener.
-    pub max_connections: usize,
-    /// `--max-routes`.
-    pub max_routes: usize,
-    /// `--request-timeout`: request head, body, TLS handshake, idle keep-alive.
-    pub request_timeout: Duration,
-    /// `--source-idle-timeout`: silence after which the source is stalled.
-    pub source_idle_timeout: Duration,
-    pub log: u8,
-    pub state_file: PathBuf,
-    /// `APP_RUNTIME_DIR/plugins`.
-    pub runtime_dir: PathBuf,
-    pub buffer_events: usize,
-    pub buffer_bytes: usize,
-    pub overflow: crate::overflow::Overflow,
-    pub drain_timeout: Duration,
-    pub max_event_size: usize,
-    /// Keep and resume from the checkpoint (`--checkpoint on`).
-    pub checkpoint: bool,
+/// The sink's settings; an `Err` is a usage error.
+fn sink_config(
+    args: &RunArgs,
+    name: &str,
+    source: &SourceAddr,
+    env_password: Option<String>,
+) -> Result<SinkConfig, String> {
+    let password = match (&args.password_file, env_password) {
+        (Some(file), _) => Some(read_password(file)?),
+        (None, Some(p)) if !p.is_empty() => Some(p),
+        _ => None,
+    };
+    if password.is_some() && args.username.is_none() {
+        return Err(
+            "a password was given (APP_MQTT_PASSWORD or --password-file) but no --username"
+                .into(),
+        );
+    }
+    if args.sinkprotocol != SinkProtocol::Nats {
+        for (flag, set) in [
+            ("--creds", args.creds.is_some()),
+            ("--nats-token (APP_NATS_TOKEN)", args.nats_token.is_some()),
+            ("--source-id", args.source_id.is_some()),
+        ] {
+            if set {
+                return Err(format!("{flag} only applies to --sinkprotocol nats"));
+            }
+        }
+    }
+    Ok(match args.sinkprotocol {
+        SinkProtocol::Stderr => SinkConfig::Stderr,
+        SinkProtocol::Nats => SinkConfig::Nats(nats_config(args, name, source, password)?),
+        SinkProtocol::Mqtt => SinkConfig::Mqtt(mqtt_config(args, name, password)?),
+    })
 }
 
-impl Config {
-    pub fn socket_path(&self) -> PathBuf {
-        self.runtime_dir.join(format!("{}.sock", self.name))
-    }
-
-    /// The largest SSE line or event read from the source: room for the
-    /// largest event a sink takes, written out with escapes.
-    pub fn max_source_event(&self) -> usize {
-        self.max_event_size.saturating_mul(2).max(1 << 20) + 64 * 1024
-    }
-
-    /// Builds the configuration; an `Err` is a usage error (exit 2).
-    pub fn new(
-        args: &RunArgs,
-        ctx: &Context,
-        env_password: Option<String>,
-    ) -> Result<Config, String> {
-        let name = check_name(&args.name)?;
-        let dirs = ctx.dirs();
-        let source = parse_source(&args.source, &dirs.plugin_runtime_dir())?;
-        let token = args.token.clone().filter(|t| !t.is_empty());
-        if let Some(listen) = &args.listen {
-            let (host, _) = split_host_port(listen).ok_or_else(|| {
-                format!("--listen {listen:?} is not HOST:PORT (e.g. 127.0.0.1:8080)")
-            })?;
-            if !is_loopback(&host) && token.is_none() {
-                return Err(format!(
-                    "--listen {listen} is not a loopback address; set --token or APP_TOKEN so that the API is not open to the network"
-                ));
-            }
-            if !is_loopback(&host) && args.tls_cert.is_none() && !args.plain_http {
-                return Err(format!(
-                    "--listen {listen} is not a loopback address; serve HTTPS with --tls-cert and --tls-key, or accept the token crossing the network in clear text with --plain-http"
-                ));
-            }
-        } else if args.tls_cert.is_some() {
-            return Err(
-                "--tls-cert and --tls-key are for the TCP API: add --listen HOST:PORT".into(),
-            );
-        }
-        if args.buffer_bytes < args.max_packet_size {
+/// The MQTT settings; an `Err` is a usage error.
+fn mqtt_config(args: &RunArgs, name: &str, password: Option<String>) -> Result<MqttConfig, String> {
+    let (first, more) = match args.sink.split_first() {
+        None => ("tcp://localhost:1883", &[][..]),
+        Some((first, more)) => (first.as_str(), more),
+    };
+    let (host, port, tls) = parse_sink(first)?;
+    let mut failover = Vec::new();
+    for text in more {
+        let (host, port, t) = parse_sink(text)?;
+        if t != tls {
             return Err(format!(
-                "--buffer-bytes ({}) is smaller than --max-packet-size ({}); the largest event would never fit",
-                args.buffer_bytes, args.max_packet_size
+                "--sink {text:?}: every MQTT broker must use TLS (mqtts://) or none"
             ));
         }
-        let password = match (&args.password_file, env_password) {
-            (Some(file), _) => Some(read_password(file)?),
-            (None, Some(p)) if !p.is_empty() => Some(p),
-            _ => None,
-        };
-        if password.is_some() && args.username.is_none() {
-            return Err(
-                "a password was given (APP_MQTT_PASSWORD or --password-file) but no --username"
-                    .into(),
-            );
-        }
-        if args.sinkprotocol != SinkProtocol::Nats {
-            for (flag, set) in [
-                ("--creds", args.creds.is_some()),
-                ("--nats-token (APP_NATS_TOKEN)", args.nats_token.is_some()),
-                ("--source-id", args.source_id.is_some()),
-            ] {
-                if set {
-                    return Err(format!("{flag} only applies to --sinkprotocol nats"));
-                }
-            }
-        }
-        let sink = match args.sinkprotocol {
-            SinkProtocol::Stderr => SinkConfig::Stderr,
-            SinkProtocol::Nats => SinkConfig::Nats(nats_config(args, &name, &source, password)?),
-            SinkProtocol::Mqtt => {
-                let (first, more) = match args.sink.split_first() {
-                    None => ("tcp://localhost:1883", &[][..]),
-                    Some((first, more)) => (first.as_str(), more),
-                };
-                let (host, port, tls) = parse_sink(first)?;
-                let mut failover = Vec::new();
-                for text in more {
-                    let (host, port, t) = parse_sink(text)?;
-                    if t != tls {
-                        return Err(format!(
-                            "--sink {text:?}: every MQTT broker must use TLS (mqtts://) or none"
-                        ));
-                    }
-                    failover.push(Endpoint { host, port, tls });
-                }
-                if args.ca_file.is_some() && !tls {
-                    return Err("--ca-file only applies to an mqtts:// sink".into());
-                }
-                let client_id = match &args.client_id {
-                    Some(id) if id.is_empty() => return Err("--client-id must not be empty".into()),
-                    Some(id) => id.clone(),
-                    None => default_client_id(&name),
-                };
-                let mqtt = MqttConfig {
-                    host,
-                    port,
-                    tls,
-                    ca_file: args.ca_file.clone(),
-                    client_id,
-                    clean_session: args.clean_session,
-                    username: args.username.clone(),
-                    password,
-                    qos: args.qos,
-                    retain: args.retain,
-                    inflight: args.inflight,
-                    max_packet_size: args.max_packet_size,
-                    failover,
-                    ack_timeout: args.ack_timeout,
-                };
-                if tls {
-                    // At start, like the NATS sink's: a --ca-file that cannot
-                    // be used would leave the sink retrying forever.
-                    crate::sink::mqtt::check_tls(&mqtt)?;
-                }
-                SinkConfig::Mqtt(mqtt)
-            }
-        };
-        let state_file = args.state.clone().unwrap_or_else(|| {
-            dirs.data_dir
-                .join("event-repeater")
-                .join(format!("{name}.routes.json"))
-        });
-        Ok(Config {
-            source,
-            sink,
-            allowall: args.allowall,
-            listen: args.listen.clone(),
-            token,
-            api_tls: args.tls_cert.clone().zip(args.tls_key.clone()),
-            max_connections: args.max_connections as usize,
-            max_routes: args.max_routes as usize,
-            request_timeout: args.request_timeout,
-            source_idle_timeout: args.source_idle_timeout,
-            log: args.log.unwrap_or(ctx.log),
-            state_file,
-            runtime_dir: dirs.plugin_runtime_dir(),
-            buffer_events: args.buffer as usize,
-            buffer_bytes: args.buffer_bytes,
-            overflow: args.overflow,
-            drain_timeout: args.drain_timeout,
-            max_event_size: args.max_packet_size,
-            checkpoint: args.checkpoint == crate::cli::Switch::On,
-            name,
-        })
+        failover.push(Endpoint { host, port, tls });
     }
+    if args.ca_file.is_some() && !tls {
+        return Err("--ca-file only applies to an mqtts:// sink".into());
+    }
+    let client_id = match &args.client_id {
+        Some(id) if id.is_empty() => return Err("--client-id must not be empty".into()),
+        Some(id) => id.clone(),
+        None => default_client_id(name),
+    };
+    let mqtt = MqttConfig {
+        host,
+        port,
+        tls,
+        ca_file: args.ca_file.clone(),
+        client_id,
+        clean_session: args.clean_session,
+        username: args.username.clone(),
+        password,
+        qos: args.qos,
+        retain: args.retain,
+        inflight: args.inflight,
+        max_packet_size: args.max_packet_size,
+        failover,
+        ack_timeout: args.ack_timeout,
+    };
+    if tls {
+        // At start, like the NATS sink's: a --ca-file that cannot
+        // be used would leave the sink retrying forever.
+        crate::sink::mqtt::check_tls(&mqtt)?;
+    }
+    Ok(mqtt)
 }
 
-/// The SDK's one rule for instance names: the name becomes file names.
 /// The NATS settings; an `Err` is a usage error.
 fn nats_config(
     args: &RunArgs,
@@ -438,71 +417,6 @@ pub fn parse_nats_sink(text: &str) -> Result<(String, bool), String> {
     Ok((format!("{scheme}://{}", join_host_port(&host, port)), tls))
 }
 
-fn check_name(name: &str) -> Result<String, String> {
-    app_plugin::instance::check_name(name).map_err(|e| e.to_string())?;
-    Ok(name.to_string())
-}
-
-/// `event-time` → its socket; `/path/x.sock` or `./x.sock` → that socket;
-/// `unix:///path` → that socket; `http://[USER:PASSWORD@]host:port` → TCP,
-/// the credentials (percent-decoded) sent as HTTP Basic authentication.
-/// Messages show the text with its password masked.
-pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String> {
-    let shown = app_plugin::text::mask_url(text);
-    if let Some(rest) = text.strip_prefix("http://") {
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-        let (userinfo, hostport) = match authority.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, authority),
-        };
-        let auth = userinfo.map(|u| source_auth(u, &shown)).transpose()?;
-        let (host, port) = split_host_port(hostport)
-            .or_else(|| {
-                (!hostport.is_empty() && !hostport.contains(':'))
-                    .then(|| (hostport.to_string(), 80))
-            })
-            .ok_or_else(|| format!("--source {shown:?} has no host; use http://HOST:PORT"))?;
-        return Ok(SourceAddr::Tcp { host, port, auth });
-    }
-    if let Some(path) = text.strip_prefix("unix://") {
-        return Ok(SourceAddr::Unix(PathBuf::from(path)));
-    }
-    if text.contains("://") {
-        return Err(format!(
-            "--source {shown:?}: unsupported scheme; use a plugin name, a socket path or http://HOST:PORT"
-        ));
-    }
-    if text.is_empty() {
-        return Err("--source must not be empty".into());
-    }
-    if text.contains('/') {
-        return Ok(SourceAddr::Unix(PathBuf::from(text)));
-    }
-    Ok(SourceAddr::Unix(plugin_dir.join(format!("{text}.sock"))))
-}
-
-/// `USER:PASSWORD` of a source URL (percent-decoded) as Basic credentials.
-fn source_auth(userinfo: &str, shown: &str) -> Result<BasicAuth, String> {
-    let decode = |part: &str| {
-        percent_encoding::percent_decode_str(part)
-            .decode_utf8()
-            .map(|t| t.into_owned())
-            .map_err(|_| {
-                format!(
-                    "--source {shown:?}: the user or password is not UTF-8 once %XX are decoded"
-                )
-            })
-    };
-    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
-    let (user, password) = (decode(user)?, decode(password)?);
-    if user.is_empty() {
-        return Err(format!(
-            "--source {shown:?}: the user name before '@' is empty; use http://USER:PASSWORD@HOST:PORT"
-        ));
-    }
-    Ok(BasicAuth::new(&user, &password))
-}
-
 /// Refuses credentials in a sink URL (the sinks take them from flags, where
 /// they are not shown in `ps` either), naming the flags; the message shows
 /// the URL masked.
@@ -554,30 +468,6 @@ pub fn parse_sink(text: &str) -> Result<(String, u16, bool), String> {
     };
     Ok((host, port, tls))
 }
-
-/// `host:port` or `[v6]:port`.
-pub fn split_host_port(text: &str) -> Option<(String, u16)> {
-    let (host, port) = text.rsplit_once(':')?;
-    let port: u16 = port.parse().ok()?;
-    let host = if let Some(h) = host.strip_prefix('[') {
-        h.strip_suffix(']')?.to_string()
-    } else if host.contains(':') {
-        return None;
-    } else {
-        host.to_string()
-    };
-    (!host.is_empty()).then_some((host, port))
-}
-
-pub fn join_host_port(host: &str, port: u16) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
-}
-
-pub use app_plugin::net::is_loopback_host as is_loopback;
 
 fn read_password(path: &Path) -> Result<String, String> {
     let bytes = read_file(path, "--password-file", 64 * 1024)?;
@@ -641,50 +531,6 @@ mod tests {
         assert_eq!((m.host.as_str(), m.port, m.tls), ("localhost", 1883, false));
         assert!(!m.clean_session);
         assert_eq!(m.client_id, default_client_id("event-repeater"));
-    }
-
-    #[test]
-    fn sources() {
-        let d = Path::new("/p");
-        assert_eq!(
-            parse_source("ev", d),
-            Ok(SourceAddr::Unix("/p/ev.sock".into()))
-        );
-        assert_eq!(
-            parse_source("./x.sock", d),
-            Ok(SourceAddr::Unix("./x.sock".into()))
-        );
-        assert_eq!(
-            parse_source("unix:///a/b", d),
-            Ok(SourceAddr::Unix("/a/b".into()))
-        );
-        assert_eq!(
-            parse_source("http://127.0.0.1:99/", d),
-            Ok(SourceAddr::Tcp {
-                host: "127.0.0.1".into(),
-                port: 99,
-                auth: None
-            })
-        );
-        // Credentials: parsed (percent-decoded), sent as Basic, never shown.
-        let with = parse_source("http://u:hun%40ter5@127.0.0.1:1/events", d).unwrap();
-        let SourceAddr::Tcp { host, port, auth } = &with else {
-            panic!("{with:?}")
-        };
-        assert_eq!((host.as_str(), *port), ("127.0.0.1", 1));
-        // base64("u:hun@ter5")
-        assert_eq!(
-            auth.as_ref().map(BasicAuth::header),
-            Some("Basic dTpodW5AdGVyNQ==")
-        );
-        assert_eq!(with.to_string(), "http://u:***@127.0.0.1:1");
-        assert!(!format!("{with:?}").contains("hun"));
-        let err = parse_source("http://:hunter5@h:1", d).unwrap_err();
-        assert!(
-            err.contains("user name") && !err.contains("hunter5"),
-            "{err}"
-        );
-        assert!(parse_source("https://x", d).is_err());
     }
 
     #[test]
@@ -787,11 +633,4 @@ mod tests {
         assert!(config(&["--sink", "a", "--sink", "mqtts://b"]).is_err());
     }
 
-    #[test]
-    fn loopback() {
-        assert!(is_loopback("127.0.0.1") && is_loopback("::1") && is_loopback("localhost"));
-        assert!(!is_loopback("0.0.0.0") && !is_loopback("example.org"));
-        assert!(is_loopback("127.1") && is_loopback("127.0.0.9"));
-        assert!(!is_loopback("128.1") && !is_loopback("127.") && !is_loopback("1.127"));
-    }
 }

@@ -18,7 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, ApiState};
 use crate::buffer::Buffer;
-use crate::config::{join_host_port, split_host_port, Config, SinkConfig};
+use crate::addr::{join_host_port, split_host_port};
+use crate::config::{Config, SinkConfig};
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::relay::{Relay, SharedTable};

@@ -18,6 +18,7 @@
 #[macro_use]
 extern crate app_plugin;
 
+pub mod addr;
 pub mod api;
 pub mod api_body;
 pub mod api_error;

@@ -35,7 +35,7 @@ use tokio::net::{TcpStream, UnixStream};
 use tokio_util::sync::CancellationToken;
 
 use crate::backoff::Backoff;
-use crate::config::{join_host_port, SourceAddr};
+use crate::addr::{join_host_port, SourceAddr};
 use crate::metrics::{inc, Metrics};
 use crate::relay::Relay;
 use crate::sse::{Item, Parser};
@@ -104,6 +104,14 @@ struct Once {
 /// open its socket. After that the first failure is a warning, as before.
 const STARTUP_GRACE: Duration = Duration::from_secs(3);
 
+/// The connection to the source over time, so that each loss and each
+/// return is logged once however many retries lie between.
+struct Link {
+    started: Instant,
+    ever_connected: bool,
+    down_since: Option<Instant>,
+}
+
 impl Source {
     /// Runs until `cancel` fires.
     pub async fn run(self, cancel: CancellationToken) {
@@ -111,9 +119,11 @@ impl Source {
         parser.set_last_id(self.resume_after.clone());
         let mut once = Once::default();
         let mut backoff = Backoff::network();
-        let mut down_since: Option<Instant> = None;
-        let mut ever_connected = false;
-        let started = Instant::now();
+        let mut link = Link {
+            started: Instant::now(),
+            ever_connected: false,
+            down_since: None,
+        };
         if let Some(event) = &self.replay {
             self.relay
                 .handle(event.clone(), self.resume_after.as_deref(), &cancel)
@@ -129,25 +139,8 @@ impl Source {
             let end = match response {
                 Err(why) => End::Failed(why),
                 Ok(body) => {
-                    self.metrics.source_connected.store(true, Ordering::Relaxed);
-                    self.stall_ended();
+                    self.connected(&mut link, parser.last_id());
                     backoff.reset();
-                    match down_since.take() {
-                        Some(t) => warn!(
-                            "event source {} is back after {:.1}s; resuming{}",
-                            self.addr,
-                            t.elapsed().as_secs_f64(),
-                            parser
-                                .last_id()
-                                .map(|id| format!(" after event id {id}"))
-                                .unwrap_or_default()
-                        ),
-                        None if !ever_connected => {
-                            info!("subscribed to event source {}", self.addr)
-                        }
-                        None => {}
-                    }
-                    ever_connected = true;
                     self.stream(body, &mut parser, asked, &mut once, &cancel)
                         .await
                 }
@@ -155,42 +148,75 @@ impl Source {
             self.metrics
                 .source_connected
                 .store(false, Ordering::Relaxed);
-            match end {
-                End::Cancelled => return,
-                End::Lost(why) => {
-                    inc(&self.metrics.source_disconnects);
-                    if down_since.is_none() {
-                        warn!("lost the event source {}: {why}; reconnecting", self.addr);
-                        down_since = Some(Instant::now());
-                    }
-                }
-                End::Stalled => {
-                    inc(&self.metrics.source_disconnects);
-                    self.stalled(parser.last_id());
-                    down_since.get_or_insert_with(Instant::now);
-                }
-                End::Failed(why) if !ever_connected && started.elapsed() < STARTUP_GRACE => {
-                    // Started together with its source (`app event-time &
-                    // app event-repeater run &`): not worth a warning yet.
-                    info!(
-                        "the event source {} is not there yet: {why}; retrying",
-                        self.addr
-                    );
-                }
-                End::Failed(why) => {
-                    if down_since.is_none() {
-                        warn!(
-                            "cannot subscribe to the event source {}: {why}; retrying with backoff (start it with `app event-time`, or see --source)",
-                            self.addr
-                        );
-                        down_since = Some(Instant::now());
-                    }
-                }
+            if matches!(end, End::Cancelled) {
+                return;
             }
+            self.ended(&mut link, end, parser.last_id());
             let delay = backoff.next_delay();
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
                 _ = cancel.cancelled() => return,
+            }
+        }
+    }
+
+    /// A subscription was answered: the source is connected, and back if
+    /// it was lost.
+    fn connected(&self, link: &mut Link, last_id: Option<&str>) {
+        self.metrics.source_connected.store(true, Ordering::Relaxed);
+        self.stall_ended();
+        match link.down_since.take() {
+            Some(t) => warn!(
+                "event source {} is back after {:.1}s; resuming{}",
+                self.addr,
+                t.elapsed().as_secs_f64(),
+                last_id
+                    .map(|id| format!(" after event id {id}"))
+                    .unwrap_or_default()
+            ),
+            None if !link.ever_connected => {
+                info!("subscribed to event source {}", self.addr)
+            }
+            None => {}
+        }
+        link.ever_connected = true;
+    }
+
+    /// A subscription failed or a stream ended: counted, and logged once
+    /// per outage.
+    fn ended(&self, link: &mut Link, end: End, last_id: Option<&str>) {
+        match end {
+            End::Cancelled => {}
+            End::Lost(why) => {
+                inc(&self.metrics.source_disconnects);
+                if link.down_since.is_none() {
+                    warn!("lost the event source {}: {why}; reconnecting", self.addr);
+                    link.down_since = Some(Instant::now());
+                }
+            }
+            End::Stalled => {
+                inc(&self.metrics.source_disconnects);
+                self.stalled(last_id);
+                link.down_since.get_or_insert_with(Instant::now);
+            }
+            End::Failed(why)
+                if !link.ever_connected && link.started.elapsed() < STARTUP_GRACE =>
+            {
+                // Started together with its source (`app event-time &
+                // app event-repeater run &`): not worth a warning yet.
+                info!(
+                    "the event source {} is not there yet: {why}; retrying",
+                    self.addr
+                );
+            }
+            End::Failed(why) => {
+                if link.down_since.is_none() {
+                    warn!(
+                        "cannot subscribe to the event source {}: {why}; retrying with backoff (start it with `app event-time`, or see --source)",
+                        self.addr
+                    );
+                    link.down_since = Some(Instant::now());
+                }
             }
         }
     }

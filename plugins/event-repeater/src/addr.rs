@@ -1,0 +1,202 @@
+//! Addresses as the flags give them: the event source's (`--source`, with
+//! HTTP Basic credentials masked wherever it is shown) and `HOST:PORT`
+//! split and joined (IPv6 in brackets). A leaf: the configuration, the SSE
+//! reader, the sinks and the daemon all read addresses.
+
+use std::path::{Path, PathBuf};
+
+/// Where the events come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceAddr {
+    Unix(PathBuf),
+    Tcp {
+        host: String,
+        port: u16,
+        /// From `http://USER:PASSWORD@…`: sent as HTTP Basic authentication.
+        auth: Option<BasicAuth>,
+    },
+}
+
+/// HTTP Basic credentials. Shown (Display, Debug, `/healthz`, the log, the
+/// checkpoint) as `USER:***`: the password is only ever in the header sent.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BasicAuth {
+    user: String,
+    header: String,
+}
+
+impl BasicAuth {
+    /// Credentials for `user` and `password` (both already percent-decoded).
+    pub fn new(user: &str, password: &str) -> BasicAuth {
+        use base64::Engine;
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        BasicAuth {
+            user: user.to_string(),
+            header: format!("Basic {token}"),
+        }
+    }
+
+    /// The `Authorization` header value.
+    pub fn header(&self) -> &str {
+        &self.header
+    }
+}
+
+impl std::fmt::Debug for BasicAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.user, app_plugin::text::MASK)
+    }
+}
+
+impl std::fmt::Display for SourceAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceAddr::Unix(p) => write!(f, "unix:{}", p.display()),
+            SourceAddr::Tcp { host, port, auth } => {
+                let user = auth.as_ref().map(|a| format!("{a:?}@")).unwrap_or_default();
+                write!(f, "http://{user}{}", join_host_port(host, *port))
+            }
+        }
+    }
+}
+
+/// `event-time` → its socket; `/path/x.sock` or `./x.sock` → that socket;
+/// `unix:///path` → that socket; `http://[USER:PASSWORD@]host:port` → TCP,
+/// the credentials (percent-decoded) sent as HTTP Basic authentication.
+/// Messages show the text with its password masked.
+pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String> {
+    let shown = app_plugin::text::mask_url(text);
+    if let Some(rest) = text.strip_prefix("http://") {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let (userinfo, hostport) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        let auth = userinfo.map(|u| source_auth(u, &shown)).transpose()?;
+        let (host, port) = split_host_port(hostport)
+            .or_else(|| {
+                (!hostport.is_empty() && !hostport.contains(':'))
+                    .then(|| (hostport.to_string(), 80))
+            })
+            .ok_or_else(|| format!("--source {shown:?} has no host; use http://HOST:PORT"))?;
+        return Ok(SourceAddr::Tcp { host, port, auth });
+    }
+    if let Some(path) = text.strip_prefix("unix://") {
+        return Ok(SourceAddr::Unix(PathBuf::from(path)));
+    }
+    if text.contains("://") {
+        return Err(format!(
+            "--source {shown:?}: unsupported scheme; use a plugin name, a socket path or http://HOST:PORT"
+        ));
+    }
+    if text.is_empty() {
+        return Err("--source must not be empty".into());
+    }
+    if text.contains('/') {
+        return Ok(SourceAddr::Unix(PathBuf::from(text)));
+    }
+    Ok(SourceAddr::Unix(plugin_dir.join(format!("{text}.sock"))))
+}
+
+/// `USER:PASSWORD` of a source URL (percent-decoded) as Basic credentials.
+fn source_auth(userinfo: &str, shown: &str) -> Result<BasicAuth, String> {
+    let decode = |part: &str| {
+        percent_encoding::percent_decode_str(part)
+            .decode_utf8()
+            .map(|t| t.into_owned())
+            .map_err(|_| {
+                format!(
+                    "--source {shown:?}: the user or password is not UTF-8 once %XX are decoded"
+                )
+            })
+    };
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    let (user, password) = (decode(user)?, decode(password)?);
+    if user.is_empty() {
+        return Err(format!(
+            "--source {shown:?}: the user name before '@' is empty; use http://USER:PASSWORD@HOST:PORT"
+        ));
+    }
+    Ok(BasicAuth::new(&user, &password))
+}
+
+/// `host:port` or `[v6]:port`.
+pub fn split_host_port(text: &str) -> Option<(String, u16)> {
+    let (host, port) = text.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let host = if let Some(h) = host.strip_prefix('[') {
+        h.strip_suffix(']')?.to_string()
+    } else if host.contains(':') {
+        return None;
+    } else {
+        host.to_string()
+    };
+    (!host.is_empty()).then_some((host, port))
+}
+
+pub fn join_host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+pub use app_plugin::net::is_loopback_host as is_loopback;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources() {
+        let d = Path::new("/p");
+        assert_eq!(
+            parse_source("ev", d),
+            Ok(SourceAddr::Unix("/p/ev.sock".into()))
+        );
+        assert_eq!(
+            parse_source("./x.sock", d),
+            Ok(SourceAddr::Unix("./x.sock".into()))
+        );
+        assert_eq!(
+            parse_source("unix:///a/b", d),
+            Ok(SourceAddr::Unix("/a/b".into()))
+        );
+        assert_eq!(
+            parse_source("http://127.0.0.1:99/", d),
+            Ok(SourceAddr::Tcp {
+                host: "127.0.0.1".into(),
+                port: 99,
+                auth: None
+            })
+        );
+        // Credentials: parsed (percent-decoded), sent as Basic, never shown.
+        let with = parse_source("http://u:hun%40ter5@127.0.0.1:1/events", d).unwrap();
+        let SourceAddr::Tcp { host, port, auth } = &with else {
+            panic!("{with:?}")
+        };
+        assert_eq!((host.as_str(), *port), ("127.0.0.1", 1));
+        // base64("u:hun@ter5")
+        assert_eq!(
+            auth.as_ref().map(BasicAuth::header),
+            Some("Basic dTpodW5AdGVyNQ==")
+        );
+        assert_eq!(with.to_string(), "http://u:***@127.0.0.1:1");
+        assert!(!format!("{with:?}").contains("hun"));
+        let err = parse_source("http://:hunter5@h:1", d).unwrap_err();
+        assert!(
+            err.contains("user name") && !err.contains("hunter5"),
+            "{err}"
+        );
+        assert!(parse_source("https://x", d).is_err());
+    }
+
+    #[test]
+    fn loopback() {
+        assert!(is_loopback("127.0.0.1") && is_loopback("::1") && is_loopback("localhost"));
+        assert!(!is_loopback("0.0.0.0") && !is_loopback("example.org"));
+        assert!(is_loopback("127.1") && is_loopback("127.0.0.9"));
+        assert!(!is_loopback("128.1") && !is_loopback("127.") && !is_loopback("1.127"));
+    }
+}
