@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use app_plugin::context::Context;
 
-use crate::addr::{is_loopback, join_host_port, parse_source, split_host_port};
 /// The source's address, a field of [`Config`].
 pub use crate::addr::SourceAddr;
+use crate::addr::{is_loopback, join_host_port, parse_source, split_host_port};
 use crate::cli::{Qos, RunArgs, SinkProtocol};
 use crate::files::read_file;
 
@@ -249,8 +249,7 @@ fn sink_config(
     };
     if password.is_some() && args.username.is_none() {
         return Err(
-            "a password was given (APP_MQTT_PASSWORD or --password-file) but no --username"
-                .into(),
+            "a password was given (APP_MQTT_PASSWORD or --password-file) but no --username".into(),
         );
     }
     if args.sinkprotocol != SinkProtocol::Nats {
@@ -632,5 +631,4 @@ mod tests {
         assert_eq!(m.url(), "mqtt://a:1883,mqtt://b:2");
         assert!(config(&["--sink", "a", "--sink", "mqtts://b"]).is_err());
     }
-
 }

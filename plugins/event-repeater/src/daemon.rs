@@ -16,9 +16,9 @@ use app_plugin::instance::InstanceFiles;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio_util::sync::CancellationToken;
 
+use crate::addr::{join_host_port, split_host_port};
 use crate::api::{self, ApiState};
 use crate::buffer::Buffer;
-use crate::addr::{join_host_port, split_host_port};
 use crate::config::{Config, SinkConfig};
 use crate::error::Error;
 use crate::metrics::Metrics;

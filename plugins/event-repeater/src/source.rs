@@ -34,8 +34,8 @@ use hyper_util::rt::TokioIo;
 use tokio::net::{TcpStream, UnixStream};
 use tokio_util::sync::CancellationToken;
 
-use crate::backoff::Backoff;
 use crate::addr::{join_host_port, SourceAddr};
+use crate::backoff::Backoff;
 use crate::metrics::{inc, Metrics};
 use crate::relay::Relay;
 use crate::sse::{Item, Parser};
@@ -199,9 +199,7 @@ impl Source {
                 self.stalled(last_id);
                 link.down_since.get_or_insert_with(Instant::now);
             }
-            End::Failed(why)
-                if !link.ever_connected && link.started.elapsed() < STARTUP_GRACE =>
-            {
+            End::Failed(why) if !link.ever_connected && link.started.elapsed() < STARTUP_GRACE => {
                 // Started together with its source (`app event-time &
                 // app event-repeater run &`): not worth a warning yet.
                 info!(
