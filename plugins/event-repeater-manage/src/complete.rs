@@ -15,9 +15,10 @@ use app_plugin::cli::{Query, Values};
 use app_plugin::complete::{directive, Candidate, Completion};
 use clap::CommandFactory;
 
-use crate::http::Client;
+use crate::address::Endpoint;
+use crate::remote::http::Client;
 use crate::routes;
-use crate::target::{self, Endpoint};
+use crate::target;
 
 /// How long the route lookup for `--path` may take, connecting included.
 pub const ROUTES_TIMEOUT: Duration = Duration::from_millis(300);

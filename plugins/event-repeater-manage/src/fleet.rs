@@ -3,10 +3,12 @@
 //! host's outcome is reported ([`Error::Hosts`], exit code 4).
 
 use crate::apply::{diff, Summary};
-use crate::cli::{Call, Config, Method};
+use crate::cli::Config;
 use crate::error::Error;
-use crate::exec::{Io, Remote};
+use crate::io::{print, Io};
 use crate::output;
+use crate::remote::Remote;
+use crate::request::{Call, Method};
 use crate::routes::Route;
 use crate::target::Target;
 
@@ -70,7 +72,7 @@ pub fn send(
             Err(e) => errors.push(Some(e)),
         }
     }
-    crate::exec::print(
+    print(
         io,
         &output::render_hosts(&answers, config.output, io.pretty),
     )?;
@@ -117,7 +119,7 @@ pub fn apply(
             }
         }
     }
-    crate::exec::print(io, &text)?;
+    print(io, &text)?;
     if !pending.is_empty() {
         let chosen: Vec<Target> = pending.iter().map(|(i, _)| targets[*i].clone()).collect();
         let results = each(&chosen, |r| {
@@ -135,7 +137,7 @@ pub fn apply(
                 Err(e) => errors[*i] = Some(e),
             }
         }
-        crate::exec::print(io, &text)?;
+        print(io, &text)?;
     }
     outcome(targets, errors)
 }

@@ -1,17 +1,27 @@
 //! `app-event-repeater-manage`: changes a running event repeater's routes
 //! over its REST API, reached as `app event-repeater manage …`.
 //!
-//! - [`cli`]: the flags, checked into a [`cli::Config`] before anything runs
+//! Data flows one way, from the words to the wire:
+//!
+//! - [`cli`]: the flags (clap's definitions, the old `--op` form, usage
+//!   errors), checked into a [`cli::Config`] before anything runs
+//! - [`request`]: a request's method and its percent-encoded path
 //! - [`value`]: `--value` (inline, `@file`, `-`) and JSON errors with positions
-//! - [`target`]: finding the repeater (`--host`, `-H`, its socket or listen file)
-//! - [`hosts`]: named hosts and groups from the config file
-//! - [`fleet`]: one command on several hosts at once, and its report
-//! - [`status`]: `status [--watch]` from `/healthz` and `/metrics`
-//! - [`http`] and [`unix`]: one request over TCP or a unix socket, with timeouts
+//! - [`address`]: API addresses and `--host` words as written
+//! - [`hosts`]: named hosts and groups from the config file; [`files`]:
+//!   reading small files safely
+//! - [`target`]: a repeater found on this machine (its socket or listen file)
+//! - [`resolve`]: which repeaters a command is for
+//! - [`remote`]: one request to one repeater (unix socket, TCP, TLS) and
+//!   what its failures mean
+//! - [`exec`]: doing it on one host; [`fleet`]: on several at once;
+//!   [`status`]: `status [--watch]`; [`topics`]: the unserved-topic warning
 //! - [`routes`] and [`apply`]: route files and the `+`/`-`/`~` difference
-//! - [`exec`]: doing it; [`output`]: printing it; [`error`]: exit codes
+//! - [`io`]: where it reads and prints; [`output`]: how answers look;
+//!   [`error`]: messages and exit codes
 //! - [`complete`]: answers to `__complete` for shell completion
 
+pub mod address;
 pub mod apply;
 pub mod cli;
 pub mod complete;
@@ -20,13 +30,15 @@ pub mod exec;
 pub mod files;
 pub mod fleet;
 pub mod hosts;
-pub mod http;
+pub mod io;
 pub mod output;
+pub mod remote;
+pub mod request;
+pub mod resolve;
 pub mod routes;
 pub mod status;
 pub mod target;
 pub mod topics;
-pub mod unix;
 pub mod value;
 
 use std::ffi::OsString;
@@ -80,7 +92,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
     };
     let plugin_dir = ctx.dirs().plugin_runtime_dir();
     let stdout = std::io::stdout();
-    let mut io = exec::Io {
+    let mut io = io::Io {
         // Nothing read stdin before (the context comes from the environment),
         // so polling its descriptor sees every byte.
         stdin: &mut app_plugin::file::TimedReader::new(std::io::stdin(), value::PIPE_TIMEOUT),

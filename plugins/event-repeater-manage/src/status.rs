@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cli::Method;
 use crate::error::Error;
-use crate::exec::{print, Io, Remote};
 use crate::fleet;
+use crate::io::{print, Io};
 use crate::output::Format;
+use crate::remote::Remote;
+use crate::request::Method;
 use crate::target::Target;
 
 /// What one host said at one moment.

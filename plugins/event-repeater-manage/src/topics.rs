@@ -7,10 +7,10 @@
 
 use std::time::Duration;
 
-use crate::cli::Method;
-use crate::exec::Remote;
-use crate::http::Client;
-use crate::target::Endpoint;
+use crate::address::Endpoint;
+use crate::remote::http::Client;
+use crate::remote::Remote;
+use crate::request::{topic_of, Method};
 
 const SOURCE_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -30,18 +30,7 @@ pub fn named(path: &str, body: Option<&str>) -> Vec<String> {
     if !from_body.is_empty() {
         return from_body;
     }
-    let path = path.split('?').next().unwrap_or_default();
-    match path.strip_prefix("/events/") {
-        Some(t) if !t.is_empty() => vec![percent_decode(t)],
-        _ => Vec::new(),
-    }
-}
-
-/// `%XX` decoded; a malformed escape is kept as typed, invalid UTF-8 replaced.
-fn percent_decode(text: &str) -> String {
-    percent_encoding::percent_decode_str(text)
-        .decode_utf8_lossy()
-        .into_owned()
+    topic_of(path).into_iter().collect()
 }
 
 /// Whether a route for `route` takes any of `topics`.

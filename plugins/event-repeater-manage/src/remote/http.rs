@@ -8,8 +8,8 @@ use std::time::Duration;
 use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 use ureq::Agent;
 
-use crate::target::Endpoint;
-use crate::unix::{NoResolver, UnixConnector};
+use super::unix::{NoResolver, UnixConnector};
+use crate::address::Endpoint;
 
 /// Largest reply body read (the API's own request limit is 1 MiB).
 const MAX_REPLY: u64 = 16 * 1024 * 1024;
