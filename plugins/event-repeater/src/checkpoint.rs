@@ -3,11 +3,11 @@
 //! counted as dropped or refused, or not routed.
 //!
 //! [`crate::ledger::Ledger`] computes it in memory (the buffer updates it
-//! under its lock); [`CheckpointFile`] keeps it beside the routes file, written atomically
-//! (temp file + rename) at most every [`INTERVAL`] while it moves and once at
-//! a clean shutdown, so a restart after `kill -9` subscribes with
-//! `Last-Event-ID: <checkpoint>` and the source replays what was in flight,
-//! buffered, or sent while the repeater was down.
+//! under its lock); [`CheckpointFile`] keeps it beside the routes file,
+//! written atomically (temp file + rename) at most every [`INTERVAL`] while
+//! it moves and once at a clean shutdown, so a restart after `kill -9`
+//! subscribes with `Last-Event-ID: <checkpoint>` and the source replays
+//! what was in flight, buffered, or sent while the repeater was down.
 //!
 //! Events not yet delivered at shutdown are not done: the checkpoint stays
 //! before them, so the next start asks the source for them again.
