@@ -7,7 +7,7 @@
 //!  "groups": {"edges": ["edge1", "edge2"]}}
 //! ```
 //!
-//! The file's shape is derived ([`File`]); a part of the wrong shape is
+//! The file's shape is derived (`File`); a part of the wrong shape is
 //! reported by where it is (`hosts.edge1.token_file must be a string`),
 //! which serde's own messages do not say. [`crate::resolve`] turns names
 //! into targets.

@@ -1,9 +1,9 @@
 //! The command line: clap's view of the flags ([`Cli`]), turned into a
 //! checked [`Config`] before anything is read or sent.
 //!
-//! - [`args`]: the clap definitions (flags, commands, help text)
-//! - [`legacy`]: the original design's `--op` form
-//! - [`usage`]: usage errors made one line, with a pointer to the help
+//! - `args`: the clap definitions (flags, commands, help text)
+//! - `legacy`: the original design's `--op` form
+//! - `usage`: usage errors made one line, with a pointer to the help
 
 mod args;
 mod legacy;

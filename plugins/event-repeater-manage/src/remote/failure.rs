@@ -96,7 +96,7 @@ fn server_text(body: &str) -> String {
     }
 }
 
-/// [`server_text`], shortened and escaped: the form to print.
+/// `server_text`, shortened and escaped: the form to print.
 pub fn server_message(body: &str) -> String {
     app_plugin::text::shorten_for_terminal(&server_text(body))
 }
