@@ -116,11 +116,15 @@ fn app_fetch_dies_with_app_and_releases_its_stderr() {
     let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = server.local_addr().unwrap().port();
     let (tx, rx) = std::sync::mpsc::channel();
+    // Every connection is held open and reported: the one signal per case
+    // is sent only once app_fetch is running and waiting for an answer.
     std::thread::spawn(move || {
-        if let Ok((conn, _)) = server.accept() {
-            let _ = tx.send(());
-            std::thread::sleep(Duration::from_secs(30));
-            drop(conn);
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = server.accept() {
+            held.push(conn);
+            if tx.send(()).is_err() {
+                break;
+            }
         }
     });
     for sig in [libc::SIGTERM, libc::SIGKILL] {
@@ -138,13 +142,8 @@ fn app_fetch_dies_with_app_and_releases_its_stderr() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        if sig == libc::SIGTERM {
-            rx.recv_timeout(Duration::from_secs(10))
-                .expect("app_fetch connects");
-        } else {
-            // The server thread serves one connection; give app_fetch time to start.
-            std::thread::sleep(Duration::from_millis(500));
-        }
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("app_fetch connects");
         let mut stderr = app.stderr.take().unwrap();
         kill(&app, sig);
         let status = app.wait().unwrap();

@@ -376,12 +376,15 @@ fn a_signal_while_app_waits_for_a_veto_listener_ends_the_wait_and_the_plugin_nev
 fn a_signal_while_app_waits_for_a_listener_to_finish_ends_the_wait() {
     let sb = Sandbox::new();
     let pids = sb.path().join("pids");
-    // Never reads its stdin, so it never sees EOF after command.end.
+    let eof = sb.path().join("eof");
+    // Reads its stdin to EOF (app closes it after command.end, when it
+    // starts waiting), says so, and then does not exit.
     sb.script(
-        "app-listener-deaf",
+        "app-listener-linger",
         &format!(
-            "#!/bin/sh\necho $$ >> {p}\nsleep 1000 &\necho $! >> {p}\nwait\n",
-            p = pids.display()
+            "#!/bin/sh\necho $$ >> {p}\nsleep 1000 &\necho $! >> {p}\ncat >/dev/null\ntouch {e}\nwait\n",
+            p = pids.display(),
+            e = eof.display()
         ),
     );
     let marker = sb.path().join("ran");
@@ -389,7 +392,7 @@ fn a_signal_while_app_waits_for_a_listener_to_finish_ends_the_wait() {
         "app-work",
         &format!("#!/bin/sh\ntouch {}\n", marker.display()),
     );
-    sb.write_config(r#"{"listeners": [{"name": "deaf", "timeout_ms": 8000}]}"#);
+    sb.write_config(r#"{"listeners": [{"name": "linger", "timeout_ms": 8000}]}"#);
     let mut app = sb
         .app()
         .arg("work")
@@ -399,9 +402,10 @@ fn a_signal_while_app_waits_for_a_listener_to_finish_ends_the_wait() {
         .unwrap();
     common::wait_for(Duration::from_secs(5), || marker.exists().then_some(()))
         .expect("the plugin ran");
-    wait_for_file(&pids);
-    // The plugin has ended; app now waits up to 8 s for the listener.
-    std::thread::sleep(Duration::from_millis(200));
+    // The listener saw EOF: app has sent command.end, closed its stdin and
+    // now waits up to 8 s for it to exit.
+    common::wait_for(Duration::from_secs(5), || eof.exists().then_some(()))
+        .expect("app closed the listener's stdin after command.end");
     let t = Instant::now();
     send(&app, libc::SIGTERM);
     let status = common::wait_for(Duration::from_secs(5), || app.try_wait().ok().flatten())

@@ -796,6 +796,19 @@ fn routes_set_by_the_manager_steer_the_events() {
         "events still flow after delete: {}",
         rep.log()
     );
+    // The same events, routed again, are seen: the silence was the delete's.
+    manage(
+        &sb,
+        &[
+            "post",
+            "--name",
+            "flow",
+            "--value",
+            r#"{"sourcetopic":"timer/msec/100","sinktopic":"/again"}"#,
+        ],
+    )
+    .ok();
+    assert!(seen("/again"), "no event under /again: {}", rep.log());
 }
 
 #[test]

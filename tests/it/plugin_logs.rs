@@ -199,23 +199,32 @@ fn the_repeater_says_where_it_reads_and_publishes_and_hints_without_routes() {
 #[test]
 fn the_repeater_gives_no_hint_with_allowall() {
     let sb = Sandbox::new();
-    let (_repeater, stderr) = spawn_app(
-        &sb,
-        &[
+    // Everything each repeater wrote, from its start to its exit.
+    let whole_stderr = |name: &str, extra: &[&str]| {
+        let mut args = vec![
             "event-repeater",
             "run",
             "--name",
-            "all",
+            name,
             "--sinkprotocol",
             "stderr",
-            "--allowall",
-        ],
-        "repeater.stderr",
-    );
-    let text = wait_text(&stderr, "running");
+        ];
+        args.extend(extra);
+        let (mut repeater, stderr) = spawn_app(&sb, &args, &format!("{name}.stderr"));
+        wait_text(&stderr, "running");
+        repeater.signal(libc::SIGTERM);
+        repeater
+            .wait_exit(Duration::from_secs(15))
+            .unwrap_or_else(|| panic!("{name}: no exit after SIGTERM:\n{}", read(&stderr)));
+        read(&stderr)
+    };
+    // Without --allowall this reading shows the hint...
+    let text = whole_stderr("none", &[]);
+    assert!(text.contains("no routes"), "{text}");
+    // ...and with it, nowhere in the repeater's whole output.
+    let text = whole_stderr("all", &["--allowall"]);
     assert!(text.contains("--allowall"), "{text}");
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(!read(&stderr).contains("no routes"), "{}", read(&stderr));
+    assert!(!text.contains("no routes"), "{text}");
 }
 
 /// `app --log LEVEL event-time`: the start line is shown at warn (by name),

@@ -796,6 +796,7 @@ fn routes_changed_and_removed_while_events_flow() {
     // Let in-flight events land, then nothing more may arrive.
     std::thread::sleep(Duration::from_millis(700));
     let settled = sub.messages().len();
+    let unrouted = metric(&rep, "events_unrouted_total");
     std::thread::sleep(Duration::from_millis(700));
     let m = sub.messages();
     assert_eq!(
@@ -803,6 +804,17 @@ fn routes_changed_and_removed_while_events_flow() {
         settled,
         "events still published after the route was removed"
     );
+    // The events went on arriving meanwhile, and a route added again
+    // reaches this subscriber: the silence was the removed route's.
+    assert!(
+        metric(&rep, "events_unrouted_total") > unrouted,
+        "no events arrived while the route was gone: {}",
+        rep.log()
+    );
+    let again = r#"[{"sourcetopic":"test/seq","sinktopic":"c/seq"}]"#;
+    assert_eq!(call(&rep, "POST", "/events", Some(again)).0, 201);
+    let seen = sub.wait(SECS(15), |m| !seqs(m, "c/seq").is_empty());
+    assert!(!seqs(&seen, "c/seq").is_empty(), "{}", rep.log());
     let a = seqs(&m, "a/seq");
     let b = seqs(&m, "b/seq");
     assert!(a.len() >= 200 && b.len() >= 200, "{} {}", a.len(), b.len());
@@ -947,7 +959,12 @@ fn sigterm_drains_and_reports_undelivered_events() {
         (metric(&rep, "events_acked_total") >= 100).then_some(())
     });
     broker.pause();
-    std::thread::sleep(Duration::from_millis(500));
+    // No acknowledgement comes back from a paused broker: once one event is
+    // buffered or in flight, the drain has something it cannot deliver.
+    let pending = wait_for(SECS(10), || {
+        (metric(&rep, "events_buffered") + metric(&rep, "events_inflight") > 0).then_some(())
+    });
+    assert!(pending.is_some(), "nothing pending: {}", rep.log());
     let t = Instant::now();
     assert_eq!(rep.signal(libc::SIGTERM).code(), Some(0));
     assert!(t.elapsed() < SECS(5), "drain took {:?}", t.elapsed());
