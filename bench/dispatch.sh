@@ -13,24 +13,16 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-1000}
 WARMUP=${WARMUP:-100}
 
-if ! command -v hyperfine >/dev/null; then
-  echo "bench: installing hyperfine" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine >/dev/null
-fi
+WORK=$(mktemp -d /tmp/app-bench-dispatch.XXXXXX)
+. bench/lib.sh
+need_hyperfine
 # APP=/path/to/app compares another build (a static one, say) instead.
-if [ -z "${APP:-}" ]; then
-  cargo build --release --bin app --quiet
-  APP="$PWD/target/release/app"
-fi
-
-work=$(mktemp -d /tmp/app-bench-dispatch.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/data" "$work/config" "$work/run" "$work/cache"
+app_release
 
 # 50 directories × 100 files; 2 of every 100 are app-* plugins (not executed).
 path=""
 for d in $(seq -w 1 50); do
-  dir="$work/path/d$d"
+  dir="$WORK/path/d$d"
   mkdir -p "$dir"
   for f in $(seq -w 1 98); do : > "$dir/tool-$d-$f"; done
   printf '#!/bin/sh\n' > "$dir/app-other-$d"
@@ -38,15 +30,15 @@ for d in $(seq -w 1 50); do
   chmod +x "$dir/app-other-$d" "$dir/git-other-$d"
   path="$path${path:+:}$dir"
 done
-last="$work/path/d50"
+last="$WORK/path/d50"
 
 # The trivial plugin: a C program that returns 0 (the same file under each name).
-printf 'int main(void){return 0;}\n' > "$work/plugin.c"
-cc -O2 -o "$last/app-bench" "$work/plugin.c"
+printf 'int main(void){return 0;}\n' > "$WORK/plugin.c"
+cc -O2 -o "$last/app-bench" "$WORK/plugin.c"
 cp "$last/app-bench" "$last/git-bench"
 
 # The physical limit for a Rust dispatcher: parse nothing, exec a fixed path.
-cat > "$work/wrapper.rs" <<'RS'
+cat > "$WORK/wrapper.rs" <<'RS'
 use std::os::unix::process::CommandExt;
 fn main() {
     let mut args = std::env::args_os().skip(1);
@@ -56,29 +48,29 @@ fn main() {
     std::process::exit(126);
 }
 RS
-rustc -O -C codegen-units=1 -o "$work/wrapper" "$work/wrapper.rs"
+rustc -O -C codegen-units=1 -o "$WORK/wrapper" "$WORK/wrapper.rs"
 
 # One configured listener, for the cost of listening (lifecycle listeners).
-mkdir -p "$work/listener-config"
-printf '{"listeners":[{"name":"bench"}]}\n' > "$work/listener-config/config.json"
-printf 'int main(void){char b[4096]; while(read(0,b,sizeof b)>0); return 0;}\n' > "$work/listener.c"
-cc -O2 -include unistd.h -o "$last/app-listener-bench" "$work/listener.c"
+mkdir -p "$WORK/listener-config"
+printf '{"listeners":[{"name":"bench"}]}\n' > "$WORK/listener-config/config.json"
+printf 'int main(void){char b[4096]; while(read(0,b,sizeof b)>0); return 0;}\n' > "$WORK/listener.c"
+cc -O2 -include unistd.h -o "$last/app-listener-bench" "$WORK/listener.c"
 
 export PATH="$path:/usr/local/bin:/usr/bin:/bin"
-export APP_DATA_DIR="$work/data" APP_CONFIG_DIR="$work/config" APP_RUNTIME_DIR="$work/run" APP_CACHE_DIR="$work/cache"
+app_dirs
 unset APP_PLUGIN_PATH
 
-hyperfine -N --warmup "$WARMUP" --runs "$RUNS" --export-json "$work/dispatch.json" \
+hyperfine -N --warmup "$WARMUP" --runs "$RUNS" --export-json "$WORK/dispatch.json" \
   -n direct "$last/app-bench" \
-  -n wrapper "$work/wrapper $last/app-bench" \
+  -n wrapper "$WORK/wrapper $last/app-bench" \
   -n app "$APP bench" \
   -n git "git bench" \
-  -n "app+listener" "$APP --config $work/listener-config/config.json bench" \
+  -n "app+listener" "$APP --config $WORK/listener-config/config.json bench" \
   >&2
-hyperfine -N -i --warmup 10 --runs 100 --export-json "$work/list.json" \
+hyperfine -N -i --warmup 10 --runs 100 --export-json "$WORK/list.json" \
   -n "app plugin list" "$APP plugin list" >&2
 
-python3 - "$work/dispatch.json" "$work/list.json" <<'PY'
+python3 - "$WORK/dispatch.json" "$WORK/list.json" <<'PY'
 import json, sys
 res = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
 lst = json.load(open(sys.argv[2]))["results"][0]
@@ -101,8 +93,8 @@ PY
 # a count the machine's load does not change (docs/benchmarks.md).
 if [ "${CALLGRIND:-0}" = 1 ]; then
   if command -v valgrind >/dev/null; then
-    valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$APP" plugin path bench >/dev/null 2>"$work/callgrind.err"
-    echo "app plugin path bench: $(awk '/^summary:/ { print $2 }' "$work/callgrind.out") instructions (callgrind)"
+    valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" "$APP" plugin path bench >/dev/null 2>"$WORK/callgrind.err"
+    echo "app plugin path bench: $(awk '/^summary:/ { print $2 }' "$WORK/callgrind.out") instructions (callgrind)"
   else
     echo "CALLGRIND=1: valgrind is not installed (apt-get install valgrind)" >&2
   fi

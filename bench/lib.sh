@@ -1,8 +1,12 @@
-# bench/lib.sh: what the relay benchmarks share. Source it after setting
-# WORK (a temp dir, removed at exit).
+# bench/lib.sh: what the benchmarks share. Source it after setting WORK
+# (a temp dir, removed at exit).
 #
-#   PIDS+=($!)     remember a background process; stop_all stops them all
-#   wait_port P    wait until 127.0.0.1:P accepts connections (10 s at most)
+#   PIDS+=($!)       remember a background process; stop_all stops them all
+#   wait_port P      wait until 127.0.0.1:P accepts connections (10 s at most)
+#   need_hyperfine   install hyperfine with apt-get where it is missing
+#   app_release      APP (another build to measure), or else a release build
+#                    of app made now, in APP
+#   app_dirs         app's data, config, runtime and cache dirs under $WORK
 
 PIDS=()
 
@@ -22,4 +26,23 @@ wait_port() {
     done
     echo "$(basename "$0"): nothing listens on 127.0.0.1:$1 after 10 s" >&2
     return 1
+}
+
+need_hyperfine() {
+    if ! command -v hyperfine >/dev/null; then
+        echo "bench: installing hyperfine" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine >/dev/null
+    fi
+}
+
+app_release() {
+    if [ -z "${APP:-}" ]; then
+        cargo build --release --bin app --quiet
+        APP="$PWD/target/release/app"
+    fi
+}
+
+app_dirs() {
+    mkdir -p "$WORK/data" "$WORK/config" "$WORK/run" "$WORK/cache"
+    export APP_DATA_DIR="$WORK/data" APP_CONFIG_DIR="$WORK/config" APP_RUNTIME_DIR="$WORK/run" APP_CACHE_DIR="$WORK/cache"
 }

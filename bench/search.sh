@@ -13,22 +13,14 @@ cd "$(dirname "$0")/.."
 PLUGINS=${PLUGINS:-10000}
 RUNS=${RUNS:-50}
 
-if ! command -v hyperfine >/dev/null; then
-  echo "bench: installing hyperfine" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine >/dev/null
-fi
-if [ -z "${APP:-}" ]; then
-  cargo build --release --bin app --quiet
-  APP="$PWD/target/release/app"
-fi
-
-work=$(mktemp -d /tmp/app-bench-search.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/data" "$work/config" "$work/run" "$work/cache"
-export APP_DATA_DIR="$work/data" APP_CONFIG_DIR="$work/config" APP_RUNTIME_DIR="$work/run" APP_CACHE_DIR="$work/cache"
+WORK=$(mktemp -d /tmp/app-bench-search.XXXXXX)
+. bench/lib.sh
+need_hyperfine
+app_release
+app_dirs
 
 # PLUGINS plugins, two platforms each, a description of a few words.
-python3 - "$work/index.json" "$PLUGINS" <<'PY'
+python3 - "$WORK/index.json" "$PLUGINS" <<'PY'
 import json, sys, hashlib
 path, n = sys.argv[1], int(sys.argv[2])
 words = ["json", "yaml", "mqtt", "nats", "relay", "format", "lint", "deploy", "cloud", "trace"]
@@ -49,16 +41,16 @@ json.dump({"apiVersion": "app.index/v1", "serial": 1, "expires": "2999-01-01T00:
            "plugins": plugins}, open(path, "w"), indent=1)
 PY
 if command -v minisign >/dev/null; then
-  minisign -G -W -p "$work/key.pub" -s "$work/key.sec" >/dev/null
-  minisign -S -s "$work/key.sec" -m "$work/index.json" >/dev/null
-  "$APP" plugin index add big "$work/index.json" --key-file "$work/key.pub" >&2
+  minisign -G -W -p "$WORK/key.pub" -s "$WORK/key.sec" >/dev/null
+  minisign -S -s "$WORK/key.sec" -m "$WORK/index.json" >/dev/null
+  "$APP" plugin index add big "$WORK/index.json" --key-file "$WORK/key.pub" >&2
 else
   echo "bench: minisign is not installed (apt-get install minisign): the index is added unsigned" >&2
-  "$APP" plugin index add big "$work/index.json" --insecure-no-signature >&2
+  "$APP" plugin index add big "$WORK/index.json" --insecure-no-signature >&2
 fi
-size=$(stat -c %s "$work/index.json")
+size=$(stat -c %s "$WORK/index.json")
 
-hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$work/search.json" \
+hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$WORK/search.json" \
   -n "plugin search (all 10,000 rows)" "$APP plugin search" \
   -n "plugin search WORD" "$APP plugin search mqtt" \
   -n "plugin search -o json" "$APP plugin search -o json" \
@@ -66,7 +58,7 @@ hyperfine -N --warmup 5 --runs "$RUNS" --export-json "$work/search.json" \
   -n "plugin index update (read, verify, parse, store)" "$APP plugin index update" \
   >&2
 
-python3 - "$work/search.json" "$PLUGINS" "$size" <<'PY'
+python3 - "$WORK/search.json" "$PLUGINS" "$size" <<'PY'
 import json, sys
 res = json.load(open(sys.argv[1]))["results"]
 print(f"index: {int(sys.argv[2]):,} plugins, {int(sys.argv[3]):,} bytes")
@@ -81,8 +73,8 @@ if [ "${CALLGRIND:-0}" = 1 ]; then
   if command -v valgrind >/dev/null; then
     for args in "plugin search mqtt" "plugin info tool-04242"; do
       # shellcheck disable=SC2086
-      valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$APP" $args >/dev/null 2>"$work/cg.err"
-      echo "app $args: $(awk '/^summary:/ { print $2 }' "$work/cg.out") instructions (callgrind)"
+      valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.out" "$APP" $args >/dev/null 2>"$WORK/cg.err"
+      echo "app $args: $(awk '/^summary:/ { print $2 }' "$WORK/cg.out") instructions (callgrind)"
     done
   else
     echo "CALLGRIND=1: valgrind is not installed (apt-get install valgrind)" >&2

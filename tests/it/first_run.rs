@@ -127,27 +127,31 @@ pub(crate) fn run_transcript(steps: &[Step], mut sh: Command) {
             printed[i].push(line.trim_end().to_string());
         }
     }
-    for (step, printed) in steps.iter().zip(&printed) {
-        if step.shown.is_empty() {
-            continue;
-        }
-        let mut printed = printed.clone();
-        while printed.last().is_some_and(|l| l.is_empty()) {
-            printed.pop();
-        }
-        let shown: Vec<String> = step
-            .shown
-            .iter()
-            .map(|l| l.trim_end().to_string())
-            .collect();
-        assert_eq!(
-            printed,
-            shown,
-            "`{}` printed something else than the README shows (stderr: {})",
-            step.command,
-            String::from_utf8_lossy(&out.stderr)
-        );
+    let stderr = format!(" (stderr: {})", String::from_utf8_lossy(&out.stderr));
+    for (step, printed) in steps.iter().zip(printed) {
+        assert_printed_as_shown(step, printed, &stderr);
     }
+}
+
+/// A step whose output the README shows printed exactly that, trailing
+/// blank lines aside; `note` ends the failure message.
+pub(crate) fn assert_printed_as_shown(step: &Step, mut printed: Vec<String>, note: &str) {
+    if step.shown.is_empty() {
+        return;
+    }
+    while printed.last().is_some_and(|l| l.is_empty()) {
+        printed.pop();
+    }
+    let shown: Vec<String> = step
+        .shown
+        .iter()
+        .map(|l| l.trim_end().to_string())
+        .collect();
+    assert_eq!(
+        printed, shown,
+        "`{}` printed something else than the README shows{note}",
+        step.command
+    );
 }
 
 /// A new account: an empty home, `app` on PATH (as `./install.sh` leaves

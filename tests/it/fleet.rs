@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::repeater::{Repeater, RepeaterBuilder};
+use common::repeater::{status_rows, Repeater, RepeaterBuilder};
 use common::run::Ran;
 use common::tools::require_tool;
 use common::{free_port, plugin_bin, wait_for, Sandbox};
@@ -172,8 +172,8 @@ fn apply_get_and_status_across_three_repeaters() {
     }
 
     // status: one row per host, from /healthz and /metrics.
-    let args: Vec<&str> = [&["status", "-o", "json", "--interval", "0.2"][..], &hosts].concat();
-    let rows = manage(&sb, &args).ok().json();
+    let urls_str: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let rows = status_rows(&sb, &urls_str);
     let rows = rows.as_array().expect("array of rows");
     assert_eq!(rows.len(), 3);
     for (row, (u, r)) in rows.iter().zip(urls.iter().zip(&rs)) {
@@ -650,20 +650,7 @@ fn tls_and_tokens_across_network_namespaces() {
     for r in &repeaters {
         assert_eq!(routes_of(r), want());
     }
-    let rows = manage(
-        &sb,
-        &[
-            "status",
-            "-o",
-            "json",
-            "--interval",
-            "0.2",
-            "--host",
-            "@edges",
-        ],
-    )
-    .ok()
-    .json();
+    let rows = status_rows(&sb, &["@edges"]);
     assert_eq!(rows.as_array().map(Vec::len), Some(2), "{rows}");
     assert_eq!(rows[0]["host"], "edge1");
     assert_eq!(rows[1]["routes"], 2);

@@ -17,13 +17,7 @@ use serde_json::{json, Value};
 #[test]
 fn index_add_list_update_and_remove() {
     let Some(w) = World::new() else { return };
-    let url = w.publish(
-        "index.json",
-        7,
-        FUTURE,
-        vec![w.plugin("hello", "1.0.0")],
-        &w.key,
-    );
+    let url = w.signed_index(7, &[("hello", "1.0.0")]);
     w.add("main", &url).code(0).stdout_has(format!(
         "added index 'main' ({url}): serial 7, 1 plugin versions"
     ));
@@ -84,26 +78,10 @@ fn index_add_list_update_and_remove() {
 #[test]
 fn search_and_info_read_the_cached_indexes() {
     let Some(w) = World::new() else { return };
-    let main = w.publish(
-        "main.json",
-        1,
-        FUTURE,
-        vec![
-            w.plugin("hello", "1.0.0"),
-            w.plugin("hello", "1.1.0"),
-            w.plugin("jsonfmt", "0.3.0"),
-        ],
-        &w.key,
+    w.main_and_extra(
+        &[("hello", "1.0.0"), ("hello", "1.1.0"), ("jsonfmt", "0.3.0")],
+        &[("world", "2.0.0")],
     );
-    let extra = w.publish(
-        "extra.json",
-        1,
-        FUTURE,
-        vec![w.plugin("world", "2.0.0")],
-        &w.key,
-    );
-    w.add("main", &main).code(0);
-    w.add("extra", &extra).code(0);
     w.app(&["plugin", "install", "hello@1.0.0"]).code(0);
 
     let table = w.app(&["plugin", "search"]).ok();
@@ -173,14 +151,7 @@ fn search_and_info_read_the_cached_indexes() {
 #[test]
 fn every_refusal_names_the_index_and_changes_nothing() {
     let Some(w) = World::new() else { return };
-    let good = w.publish(
-        "index.json",
-        5,
-        FUTURE,
-        vec![w.plugin("hello", "1.0.0")],
-        &w.key,
-    );
-    w.add("main", &good).code(0);
+    w.main_index(5, &[("hello", "1.0.0")]);
     let other = Key::new(w.sb.path(), "other");
     let url = w.server.url("/index.json");
     let update = ["plugin", "index", "update"];
@@ -369,13 +340,7 @@ fn every_refusal_names_the_index_and_changes_nothing() {
 #[test]
 fn an_unsigned_index_needs_the_flag_and_is_flagged() {
     let Some(w) = World::new() else { return };
-    let url = w.publish(
-        "index.json",
-        1,
-        FUTURE,
-        vec![w.plugin("hello", "1.0.0")],
-        &w.key,
-    );
+    let url = w.signed_index(1, &[("hello", "1.0.0")]);
     w.refused(
         &["plugin", "index", "add", "open", &url],
         2,
@@ -494,26 +459,10 @@ fn the_token_goes_to_the_index_host_only_and_is_never_shown_or_stored() {
 #[test]
 fn completion_offers_indexes_plugins_and_versions() {
     let Some(w) = World::new() else { return };
-    let main = w.publish(
-        "main.json",
-        1,
-        FUTURE,
-        vec![
-            w.plugin("hello", "1.0.0"),
-            w.plugin("hello", "1.1.0"),
-            w.plugin("helpful", "0.1.0"),
-        ],
-        &w.key,
+    w.main_and_extra(
+        &[("hello", "1.0.0"), ("hello", "1.1.0"), ("helpful", "0.1.0")],
+        &[("world", "2.0.0")],
     );
-    let extra = w.publish(
-        "extra.json",
-        1,
-        FUTURE,
-        vec![w.plugin("world", "2.0.0")],
-        &w.key,
-    );
-    w.add("main", &main).code(0);
-    w.add("extra", &extra).code(0);
     assert_eq!(
         complete(&w, &["plugin", "index", "remove", ""]),
         (vec!["main".into(), "extra".into()], ":4".into())

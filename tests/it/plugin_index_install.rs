@@ -19,26 +19,10 @@ use serde_json::{json, Value};
 #[test]
 fn install_by_name_version_and_index_and_ambiguity() {
     let Some(w) = World::new() else { return };
-    let main = w.publish(
-        "main.json",
-        1,
-        FUTURE,
-        vec![
-            w.plugin("hello", "1.0.0"),
-            w.plugin("hello", "1.1.0"),
-            w.plugin("dup", "1.0.0"),
-        ],
-        &w.key,
+    w.main_and_extra(
+        &[("hello", "1.0.0"), ("hello", "1.1.0"), ("dup", "1.0.0")],
+        &[("dup", "2.0.0")],
     );
-    let extra = w.publish(
-        "extra.json",
-        1,
-        FUTURE,
-        vec![w.plugin("dup", "2.0.0")],
-        &w.key,
-    );
-    w.add("main", &main).code(0);
-    w.add("extra", &extra).code(0);
 
     w.app(&["plugin", "install", "hello"])
         .code(0)
@@ -111,18 +95,7 @@ fn install_by_name_version_and_index_and_ambiguity() {
 #[test]
 fn upgrade_all_goes_on_past_one_failure() {
     let Some(w) = World::new() else { return };
-    let url = w.publish(
-        "index.json",
-        1,
-        FUTURE,
-        vec![
-            w.plugin("aaa", "1.0.0"),
-            w.plugin("bbb", "1.0.0"),
-            w.plugin("ccc", "1.0.0"),
-        ],
-        &w.key,
-    );
-    w.add("main", &url).code(0);
+    let url = w.main_index(1, &[("aaa", "1.0.0"), ("bbb", "1.0.0"), ("ccc", "1.0.0")]);
     for name in ["aaa", "bbb", "ccc"] {
         w.app(&["plugin", "install", name]).code(0);
     }
@@ -382,13 +355,7 @@ fn padded(bytes: &[u8], len: usize) -> Vec<u8> {
 #[test]
 fn local_files_over_their_limit_are_refused_and_a_bad_cached_index_is_fetched_again() {
     let Some(w) = World::new() else { return };
-    let url = w.publish(
-        "index.json",
-        3,
-        FUTURE,
-        vec![w.plugin("hello", "1.0.0")],
-        &w.key,
-    );
+    let url = w.signed_index(3, &[("hello", "1.0.0")]);
     let add = |key_file: &Path| {
         [
             "plugin",
@@ -471,14 +438,7 @@ fn local_files_over_their_limit_are_refused_and_a_bad_cached_index_is_fetched_ag
 #[test]
 fn a_signature_over_64_kib_is_refused_and_changes_nothing() {
     let Some(w) = World::new() else { return };
-    let url = w.publish(
-        "index.json",
-        1,
-        FUTURE,
-        vec![w.plugin("hello", "1.0.0")],
-        &w.key,
-    );
-    w.add("main", &url).code(0);
+    let url = w.main_index(1, &[("hello", "1.0.0")]);
     // A new serial whose real signature is padded past 64 KiB: refused
     // (exit 5) naming the .minisig, the cached copy (serial 1) kept.
     let bytes = serde_json::to_vec(&json!({"apiVersion": "app.index/v1", "serial": 2,

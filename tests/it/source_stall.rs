@@ -10,8 +10,8 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::event_time::EventTime;
-use common::repeater::Repeater;
-use common::{plugin_bin, wait_for, Sandbox};
+use common::repeater::{status_rows, Repeater};
+use common::{wait_for, Sandbox};
 use serde_json::Value;
 
 /// The `test/seq` numbers the stderr sink printed so far, in order.
@@ -38,22 +38,7 @@ fn metric(r: &Repeater, name: &str) -> f64 {
 
 /// `manage status -o json` for the repeater's TCP API: its one row.
 fn status_row(sb: &Sandbox, r: &Repeater) -> Value {
-    let ran = common::run::Run::new({
-        let mut c = sb.command(plugin_bin("app-event-repeater-manage"));
-        c.args([
-            "status",
-            "-o",
-            "json",
-            "--interval",
-            "0.2",
-            "--host",
-            &r.url(),
-        ]);
-        c
-    })
-    .assert()
-    .ok();
-    ran.json()[0].clone()
+    status_rows(sb, &[&r.url()])[0].clone()
 }
 
 #[test]

@@ -14,7 +14,9 @@
 //! line, when nats-server is missing.
 
 use crate::common;
-use crate::first_run::{readme, section, sh_blocks, transcript, FreshAccount, Step};
+use crate::first_run::{
+    assert_printed_as_shown, readme, section, sh_blocks, transcript, FreshAccount, Step,
+};
 
 use std::fs;
 use std::os::unix::process::CommandExt;
@@ -100,27 +102,12 @@ fn the_whole_tour_runs_top_to_bottom_as_written() {
     let account = FreshAccount::new();
     let printed = run_in_one_bash(&account, &steps);
     for (step, printed) in steps.iter().zip(&printed) {
-        if step.shown.is_empty() {
-            continue;
-        }
-        let mut printed: Vec<String> = printed
+        let printed = printed
             .iter()
             .filter(|l| !is_background_log(l))
             .cloned()
             .collect();
-        while printed.last().is_some_and(|l| l.is_empty()) {
-            printed.pop();
-        }
-        let shown: Vec<String> = step
-            .shown
-            .iter()
-            .map(|l| l.trim_end().to_string())
-            .collect();
-        assert_eq!(
-            printed, shown,
-            "`{}` printed something else than the README shows",
-            step.command
-        );
+        assert_printed_as_shown(step, printed, "");
     }
     // Nothing went wrong on the way, even where the README shows no output
     // (a second `app event-time` while the first still ran said "error: …

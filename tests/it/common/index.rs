@@ -147,6 +147,35 @@ impl World {
                "platforms": [{"os": os, "arch": arch, "url": file, "sha256": sha256(&bytes)}]})
     }
 
+    /// Serves each `(name, version)` and returns their index entries.
+    pub fn plugins(&self, list: &[(&str, &str)]) -> Vec<Value> {
+        list.iter().map(|(n, v)| self.plugin(n, v)).collect()
+    }
+
+    /// The usual index: `/index.json` with `serial`, signed by the world's
+    /// key, valid until [`FUTURE`]; its URL.
+    pub fn signed_index(&self, serial: u64, plugins: &[(&str, &str)]) -> String {
+        let plugins = self.plugins(plugins);
+        self.publish("index.json", serial, FUTURE, plugins, &self.key)
+    }
+
+    /// [`World::signed_index`], added as the index `main`; its URL.
+    pub fn main_index(&self, serial: u64, plugins: &[(&str, &str)]) -> String {
+        let url = self.signed_index(serial, plugins);
+        self.add("main", &url).code(0);
+        url
+    }
+
+    /// Two signed indexes at serial 1, `/main.json` and `/extra.json`,
+    /// added as `main` and then `extra`.
+    pub fn main_and_extra(&self, main: &[(&str, &str)], extra: &[(&str, &str)]) {
+        for (name, plugins) in [("main", main), ("extra", extra)] {
+            let plugins = self.plugins(plugins);
+            let url = self.publish(&format!("{name}.json"), 1, FUTURE, plugins, &self.key);
+            self.add(name, &url).code(0);
+        }
+    }
+
     /// Publishes an index at `/PATH` with its signature by `key` beside it.
     pub fn publish(
         &self,

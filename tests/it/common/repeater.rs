@@ -388,3 +388,14 @@ pub fn run_to_exit(sb: &Sandbox, args: &[&str], env: &[(&str, &Path)]) -> (Optio
         None => panic!("it started instead of refusing; log:\n{err}"),
     }
 }
+
+/// `app-event-repeater-manage status -o json --interval 0.2` for `hosts`
+/// (one `--host` each: URLs, names or `@group`s): its rows; it must succeed.
+pub fn status_rows(sb: &Sandbox, hosts: &[&str]) -> serde_json::Value {
+    let mut cmd = sb.command(plugin_bin("app-event-repeater-manage"));
+    cmd.args(["status", "-o", "json", "--interval", "0.2"]);
+    for host in hosts {
+        cmd.args(["--host", host]);
+    }
+    super::run::Run::new(cmd).assert().ok().json()
+}
