@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::broker::{Broker, NatsServer, Subscriber};
+use common::broker::{Broker, Subscriber};
+use common::nats::NatsServer;
 use common::repeater::{run_to_exit, Repeater};
 use common::sse_source::ScriptedSource;
 use common::{plugin_bin, wait_for, Sandbox};

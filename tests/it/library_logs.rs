@@ -9,8 +9,9 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::broker::{Broker, NatsServer};
+use common::broker::Broker;
 use common::event_time::EventTime;
+use common::nats::NatsServer;
 use common::repeater::Repeater;
 use common::{wait_for, Sandbox};
 use serde_json::Value;

@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::broker::NatsServer;
 use common::event_time::EventTime;
+use common::nats::NatsServer;
 use common::process::Proc;
 use common::repeater::Repeater;
 use common::{free_port, plugin_bin, wait_for, Sandbox};

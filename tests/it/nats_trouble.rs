@@ -13,7 +13,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use crate::nats::{metric, nats_args, read_stream, start_source};
-use common::broker::NatsServer;
+use common::nats::NatsServer;
 use common::repeater::Repeater;
 use common::{free_port, plugin_bin, wait_for, Sandbox};
 use serde_json::{json, Value};

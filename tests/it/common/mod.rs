@@ -186,9 +186,11 @@ pub mod event_time;
 pub mod http;
 pub mod http_server;
 pub mod index;
+pub mod nats;
 pub mod process;
 pub mod repeater;
 pub mod run;
+pub mod server;
 pub mod sse_source;
 pub mod tools;
 
