@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::payload::TOPIC;
 
 /// Load generator and counting subscriber for the relay benchmark
-/// (bench/relay.sh) and the reliability tests (tests/it/reliability.rs).
+/// (bench/relay.sh) and the reliability tests (tests/it/reliability/).
 ///
 /// Every mode prints one line of JSON on stdout when it ends (the subscriber
 /// also on SIGTERM or SIGINT). Exit codes: 0 done, 1 runtime failure, 2 usage.

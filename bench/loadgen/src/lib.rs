@@ -1,5 +1,5 @@
 //! Load generator and counting subscriber for the relay benchmark
-//! (`bench/relay.sh`) and the reliability tests (`tests/it/reliability.rs`).
+//! (`bench/relay.sh`) and the reliability tests (`tests/it/reliability/`).
 //!
 //! - [`payload`]: the benchmark event and reading its number and send time back;
 //! - [`tally`]: missing, duplicated, out-of-order counts and latency percentiles;

@@ -1,12 +1,8 @@
-//! The daemons under systemd, without systemd: the `sd_notify` messages they
-//! send to a `NOTIFY_SOCKET` the test binds (READY only once the API answers,
-//! STATUS, WATCHDOG at half of `WATCHDOG_USEC` and none once the relay is
-//! wedged, STOPPING on SIGTERM), and the `<N>` priority prefix on log lines
-//! when `JOURNAL_STREAM` names their stderr.
+//! sd_notify: READY, STATUS, WATCHDOG and STOPPING from the repeater and
+//! event-time; a wedged relay stops pinging the watchdog.
 
 use std::fs;
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -20,6 +16,8 @@ use crate::common::event_time::EventTime;
 use crate::common::process::Proc;
 use crate::common::repeater::raw_request;
 use crate::common::{plugin_bin, Sandbox};
+
+use super::healthz;
 
 /// The test's end of `NOTIFY_SOCKET`: every datagram, with when it came.
 struct NotifySocket {
@@ -153,15 +151,6 @@ impl StallablePipe {
         });
         StallablePipe { stalled, read }
     }
-}
-
-fn healthz(socket: &Path) -> Option<u16> {
-    raw_request(
-        socket,
-        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-        Duration::from_secs(2),
-    )
-    .map(|(status, _)| status)
 }
 
 /// `sh -c 'WATCHDOG_PID=$$ exec …'`: systemd names the main pid, which a
@@ -363,237 +352,5 @@ fn event_time_notifies_ready_watchdog_and_stopping() {
         proc.wait_exit(Duration::from_secs(20))
             .and_then(|s| s.code()),
         Some(0)
-    );
-}
-
-fn append(path: &Path) -> fs::File {
-    fs::File::options()
-        .create(true)
-        .append(true)
-        .open(path)
-        .expect("open the log")
-}
-
-/// `DEVICE:INODE` of `file`, as systemd writes `JOURNAL_STREAM`.
-fn stream_id(file: &Path) -> String {
-    let meta = fs::metadata(file).expect("stat the log");
-    format!("{}:{}", meta.dev(), meta.ino())
-}
-
-/// Runs event-time once with `JOURNAL_STREAM` naming `journal` (which may
-/// or may not be its stderr) until it has logged a warning, then stops it;
-/// returns its stderr.
-fn event_time_log(sb: &Sandbox, journal: &str, format: &str) -> String {
-    let log = sb
-        .path()
-        .join(format!("journal.{}.log", crate::common::free_port()));
-    let mut cmd = sb.command(plugin_bin("app-event-time"));
-    cmd.args(["--name", "j", "--log", "info", "--listen", "0.0.0.0:0"])
-        .env("APP_LOG_FORMAT", format)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        // Appending, as the second instance below does to the same file.
-        .stderr(append(&log));
-    let journal = if journal.is_empty() {
-        stream_id(&log)
-    } else {
-        journal.to_string()
-    };
-    cmd.env("JOURNAL_STREAM", &journal);
-    let mut proc = Proc::spawn("app-event-time", &mut cmd);
-    let socket = sb.plugin_runtime_dir().join("j.sock");
-    let up = crate::common::wait_for(Duration::from_secs(15), || {
-        std::os::unix::net::UnixStream::connect(&socket).ok()
-    });
-    assert!(
-        up.is_some(),
-        "event-time did not start: {}",
-        fs::read_to_string(&log).unwrap_or_default()
-    );
-    // A second instance of the same name fails: an error line.
-    let second = sb
-        .command(plugin_bin("app-event-time"))
-        .args(["--name", "j"])
-        .env("APP_LOG_FORMAT", format)
-        .env("JOURNAL_STREAM", &journal)
-        .stderr(append(&log))
-        .status()
-        .expect("run a second event-time");
-    assert!(!second.success());
-    proc.signal(libc::SIGTERM);
-    assert!(proc.wait_exit(Duration::from_secs(20)).is_some());
-    fs::read_to_string(&log).expect("read the log")
-}
-
-#[test]
-fn log_lines_carry_their_syslog_priority_when_stderr_is_the_journal() {
-    let sb = Sandbox::new();
-    // "" = the log file's own dev:inode: stderr is "the journal".
-    let text = event_time_log(&sb, "", "text");
-    let lines: Vec<&str> = text.lines().collect();
-    assert!(lines.len() >= 4, "{text}");
-    assert!(
-        lines.iter().all(|l| l.starts_with('<')),
-        "a line without a prefix:\n{text}"
-    );
-    let with = |p: &str, part: &str| lines.iter().any(|l| l.starts_with(p) && l.contains(part));
-    assert!(
-        with("<4>app-event-time: warning: ", "not a loopback address"),
-        "{text}"
-    );
-    assert!(
-        with("<5>app-event-time: ", "serving timer events"),
-        "{text}"
-    );
-    assert!(with("<6>app-event-time: ", "SIGTERM"), "{text}");
-    assert!(with("<3>app-event-time: ", "already running"), "{text}");
-
-    // JSON lines keep the prefix, and after it are JSON.
-    let text = event_time_log(&sb, "", "json");
-    for line in text.lines() {
-        let (prefix, json) = line.split_at(3);
-        assert!(prefix.starts_with('<') && prefix.ends_with('>'), "{line}");
-        let v: serde_json::Value = serde_json::from_str(json).expect("a JSON line after <N>");
-        assert!(v["level"].is_string(), "{line}");
-    }
-    assert!(text.contains("<4>{") && text.contains("<3>{"), "{text}");
-
-    // A JOURNAL_STREAM naming another file (inherited, stderr redirected):
-    // no prefix.
-    let other = sb.path().join("other");
-    fs::write(&other, "").expect("write");
-    let text = event_time_log(&sb, &stream_id(&other), "text");
-    assert!(text.contains("app-event-time: warning: "), "{text}");
-    assert!(text.lines().all(|l| !l.starts_with('<')), "{text}");
-}
-
-/// Makes `dir` (and its parents) with `owner:group` and `mode`, as systemd
-/// makes a unit's `StateDirectory=`/`RuntimeDirectory=`.
-fn systemd_dir(dir: &Path, uid: u32, gid: u32, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    fs::create_dir_all(dir).expect("create the directory");
-    std::os::unix::fs::chown(dir, Some(uid), Some(gid)).expect("chown");
-    fs::set_permissions(dir, fs::Permissions::from_mode(mode)).expect("chmod");
-}
-
-fn mode(path: &Path) -> u32 {
-    fs::metadata(path).map(|m| m.mode() & 0o777).unwrap_or(0)
-}
-
-/// `app event-repeater manage ARGS` as uid `uid` with the supplementary
-/// group `group` (none when `None`), looking for system instances in
-/// `system_run`.
-fn manage_as(
-    sb: &Sandbox,
-    uid: u32,
-    group: Option<u32>,
-    system_run: &Path,
-    args: &[&str],
-) -> std::process::Output {
-    let mut cmd = sb.command("setpriv");
-    cmd.arg(format!("--reuid={uid}"))
-        .arg(format!("--regid={uid}"));
-    match group {
-        Some(g) => cmd.arg(format!("--groups={g}")),
-        None => cmd.arg("--clear-groups"),
-    };
-    cmd.arg(crate::common::app_bin())
-        .args(["event-repeater", "manage"])
-        .args(args)
-        // The user's own runtime dir holds no repeater.
-        .env("APP_RUNTIME_DIR", sb.path().join("user-run"))
-        .env("APP_SYSTEM_RUNTIME_DIR", system_run)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run manage")
-}
-
-#[test]
-fn a_system_instance_keeps_its_files_in_systemds_directories_and_the_app_group_manages_it() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        crate::common::tools::skip(
-            "needs root to run the repeater and manage as other users (setpriv)",
-        );
-        return;
-    }
-    let Some(_) = crate::common::require_tool("setpriv", "util-linux") else {
-        return;
-    };
-    // The service user, its group, a member of it and someone else.
-    let (service, group, member, stranger) = (64990, 64991, 64992, 64993);
-    let sb = Sandbox::new();
-    fs::set_permissions(
-        sb.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("chmod the sandbox");
-    let state = sb.path().join("var/lib/app");
-    let run = sb.path().join("sysrun/app");
-    systemd_dir(&state, service, group, 0o750);
-    systemd_dir(&run, service, group, 0o750);
-    let mut cmd = sb.command("setpriv");
-    cmd.args([
-        format!("--reuid={service}"),
-        format!("--regid={group}"),
-        "--clear-groups".into(),
-    ])
-    .arg(plugin_bin("app-event-repeater"))
-    .args(["run", "--name", "edge", "--sinkprotocol", "stderr"])
-    .args([
-        "--source",
-        &sb.path().join("nothing.sock").to_string_lossy(),
-    ])
-    .env_remove("APP_DATA_DIR")
-    .env_remove("APP_RUNTIME_DIR")
-    .env("STATE_DIRECTORY", &state)
-    .env("RUNTIME_DIRECTORY", &run)
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(append(&sb.path().join("edge.log")));
-    let mut proc = Proc::spawn("app-event-repeater", &mut cmd);
-    let socket = run.join("plugins/edge.sock");
-    let up = crate::common::wait_for(Duration::from_secs(15), || healthz(&socket));
-    let log = || fs::read_to_string(sb.path().join("edge.log")).unwrap_or_default();
-    assert_eq!(up, Some(200), "no API on {}: {}", socket.display(), log());
-    assert_eq!(mode(&run.join("plugins")), 0o750);
-    assert_eq!(mode(&socket), 0o660);
-
-    // A member of the group finds it by name and changes its routes...
-    let out = manage_as(
-        &sb,
-        member,
-        Some(group),
-        &run,
-        &["--name", "edge", "put", "timer/sec/1", "/t/1"],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = manage_as(&sb, member, Some(group), &run, &["--name", "edge", "get"]);
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("/t/1"),
-        "{out:?}"
-    );
-    // ...which the repeater keeps in STATE_DIRECTORY (its checkpoint goes
-    // beside them).
-    let routes = state.join("event-repeater/edge.routes.json");
-    let kept = fs::read_to_string(&routes).unwrap_or_default();
-    assert!(kept.contains("/t/1"), "{}: {kept:?}", routes.display());
-    // Someone outside the group cannot reach it.
-    let out = manage_as(&sb, stranger, None, &run, &["--name", "edge", "get"]);
-    assert!(
-        !out.status.success(),
-        "a stranger reached the repeater: {out:?}"
-    );
-    proc.signal(libc::SIGTERM);
-    assert_eq!(
-        proc.wait_exit(Duration::from_secs(20))
-            .and_then(|s| s.code()),
-        Some(0),
-        "{}",
-        log()
     );
 }
