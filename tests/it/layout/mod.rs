@@ -56,17 +56,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("sdk/src/instance.rs", 640),
     ("sdk/src/log.rs", 635),
     ("src/cli.rs", 541),
-    ("tests/it/common/broker.rs", 508),
-    ("tests/it/dispatch.rs", 571),
-    ("tests/it/event_time.rs", 719),
-    ("tests/it/fleet.rs", 1148),
-    ("tests/it/manage.rs", 860),
-    ("tests/it/plugin_index.rs", 551),
-    ("tests/it/plugin_index_install.rs", 593),
-    ("tests/it/plugin_install.rs", 1066),
-    ("tests/it/reliability.rs", 1283),
-    ("tests/it/repeater.rs", 957),
-    ("tests/it/systemd.rs", 599),
 ];
 
 fn root() -> PathBuf {
