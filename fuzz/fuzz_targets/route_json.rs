@@ -5,13 +5,13 @@
 //! where `{suffix}` is all of the template and nothing is left over.
 #![no_main]
 
-use app_event_repeater::routes::{validate, RouteSpec, Routes, Table};
+use app_event_repeater::routes::{validate, Route, Routes, Table};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: &[u8]| {
-    let specs: Vec<RouteSpec> = match serde_json::from_slice::<Vec<RouteSpec>>(input) {
+    let specs: Vec<Route> = match serde_json::from_slice::<Vec<Route>>(input) {
         Ok(v) => v,
-        Err(_) => match serde_json::from_slice::<RouteSpec>(input) {
+        Err(_) => match serde_json::from_slice::<Route>(input) {
             Ok(s) => vec![s],
             Err(_) => return,
         },
@@ -24,7 +24,7 @@ fuzz_target!(|input: &[u8]| {
     };
     let listed = routes.list();
     let json = serde_json::to_vec(&listed).expect("routes serialise");
-    let back: Vec<RouteSpec> = serde_json::from_slice(&json).expect("listed routes parse back");
+    let back: Vec<Route> = serde_json::from_slice(&json).expect("listed routes parse back");
     assert_eq!(back, listed);
     assert_eq!(
         Routes::from_specs(back).map(|r| r.list()).ok(),

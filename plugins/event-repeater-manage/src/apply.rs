@@ -29,8 +29,18 @@ impl fmt::Display for Change {
         // The current routes come from the repeater: shown escaped.
         use app_plugin::text::escape_for_terminal as shown;
         match self {
-            Change::Add(r) => write!(f, "+ {} -> {}", shown(&r.sourcetopic), shown(r.sink())),
-            Change::Remove(r) => write!(f, "- {} -> {}", shown(&r.sourcetopic), shown(r.sink())),
+            Change::Add(r) => write!(
+                f,
+                "+ {} -> {}",
+                shown(&r.sourcetopic),
+                shown(r.sink_shown())
+            ),
+            Change::Remove(r) => write!(
+                f,
+                "- {} -> {}",
+                shown(&r.sourcetopic),
+                shown(r.sink_shown())
+            ),
             Change::Modify {
                 sourcetopic,
                 from,
@@ -77,10 +87,10 @@ pub fn diff(current: &[Route], desired: &[Route]) -> Vec<Change> {
         .filter_map(|topic| match (now.get(topic), want.get(topic)) {
             (None, Some(w)) => Some(Change::Add((*w).clone())),
             (Some(n), None) => Some(Change::Remove((*n).clone())),
-            (Some(n), Some(w)) if n.sink() != w.sink() => Some(Change::Modify {
+            (Some(n), Some(w)) if n.sink_shown() != w.sink_shown() => Some(Change::Modify {
                 sourcetopic: topic.to_string(),
-                from: n.sink().to_string(),
-                to: w.sink().to_string(),
+                from: n.sink_shown().to_string(),
+                to: w.sink_shown().to_string(),
             }),
             _ => None,
         })
@@ -128,10 +138,7 @@ mod tests {
     use super::*;
 
     fn own(source: &str) -> Route {
-        Route {
-            sourcetopic: source.into(),
-            sinktopic: None,
-        }
+        Route::new(source, "")
     }
 
     #[test]

@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use app_event_repeater_api::path;
 use app_plugin::cli::{Query, Values};
 use app_plugin::complete::{directive, Candidate, Completion};
 use clap::CommandFactory;
@@ -66,8 +67,8 @@ impl Values for Own<'_> {
                         return plain(topics);
                     }
                     plain(
-                        std::iter::once("/events".to_string())
-                            .chain(topics.iter().map(|t| format!("/events/{t}")))
+                        std::iter::once(path::EVENTS.to_string())
+                            .chain(topics.iter().map(|t| path::event(t)))
                             .collect(),
                     )
                 }))
@@ -134,7 +135,7 @@ impl Env for LiveEnv {
             .or_else(|| std::env::var("APP_TOKEN").ok())
             .filter(|t| !t.is_empty());
         let reply = Client::new(&target.endpoint, token, ROUTES_TIMEOUT)
-            .send("GET", "/events", None)
+            .send("GET", path::EVENTS, None)
             .ok()?;
         if reply.status != 200 {
             return None;

@@ -100,7 +100,7 @@ fn host_table(tables: &[(&str, Vec<Route>)]) -> String {
             out.push_str(&format!(
                 "{host:<hw$}  {:<sw$}  {}\n",
                 r.sourcetopic,
-                r.sink()
+                r.sink_shown()
             ));
         }
     }
@@ -203,7 +203,7 @@ fn as_routes(value: &Value) -> Option<Vec<Route>> {
 fn escaped(r: &Route) -> Route {
     Route {
         sourcetopic: shown(&r.sourcetopic).into_owned(),
-        sinktopic: r.sinktopic.as_deref().map(|s| shown(s).into_owned()),
+        sinktopic: shown(&r.sinktopic).into_owned(),
     }
 }
 
@@ -220,7 +220,7 @@ pub fn table(routes: &[Route]) -> String {
         .unwrap_or(SOURCE.len());
     let mut out = format!("{SOURCE:<width$}  SINK TOPIC\n");
     for r in &routes {
-        out.push_str(&format!("{:<width$}  {}\n", r.sourcetopic, r.sink()));
+        out.push_str(&format!("{:<width$}  {}\n", r.sourcetopic, r.sink_shown()));
     }
     out
 }

@@ -2,6 +2,7 @@
 //! URL may not hold as is percent-encoded. The command line builds these
 //! ([`crate::cli`]) and [`crate::remote`] sends them; neither knows the other.
 
+use app_event_repeater_api::path as api_path;
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use crate::error::Error;
@@ -53,7 +54,7 @@ pub fn topic_path(topic: &str) -> String {
         .remove(b'_')
         .remove(b'~')
         .remove(b'/');
-    format!("/events/{}", utf8_percent_encode(topic, TOPIC))
+    api_path::event(&utf8_percent_encode(topic, TOPIC).to_string())
 }
 
 /// The source topic of a path `/events/<topic>` (query aside), decoded:
@@ -61,7 +62,7 @@ pub fn topic_path(topic: &str) -> String {
 /// invalid UTF-8 replaced.
 pub fn topic_of(path: &str) -> Option<String> {
     let path = path.split('?').next().unwrap_or_default();
-    match path.strip_prefix("/events/") {
+    match path.strip_prefix(api_path::EVENT_PREFIX) {
         Some(t) if !t.is_empty() => Some(
             percent_encoding::percent_decode_str(t)
                 .decode_utf8_lossy()
@@ -74,7 +75,7 @@ pub fn topic_of(path: &str) -> Option<String> {
 /// Whether `path` (query aside) is the collection of routes, `/events`.
 pub fn is_collection(path: &str) -> bool {
     let path = path.split('?').next().unwrap_or_default();
-    path.trim_end_matches('/') == "/events"
+    path.trim_end_matches('/') == api_path::EVENTS
 }
 
 /// Checks that `--path` starts with `/` and percent-encodes what may not

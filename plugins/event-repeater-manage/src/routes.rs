@@ -1,65 +1,26 @@
-//! Routes as the repeater's API carries them:
+//! Route files for `apply`, and the routes a repeater answers with, both
+//! read as the API's [`Route`]:
 //! `{"sourcetopic":"timer/sec/1","sinktopic":"/time/1s"}`, where an empty or
 //! missing `sinktopic`, or `"."`, means the event's own topic.
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
+pub use app_event_repeater_api::Route;
 use serde_json::Value;
 
 use crate::error::Error;
 use crate::value::check_json;
 
-/// One route of the repeater.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Route {
-    /// The event topic (or topic prefix, ending in `/`) it takes.
-    pub sourcetopic: String,
-    /// Where it publishes; `None`, `""` and `"."` mean the event's own topic.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sinktopic: Option<String>,
-}
-
-impl Route {
-    /// A route with a sink topic.
-    pub fn new(source: &str, sink: &str) -> Route {
-        Route {
-            sourcetopic: source.to_string(),
-            sinktopic: Some(sink.to_string()),
-        }
-    }
-
-    /// The sink topic as shown to the user: `.` for the event's own topic.
-    pub fn sink(&self) -> &str {
-        match self.sinktopic.as_deref() {
-            None | Some("") => ".",
-            Some(s) => s,
-        }
-    }
-}
-
 /// Reads the routes a server returned (`GET /events`): a JSON array of
-/// objects with a string `sourcetopic`. Extra fields a newer server may add
-/// are ignored.
+/// routes. Extra fields a newer server may add are ignored.
 pub fn from_server(value: &Value) -> Result<Vec<Route>, String> {
-    let items = value
-        .as_array()
-        .ok_or_else(|| format!("expected a JSON array of routes, got {}", kind(value)))?;
-    items
-        .iter()
-        .map(|item| {
-            let source = item
-                .get("sourcetopic")
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("a route without a string sourcetopic: {item}"))?;
-            let sink = item.get("sinktopic").and_then(Value::as_str);
-            Ok(Route {
-                sourcetopic: source.to_string(),
-                sinktopic: sink.map(String::from),
-            })
-        })
-        .collect()
+    if !value.is_array() {
+        return Err(format!(
+            "expected a JSON array of routes, got {}",
+            kind(value)
+        ));
+    }
+    Route::from_answer(value.clone()).map_err(|e| format!("a route that is not one: {e}"))
 }
 
 /// Reads a routes file for `apply`: a JSON array of
@@ -120,14 +81,11 @@ mod tests {
 
     #[test]
     fn own_topic_forms_display_as_dot() {
-        let none = Route {
-            sourcetopic: "a".into(),
-            sinktopic: None,
-        };
-        assert_eq!(none.sink(), ".");
-        assert_eq!(Route::new("a", "").sink(), ".");
-        assert_eq!(Route::new("a", ".").sink(), ".");
-        assert_eq!(Route::new("a", "/x").sink(), "/x");
+        let none: Route = serde_json::from_str(r#"{"sourcetopic":"a"}"#).unwrap();
+        assert_eq!(none.sink_shown(), ".");
+        assert_eq!(Route::new("a", "").sink_shown(), ".");
+        assert_eq!(Route::new("a", ".").sink_shown(), ".");
+        assert_eq!(Route::new("a", "/x").sink_shown(), "/x");
     }
 
     #[test]
@@ -138,7 +96,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(routes[0], Route::new("timer/sec/1", "/time/1s"));
-        assert_eq!(routes[1].sinktopic, None);
+        assert!(routes[1].is_own_topic());
     }
 
     #[test]
@@ -197,7 +155,7 @@ mod tests {
         .unwrap();
         let routes = from_server(&v).unwrap();
         assert_eq!(routes[0], Route::new("a", "b"));
-        assert_eq!(routes[1].sink(), ".");
+        assert_eq!(routes[1].sink_shown(), ".");
         assert!(from_server(&serde_json::json!({"a":1})).is_err());
         assert!(from_server(&serde_json::json!([{"sinktopic":"x"}])).is_err());
     }

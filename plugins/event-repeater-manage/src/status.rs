@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use app_event_repeater_api::metric::{self, Metric};
+use app_event_repeater_api::{path, Health, HealthStatus};
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::error::Error;
 use crate::fleet;
@@ -23,25 +24,25 @@ use crate::target::Target;
 pub struct Sample {
     /// Why it could not be read (then it is down).
     pub error: Option<String>,
-    /// `/healthz`.
-    pub health: Value,
+    /// `/healthz`, when it was read.
+    pub health: Option<Health>,
     /// The counters and gauges of `/metrics`, by full name with labels.
     pub metrics: BTreeMap<String, f64>,
 }
 
 impl Sample {
-    fn metric(&self, name: &str) -> Option<f64> {
-        self.metrics
-            .get(&format!("app_event_repeater_{name}"))
-            .copied()
+    /// The value of a family's one series without labels.
+    fn metric(&self, m: &Metric) -> Option<f64> {
+        self.metrics.get(&m.sample()).copied()
     }
 
     /// Sum of every series of a family (every label set).
-    fn family(&self, name: &str) -> Option<f64> {
-        let full = format!("app_event_repeater_{name}");
+    fn family(&self, m: &Metric) -> Option<f64> {
+        let full = m.sample();
+        let labelled = format!("{full}{{");
         let mut found = None;
         for (k, v) in &self.metrics {
-            if k == &full || k.starts_with(&format!("{full}{{")) {
+            if k == &full || k.starts_with(&labelled) {
                 *found.get_or_insert(0.0) += v;
             }
         }
@@ -89,15 +90,23 @@ pub struct Row {
 
 /// Reads `/healthz` and `/metrics` of one repeater.
 pub fn sample(remote: &Remote) -> Sample {
-    let health = remote.request(Method::Get, "/healthz", None).and_then(|r| {
-        serde_json::from_str::<Value>(&r.body).map_err(|e| {
-            Error::Failed(format!(
-                "/healthz is not JSON ({e}); is it an event repeater?"
-            ))
-        })
-    });
+    let health = remote
+        .request(Method::Get, path::HEALTHZ, None)
+        .and_then(|r| {
+            serde_json::from_str::<Health>(&r.body).map_err(|e| {
+                let what = if e.is_data() {
+                    "not an event repeater's health"
+                } else {
+                    "not JSON"
+                };
+                Error::Failed(format!(
+                    "{} is {what} ({e}); is it an event repeater?",
+                    path::HEALTHZ
+                ))
+            })
+        });
     let health = match health {
-        Ok(h) => h,
+        Ok(h) => Some(h),
         Err(e) => {
             return Sample {
                 error: Some(e.to_string()),
@@ -105,7 +114,7 @@ pub fn sample(remote: &Remote) -> Sample {
             }
         }
     };
-    let metrics = match remote.request(Method::Get, "/metrics", None) {
+    let metrics = match remote.request(Method::Get, path::METRICS, None) {
         Ok(r) => parse_metrics(&r.body),
         Err(e) => {
             return Sample {
@@ -134,41 +143,42 @@ pub fn parse_metrics(text: &str) -> BTreeMap<String, f64> {
 
 /// A row from the sample before (if any) and the sample now, `elapsed` apart.
 pub fn row(host: &str, before: Option<&Sample>, now: &Sample, elapsed: Duration) -> Row {
-    let h = &now.health;
-    let text = |v: &Value| v.as_str().map(String::from);
-    let rate = |name: &str| {
-        let before = before?.metric(name)?;
-        let now = now.metric(name)?;
+    let h = now.health.as_ref();
+    // A text an older repeater did not send reads as "" (shown as "-").
+    let text = |f: fn(&Health) -> &String| h.map(f).filter(|t| !t.is_empty()).cloned();
+    let rate = |m: &Metric| {
+        let before = before?.metric(m)?;
+        let now = now.metric(m)?;
         let secs = elapsed.as_secs_f64();
         // A restart between the samples resets the counters: no rate then.
         (secs > 0.0 && now >= before).then(|| (now - before) / secs)
     };
-    let state = match (&now.error, h["status"].as_str()) {
+    let state = match (&now.error, h.map(|h| h.status)) {
         (Some(_), _) => "down",
-        (None, Some("ok")) => "up",
+        (None, Some(HealthStatus::Ok)) => "up",
         (None, _) => "degraded",
     };
     let buffered = now
-        .metric("events_buffered")
-        .zip(now.metric("events_inflight"))
+        .metric(&metric::EVENTS_BUFFERED)
+        .zip(now.metric(&metric::EVENTS_INFLIGHT))
         .map(|(b, i)| (b + i) as u64);
     Row {
         host: host.to_string(),
-        name: text(&h["name"]),
+        name: text(|h| &h.name),
         state: state.to_string(),
         error: now.error.clone(),
-        version: text(&h["version"]),
-        routes: h["routes"].as_u64(),
-        source: text(&h["source"]["url"]),
-        source_connected: h["source"]["connected"].as_bool(),
-        source_stalled: h["source"]["stalled"].as_bool(),
-        sink: text(&h["sink"]["url"]),
-        sink_connected: h["sink"]["connected"].as_bool(),
-        received_per_sec: rate("events_received_total"),
-        acked_per_sec: rate("events_acked_total"),
+        version: text(|h| &h.version),
+        routes: h.map(|h| h.routes as u64),
+        source: text(|h| &h.source.url),
+        source_connected: h.map(|h| h.source.connected),
+        source_stalled: h.map(|h| h.source.stalled),
+        sink: text(|h| &h.sink.url),
+        sink_connected: h.map(|h| h.sink.connected),
+        received_per_sec: rate(&metric::EVENTS_RECEIVED),
+        acked_per_sec: rate(&metric::EVENTS_ACKED),
         buffered,
-        dropped: now.family("events_dropped_total").map(|d| d as u64),
-        uptime_secs: h["uptime_secs"].as_u64(),
+        dropped: now.family(&metric::EVENTS_DROPPED).map(|d| d as u64),
+        uptime_secs: h.map(|h| h.uptime_secs),
     }
 }
 
@@ -417,10 +427,10 @@ fn outcome(targets: &[Target], rows: &[Row]) -> Result<(), Error> {
 mod tests {
     use super::*;
 
-    fn sample(health: Value, metrics: &str) -> Sample {
+    fn sample(health: serde_json::Value, metrics: &str) -> Sample {
         Sample {
             error: None,
-            health,
+            health: Some(serde_json::from_value(health).expect("a health answer")),
             metrics: parse_metrics(metrics),
         }
     }

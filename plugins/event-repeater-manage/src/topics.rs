@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use app_event_repeater_api::{path, Health, Route, SourceTopics};
+
 use crate::address::Endpoint;
 use crate::remote::http::Client;
 use crate::remote::Remote;
@@ -14,23 +16,20 @@ use crate::request::{topic_of, Method};
 
 const SOURCE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// The source topics a request (`path`, `body`) names: the routes in the
-/// body, or the topic in `/events/<sourcetopic>`.
-pub fn named(path: &str, body: Option<&str>) -> Vec<String> {
-    let from_body = body
-        .and_then(|b| serde_json::from_str::<serde_json::Value>(b).ok())
-        .map(|v| match v {
-            serde_json::Value::Array(items) => items,
-            other => vec![other],
-        })
+/// The source topics a request (`request` path, `body`) names: the routes
+/// in the body, or the topic in `/events/<sourcetopic>`.
+pub fn named(request: &str, body: Option<&str>) -> Vec<String> {
+    let from_body: Vec<String> = body
+        .and_then(|b| serde_json::from_str(b).ok())
+        .and_then(|v| Route::from_answer(v).ok())
         .unwrap_or_default()
-        .iter()
-        .filter_map(|r| r.get("sourcetopic")?.as_str().map(String::from))
-        .collect::<Vec<_>>();
+        .into_iter()
+        .map(|r| r.sourcetopic)
+        .collect();
     if !from_body.is_empty() {
         return from_body;
     }
-    topic_of(path).into_iter().collect()
+    topic_of(request).into_iter().collect()
 }
 
 /// Whether a route for `route` takes any of `topics`.
@@ -69,9 +68,9 @@ pub fn warn_unserved(remote: &Remote, routes: &[String], host: Option<&str>) {
 /// (it asks its source, which only it may be able to reach); for a local
 /// repeater too old to have that, its source directly.
 fn source_topics(remote: &Remote) -> Option<(String, Vec<String>)> {
-    match remote.request(Method::Get, "/source/topics", None) {
+    match remote.request(Method::Get, path::SOURCE_TOPICS, None) {
         Ok(reply) => {
-            let topics: Vec<String> = serde_json::from_str(&reply.body).ok()?;
+            let topics: SourceTopics = serde_json::from_str(&reply.body).ok()?;
             return Some(("the repeater's source".to_string(), topics));
         }
         // Only a repeater without that path (404) is asked around: one
@@ -83,9 +82,9 @@ fn source_topics(remote: &Remote) -> Option<(String, Vec<String>)> {
     if !remote.target().endpoint.is_local() {
         return None;
     }
-    let health = remote.request(Method::Get, "/healthz", None).ok()?;
-    let health: serde_json::Value = serde_json::from_str(&health.body).ok()?;
-    let url = health["source"]["url"].as_str()?.to_string();
+    let health = remote.request(Method::Get, path::HEALTHZ, None).ok()?;
+    let health: Health = serde_json::from_str(&health.body).ok()?;
+    let url = health.source.url;
     let endpoint = match url.strip_prefix("unix:") {
         Some(path) => Endpoint::Unix(path.into()),
         None => Endpoint::parse(&url).ok()?,
@@ -96,7 +95,7 @@ fn source_topics(remote: &Remote) -> Option<(String, Vec<String>)> {
     if reply.status != 200 {
         return None;
     }
-    let topics: Vec<String> = serde_json::from_str(&reply.body).ok()?;
+    let topics: SourceTopics = serde_json::from_str(&reply.body).ok()?;
     Some((format!("the source {url}"), topics))
 }
 

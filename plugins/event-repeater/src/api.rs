@@ -8,7 +8,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, Request, State};
+use app_event_repeater_api::path::{EVENTS, EVENT_PREFIX, HEALTHZ, METRICS, SOURCE_TOPICS};
+use app_event_repeater_api::{metric, Health, HealthStatus, SinkHealth, SourceHealth};
+use axum::extract::{FromRef, Path, Query, Request, State};
 use axum::http::{header, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -18,13 +20,12 @@ use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::api_body::BodyBytes;
-pub use crate::api_body::MAX_BODY;
+use crate::api_body::{BodyBytes, BodyTimeout};
 use crate::api_error::ApiError;
 use crate::buffer::Buffer;
 use crate::metrics::{self, Metrics};
 use crate::relay::{current, SharedTable};
-use crate::routes::{RouteKey, RouteSpec, Routes, Table};
+use crate::routes::{Route, Routes, Table};
 
 pub struct ApiState {
     pub name: String,
@@ -71,21 +72,28 @@ impl Started {
     }
 }
 
+/// What [`BodyBytes`] reads a body within.
+impl FromRef<Arc<ApiState>> for BodyTimeout {
+    fn from_ref(st: &Arc<ApiState>) -> BodyTimeout {
+        BodyTimeout(st.body_timeout)
+    }
+}
+
 type St = State<Arc<ApiState>>;
 type Body = Result<BodyBytes, ApiError>;
 
 /// The API's routes (no authentication; see [`with_token`]).
 pub fn router(state: Arc<ApiState>) -> Router {
     Router::new()
-        .route("/events", get(list).post(add).put(upsert).delete(remove))
-        .route("/events/", get(no_topic).put(no_topic).delete(no_topic))
+        .route(EVENTS, get(list).post(add).put(upsert).delete(remove))
+        .route(EVENT_PREFIX, get(no_topic).put(no_topic).delete(no_topic))
         .route(
-            "/events/{*sourcetopic}",
+            &format!("{EVENT_PREFIX}{{*sourcetopic}}"),
             get(get_one).put(put_one).delete(delete_one),
         )
-        .route("/healthz", get(healthz))
-        .route("/source/topics", get(source_topics))
-        .route("/metrics", get(metrics))
+        .route(HEALTHZ, get(healthz))
+        .route(SOURCE_TOPICS, get(source_topics))
+        .route(METRICS, get(metrics))
         .fallback(unknown_path)
         .method_not_allowed_fallback(wrong_method)
         .with_state(state)
@@ -134,7 +142,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 async fn unknown_path(uri: Uri) -> ApiError {
     ApiError::not_found(format!(
-        "unknown path {}; the API has /events, /events/<sourcetopic>, /healthz, /metrics and /source/topics",
+        "unknown path {}; the API has {EVENTS}, {EVENT_PREFIX}<sourcetopic>, {HEALTHZ}, {METRICS} and {SOURCE_TOPICS}",
         uri.path()
     ))
 }
@@ -286,7 +294,7 @@ async fn list(State(st): St, uri: Uri) -> Result<Response, ApiError> {
 
 async fn add(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> {
     no_query(&uri)?;
-    let items: Vec<RouteSpec> = parse_list(body)?;
+    let items: Vec<Route> = parse_list(body)?;
     let added = change(&st, move |r| Ok((r.with_added(&items)?, items.clone()))).await?;
     app_plugin::info!("added {} route(s)", added.len());
     Ok(json(StatusCode::CREATED, &added))
@@ -294,7 +302,7 @@ async fn add(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> 
 
 async fn upsert(State(st): St, query: UpsertQueryArg, body: Body) -> Result<Response, ApiError> {
     let replace = replace_flag(query)?;
-    let items: Vec<RouteSpec> = parse_list(body)?;
+    let items: Vec<Route> = parse_list(body)?;
     let all = change(&st, move |r| {
         let next = if replace {
             Routes::replaced_by(&items)?
@@ -315,7 +323,9 @@ async fn upsert(State(st): St, query: UpsertQueryArg, body: Body) -> Result<Resp
 
 async fn remove(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> {
     no_query(&uri)?;
-    let keys: Vec<RouteKey> = parse_list(body)?;
+    // The routes to remove, named by source topic (a sink topic is ignored,
+    // so that a listed route can be sent back as it is).
+    let keys: Vec<Route> = parse_list(body)?;
     let keys: Vec<String> = keys.into_iter().map(|k| k.sourcetopic).collect();
     let removed = change(&st, move |r| r.with_removed(&keys)).await?;
     app_plugin::info!("removed {} route(s)", removed.len());
@@ -369,7 +379,7 @@ async fn put_one(State(st): St, topic: Topic, uri: Uri, body: Body) -> Result<Re
             )))
         }
     }
-    let spec: RouteSpec = serde_json::from_value(value)
+    let spec: Route = serde_json::from_value(value)
         .map_err(|e| ApiError::bad_request(format!("invalid route: {e}")))?;
     let key = topic.clone();
     let stored = spec.clone();
@@ -408,39 +418,39 @@ async fn source_topics(State(st): St, uri: Uri) -> Result<Response, ApiError> {
 
 async fn healthz(State(st): St) -> Response {
     use std::sync::atomic::Ordering::Relaxed;
-    let source = st.metrics.source_connected.load(Relaxed);
-    let stalled = st.metrics.source_stalled.load(Relaxed);
-    let source_problem = metrics::problem(&st.metrics.source_problem);
-    let sink = st.metrics.sink_connected.load(Relaxed);
-    let sink_problem = metrics::problem(&st.metrics.sink_problem);
+    let m = &st.metrics;
+    let source = SourceHealth {
+        connected: m.source_connected.load(Relaxed),
+        problem: metrics::problem(&m.source_problem),
+        stalled: m.source_stalled.load(Relaxed),
+        url: st.source.clone(),
+    };
+    let sink = SinkHealth {
+        broker: m.broker(),
+        connected: m.sink_connected.load(Relaxed),
+        problem: metrics::problem(&m.sink_problem),
+        url: st.sink.clone(),
+    };
+    let ok = source.connected && !source.stalled && sink.connected && sink.problem.is_none();
     let b = st.buffer.stats();
-    let routes = st.routes.lock().await.len();
-    json(
-        StatusCode::OK,
-        &serde_json::json!({
-            "status": if source && !stalled && sink && sink_problem.is_none() { "ok" } else { "degraded" },
-            "name": st.name,
-            "version": app_plugin::context::APP_VERSION,
-            "started_unix": st.started.unix_secs(),
-            "uptime_secs": st.started.mono.elapsed().as_secs(),
-            "source": {
-                "url": st.source,
-                "connected": source,
-                "stalled": stalled,
-                "problem": source_problem,
-            },
-            "sink": {
-                "url": st.sink,
-                "connected": sink,
-                "broker": st.metrics.broker(),
-                "problem": sink_problem,
-            },
-            "routes": routes,
-            "allowall": st.allowall,
-            "buffered": b.queued,
-            "inflight": b.inflight,
-        }),
-    )
+    let health = Health {
+        allowall: st.allowall,
+        buffered: b.queued,
+        inflight: b.inflight,
+        name: st.name.clone(),
+        routes: st.routes.lock().await.len(),
+        sink,
+        source,
+        started_unix: st.started.unix_secs(),
+        status: if ok {
+            HealthStatus::Ok
+        } else {
+            HealthStatus::Degraded
+        },
+        uptime_secs: st.started.mono.elapsed().as_secs(),
+        version: app_plugin::context::APP_VERSION.to_string(),
+    };
+    json(StatusCode::OK, &health)
 }
 
 async fn metrics(State(st): St) -> Result<Response, ApiError> {
@@ -455,5 +465,5 @@ async fn metrics(State(st): St) -> Result<Response, ApiError> {
         .snapshot(st.buffer.stats(), current(&st.table), routes, build)
         .render()
         .map_err(|e| ApiError::internal(format!("encoding the metrics failed: {e}")))?;
-    Ok(([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text).into_response())
+    Ok(([(header::CONTENT_TYPE, metric::CONTENT_TYPE)], text).into_response())
 }

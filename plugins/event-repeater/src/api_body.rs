@@ -19,29 +19,36 @@
 //! whose body a handler left unread, so a body sent to `GET /healthz`
 //! holds nothing either.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRef, FromRequest, Request};
 use axum::http::{header, StatusCode};
 use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 
-use crate::api::ApiState;
 use crate::api_error::ApiError;
 
 /// The largest request body accepted.
 pub const MAX_BODY: usize = 1 << 20;
 
 /// The whole request body, at most [`MAX_BODY`] bytes, read within the
-/// state's `body_timeout`.
+/// state's [`BodyTimeout`].
 pub struct BodyBytes(pub Bytes);
 
-impl FromRequest<Arc<ApiState>> for BodyBytes {
+/// How long a body may take to arrive (`--request-timeout`): the state a
+/// handler runs with provides it (`FromRef`), so that this module needs
+/// nothing else of the API's.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyTimeout(pub Duration);
+
+impl<S: Send + Sync> FromRequest<S> for BodyBytes
+where
+    BodyTimeout: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, st: &Arc<ApiState>) -> Result<Self, ApiError> {
-        read(req, st.body_timeout).await.map(BodyBytes)
+    async fn from_request(req: Request, st: &S) -> Result<Self, ApiError> {
+        read(req, BodyTimeout::from_ref(st).0).await.map(BodyBytes)
     }
 }
 

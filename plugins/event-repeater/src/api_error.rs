@@ -1,6 +1,7 @@
 //! The one error type of the REST API: an HTTP status and a message saying
-//! what was wrong, sent as `{"error":"…","status":N}`.
+//! what was wrong, sent as an [`ErrorBody`]: `{"error":"…","status":N}`.
 
+use app_event_repeater_api::ErrorBody;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
@@ -67,7 +68,10 @@ impl std::fmt::Display for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({ "error": self.message, "status": self.status.as_u16() });
+        let body = ErrorBody {
+            error: self.message,
+            status: self.status.as_u16(),
+        };
         let mut response = (self.status, axum::Json(body)).into_response();
         if self.close {
             response.headers_mut().insert(

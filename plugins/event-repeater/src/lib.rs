@@ -8,7 +8,9 @@
 //! [`overflow`] policy) → [`sink`] ([`sink::mqtt`], [`sink::nats`] or [`sink::stderr`]);
 //! the buffer's [`ledger`] computes the checkpoint, which [`checkpoint`] keeps
 //! on disk to resume from after a restart.
-//! Around it: [`api`] (REST, errors in [`api_error`]), [`state`] (the routes
+//! Around it: [`api`] (REST: the types, paths and metric names both it and
+//! the manager use are the [`app_event_repeater_api`] crate's; bodies read
+//! by [`api_body`], errors in [`api_error`]), [`state`] (the routes
 //! file), [`metrics`], [`app_plugin::instance`] (socket, pid, listen files),
 //! [`daemon`] (lifecycle and shutdown), and the command line in [`cli`],
 //! [`config`] and [`complete`]; [`files`] reads and writes the repeater's

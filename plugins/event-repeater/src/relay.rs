@@ -201,7 +201,7 @@ impl Relay {
 mod tests {
     use super::*;
     use crate::buffer::Overflow;
-    use crate::routes::{RouteSpec, Routes};
+    use crate::routes::{Route, Routes};
     use std::sync::atomic::Ordering;
 
     #[test]
@@ -232,11 +232,11 @@ mod tests {
     #[tokio::test]
     async fn routes_counts_and_refuses() {
         let routes = Routes::from_specs(vec![
-            RouteSpec {
+            Route {
                 sourcetopic: "a".into(),
                 sinktopic: "x/{topic}".into(),
             },
-            RouteSpec {
+            Route {
                 sourcetopic: "bad".into(),
                 sinktopic: "".into(),
             },

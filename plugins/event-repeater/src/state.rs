@@ -14,20 +14,20 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::files::{read_regular, write_private};
-use crate::routes::{RouteSpec, Routes};
+use crate::routes::{Route, Routes};
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Document {
     version: u32,
-    routes: Vec<RouteSpec>,
+    routes: Vec<Route>,
 }
 
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum AnyDocument {
     Doc(Document),
-    Bare(Vec<RouteSpec>),
+    Bare(Vec<Route>),
 }
 
 /// The largest state file read: far above any route table in use, small
@@ -94,8 +94,8 @@ mod tests {
     use std::fs;
     use std::os::unix::fs::PermissionsExt;
 
-    fn spec(s: &str, t: &str) -> RouteSpec {
-        RouteSpec {
+    fn spec(s: &str, t: &str) -> Route {
+        Route {
             sourcetopic: s.into(),
             sinktopic: t.into(),
         }

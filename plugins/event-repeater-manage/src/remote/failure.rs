@@ -83,10 +83,8 @@ fn socket_path(t: &Target) -> PathBuf {
 /// The server's error message: the `error` field of its JSON, or its text
 /// with its white space runs made single spaces.
 fn server_text(body: &str) -> String {
-    if let Ok(value) = serde_json::from_str::<serde_json::Value>(body) {
-        if let Some(msg) = value.get("error").and_then(|e| e.as_str()) {
-            return msg.to_string();
-        }
+    if let Ok(answer) = serde_json::from_str::<app_event_repeater_api::ErrorBody>(body) {
+        return answer.error;
     }
     let text = body.split_whitespace().collect::<Vec<_>>().join(" ");
     if text.is_empty() {

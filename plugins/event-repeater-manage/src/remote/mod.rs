@@ -13,6 +13,8 @@ pub mod unix;
 use std::path::Path;
 use std::sync::Arc;
 
+use app_event_repeater_api::path as api_path;
+
 use crate::address::Endpoint;
 use crate::error::Error;
 use crate::files::read_small;
@@ -83,7 +85,7 @@ impl Remote {
     fn api_answer(&self, method: Method, path: &str, reply: Reply) -> Result<Reply, Error> {
         let route = path.split('?').next().unwrap_or(path);
         let body = reply.body.trim();
-        if route == "/metrics"
+        if route == api_path::METRICS
             || body.is_empty()
             || serde_json::from_str::<serde_json::Value>(body).is_ok()
         {
@@ -102,12 +104,12 @@ impl Remote {
     pub fn replace_routes(&self, routes: &[Route]) -> Result<Reply, Error> {
         let body = serde_json::to_string(routes)
             .map_err(|e| Error::Failed(format!("cannot encode the routes: {e}")))?;
-        self.request(Method::Put, "/events?replace=true", Some(&body))
+        self.request(Method::Put, &api_path::events_replace(), Some(&body))
     }
 
     /// The current routes (`GET /events`).
     pub fn routes(&self) -> Result<Vec<Route>, Error> {
-        let reply = self.request(Method::Get, "/events", None)?;
+        let reply = self.request(Method::Get, api_path::EVENTS, None)?;
         let value: serde_json::Value = serde_json::from_str(&reply.body).map_err(|e| {
             Error::Failed(format!(
                 "the event repeater at {} answered GET /events with something that is not JSON ({e}); is it an event repeater?",

@@ -1,124 +1,21 @@
-//! Counters and gauges, shared by every task and rendered by `GET /metrics`
-//! in the OpenMetrics text format.
-//!
-//! The counters stay plain atomics, bumped on the hot path without a lock or
-//! an allocation. `/metrics` copies them into a [`Snapshot`], which
-//! `prometheus-client` encodes as a [`Collector`]: the crate owns the format
-//! (escaping, `# TYPE` lines, `_total` suffixes, `# EOF`), this module only
-//! names the series.
+//! `GET /metrics`: the counters read once into a [`Snapshot`], which
+//! `prometheus-client` encodes as a [`Collector`]. The crate owns the format
+//! (escaping, `# TYPE` lines, `_total` suffixes, `# EOF`); the families'
+//! names, units and help texts are the API's ([`metric`]); this module only
+//! says which value each one shows.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use app_event_repeater_api::metric::{self, label, Kind, Metric, Unit, MAX_ROUTE_SERIES};
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::{self, Registry};
 
+use super::{get, problem, BufferStats, Metrics};
 use crate::routes::Table;
-
-/// A snapshot of the buffer, for `/metrics` and `/healthz`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct BufferStats {
-    pub queued: usize,
-    pub queued_bytes: usize,
-    pub inflight: usize,
-    pub inflight_bytes: usize,
-    pub max_events: usize,
-    pub max_bytes: usize,
-}
-
-/// Every counter; all relaxed atomics, read without a lock.
-#[derive(Debug, Default)]
-pub struct Metrics {
-    pub received: AtomicU64,
-    pub invalid: AtomicU64,
-    pub unrouted: AtomicU64,
-    pub accepted: AtomicU64,
-    pub published: AtomicU64,
-    pub republished: AtomicU64,
-    pub acked: AtomicU64,
-    pub failed_too_large: AtomicU64,
-    pub failed_invalid_topic: AtomicU64,
-    pub failed_sink: AtomicU64,
-    pub dropped_overflow: AtomicU64,
-    pub dropped_shutdown: AtomicU64,
-    pub source_connected: AtomicBool,
-    pub sink_connected: AtomicBool,
-    /// The broker in use (MQTT with several `--sink`s: which one).
-    pub sink_broker: std::sync::RwLock<String>,
-    pub source_disconnects: AtomicU64,
-    pub sink_disconnects: AtomicU64,
-    /// Events the source said it skipped for us (never received).
-    pub missed: AtomicU64,
-    /// The source went silent past `--source-idle-timeout` and has not
-    /// answered a new subscription since.
-    pub source_stalled: AtomicBool,
-    /// Times the source went silent past `--source-idle-timeout`.
-    pub source_stalls: AtomicU64,
-    /// What is wrong with the source now, for `/healthz` ("" when nothing).
-    pub source_problem: std::sync::RwLock<String>,
-    /// SSE ids over the length limit, not kept.
-    pub source_ids_refused: AtomicU64,
-    /// What is wrong with the sink now, for `/healthz` ("" when nothing):
-    /// a condition the connection state does not show (a full stream).
-    pub sink_problem: std::sync::RwLock<String>,
-    /// Publishes the broker refused because the stream is full (the events
-    /// are kept and sent again).
-    pub refused_stream_full: AtomicU64,
-}
-
-/// Reads a problem slot ("" when none).
-pub fn problem(slot: &std::sync::RwLock<String>) -> Option<String> {
-    let p = slot.read().map(|p| p.clone()).unwrap_or_default();
-    (!p.is_empty()).then_some(p)
-}
-
-/// Sets (or, with "", clears) a problem slot; `true` when it changed.
-pub fn set_problem(slot: &std::sync::RwLock<String>, text: &str) -> bool {
-    match slot.write() {
-        Ok(mut p) if *p != text => {
-            text.clone_into(&mut p);
-            true
-        }
-        _ => false,
-    }
-}
-
-impl Metrics {
-    /// The broker in use ("" when not known).
-    pub fn broker(&self) -> String {
-        self.sink_broker
-            .read()
-            .map(|b| b.clone())
-            .unwrap_or_default()
-    }
-
-    pub fn set_broker(&self, url: &str) {
-        if let Ok(mut b) = self.sink_broker.write() {
-            url.clone_into(&mut b);
-        }
-    }
-}
-
-pub fn inc(c: &AtomicU64) {
-    c.fetch_add(1, Ordering::Relaxed);
-}
-
-fn get(c: &AtomicU64) -> u64 {
-    c.load(Ordering::Relaxed)
-}
-
-/// Every metric name starts with this (and `_`).
-pub const PREFIX: &str = "app_event_repeater";
-
-/// The Content-Type of `/metrics`: the OpenMetrics text format that
-/// `prometheus_client::encoding::text` writes.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-/// Most `route_events_total` series in one `/metrics` answer.
-pub const MAX_ROUTE_SERIES: usize = 1000;
 
 /// Everything `/metrics` shows, read once per request.
 #[derive(Debug)]
@@ -208,7 +105,7 @@ impl Metrics {
 impl Snapshot {
     /// The whole exposition, ending in `# EOF`.
     pub fn render(self) -> Result<String, fmt::Error> {
-        let mut registry = Registry::with_prefix(PREFIX);
+        let mut registry = Registry::with_prefix(metric::PREFIX);
         registry.register_collector(Box::new(self));
         let mut out = String::with_capacity(8192);
         prometheus_client::encoding::text::encode(&mut out, &registry)?;
@@ -216,25 +113,38 @@ impl Snapshot {
     }
 }
 
-// Counter families are named without `_total`: the encoder appends it to
-// the samples, which keeps them `app_event_repeater_events_received_total`
-// and so on, as before. Help texts go out unescaped, so they must not hold
-// `"`, `\` or a newline (a unit test checks).
+// The encoder appends `_total` to a counter's samples and the unit to the
+// family's name, which keeps every sample name as it always was
+// (`app_event_repeater_events_received_total`, `..._buffer_bytes`).
 
-fn counter(enc: &mut DescriptorEncoder, name: &str, help: &str, v: u64) -> fmt::Result {
-    enc.encode_descriptor(name, help, None, MetricType::Counter)?
-        .encode_counter::<NoLabelSet, _, u64>(&v, None)
+static BYTES: registry::Unit = registry::Unit::Bytes;
+static SECONDS: registry::Unit = registry::Unit::Seconds;
+
+/// The `# HELP`, `# TYPE` and `# UNIT` lines of `m`, ready for its samples.
+fn family<'e>(enc: &'e mut DescriptorEncoder, m: &Metric) -> Result<MetricEncoder<'e>, fmt::Error> {
+    let unit = m.unit.map(|u| match u {
+        Unit::Bytes => &BYTES,
+        Unit::Seconds => &SECONDS,
+    });
+    let kind = match m.kind {
+        Kind::Counter => MetricType::Counter,
+        Kind::Gauge => MetricType::Gauge,
+    };
+    enc.encode_descriptor(m.family, m.help, unit, kind)
+}
+
+fn counter(enc: &mut DescriptorEncoder, m: &Metric, v: u64) -> fmt::Result {
+    family(enc, m)?.encode_counter::<NoLabelSet, _, u64>(&v, None)
 }
 
 /// A counter family with one series per value of `label`.
 fn counters_by(
     enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
+    m: &Metric,
     label: &str,
     series: &[(&str, u64)],
 ) -> fmt::Result {
-    let mut family = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+    let mut family = family(enc, m)?;
     for (value, v) in series {
         family
             .encode_family(&[(label, *value)])?
@@ -243,248 +153,94 @@ fn counters_by(
     Ok(())
 }
 
-fn gauge(
-    enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    unit: Option<&Unit>,
-    v: u64,
-) -> fmt::Result {
-    enc.encode_descriptor(name, help, unit, MetricType::Gauge)?
-        .encode_gauge(&v)
+fn gauge(enc: &mut DescriptorEncoder, m: &Metric, v: u64) -> fmt::Result {
+    family(enc, m)?.encode_gauge(&v)
 }
 
 /// A gauge family of one series with labels (value 1: the labels are the
 /// information).
 fn labelled_gauge(
     enc: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
+    m: &Metric,
     labels: &impl EncodeLabelSet,
 ) -> fmt::Result {
-    enc.encode_descriptor(name, help, None, MetricType::Gauge)?
-        .encode_family(labels)?
-        .encode_gauge(&1u64)
+    family(enc, m)?.encode_family(labels)?.encode_gauge(&1u64)
 }
 
 impl Collector for Snapshot {
+    /// Every family, in the order of [`metric::ALL`].
     fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {
         let e = &mut enc;
-        counter(
-            e,
-            "events_received",
-            "Events read from the source.",
-            self.received,
-        )?;
-        counter(
-            e,
-            "events_missed",
-            "Events the source reported it skipped for this reader (it no longer held them).",
-            self.missed,
-        )?;
-        counter(
-            e,
-            "events_invalid",
-            "Events from the source that were not usable JSON events (not JSON, no topic, oversized, not UTF-8).",
-            self.invalid,
-        )?;
-        counter(
-            e,
-            "events_unrouted",
-            "Events that matched no route (not relayed, by design).",
-            self.unrouted,
-        )?;
-        counter(
-            e,
-            "events_accepted",
-            "Events routed and taken into the buffer.",
-            self.accepted,
-        )?;
-        counter(
-            e,
-            "events_published",
-            "Events written to the sink (first transmission).",
-            self.published,
-        )?;
-        counter(
-            e,
-            "events_republished",
-            "Publishes sent again after a reconnect because the broker had not acknowledged them.",
-            self.republished,
-        )?;
-        counter(
-            e,
-            "events_acked",
-            "Events the sink confirmed: broker acknowledgement at QoS 1 and 2, written at QoS 0 and for stderr.",
-            self.acked,
-        )?;
-        counters_by(
-            e,
-            "events_failed",
-            "Accepted events refused by the repeater, by reason.",
-            "reason",
-            &[
-                ("too_large", self.failed_too_large),
-                ("invalid_topic", self.failed_invalid_topic),
-                ("sink_error", self.failed_sink),
-            ],
-        )?;
-        counters_by(
-            e,
-            "events_dropped",
-            "Accepted events dropped, by reason: overflow (buffer full) or shutdown (undelivered when the drain timed out).",
-            "reason",
-            &[
-                ("overflow", self.dropped_overflow),
-                ("shutdown", self.dropped_shutdown),
-            ],
-        )?;
-        let b = &self.buffer;
-        gauge(
-            e,
-            "events_buffered",
-            "Events waiting to be sent.",
-            None,
-            b.queued as u64,
-        )?;
-        gauge(
-            e,
-            "events_inflight",
-            "Events sent and not yet acknowledged.",
-            None,
-            b.inflight as u64,
-        )?;
-        // With a unit the family name gains `_bytes` / `_seconds`, which the
-        // names already ended with: the samples keep their names.
-        gauge(
-            e,
-            "buffer",
-            "Bytes held by buffered and in-flight events.",
-            Some(&Unit::Bytes),
-            (b.queued_bytes + b.inflight_bytes) as u64,
-        )?;
-        gauge(
-            e,
-            "buffer_capacity_events",
-            "The --buffer limit.",
-            None,
-            b.max_events as u64,
-        )?;
-        gauge(
-            e,
-            "buffer_capacity",
-            "The --buffer-bytes limit.",
-            Some(&Unit::Bytes),
-            b.max_bytes as u64,
-        )?;
-        gauge(
-            e,
-            "routes",
-            "Routes in the table.",
-            None,
-            self.routes as u64,
-        )?;
-        gauge(
-            e,
-            "source_connected",
-            "1 while the event source stream is open.",
-            None,
-            u64::from(self.source_connected),
-        )?;
-        gauge(
-            e,
-            "sink_connected",
-            "1 while the sink is connected (always 1 for stderr).",
-            None,
-            u64::from(self.sink_connected),
-        )?;
-        if !self.broker.is_empty() {
-            labelled_gauge(
-                e,
-                "sink_broker",
-                "The broker in use, as a label (MQTT; changes on failover).",
-                &[("broker", self.broker.as_str())],
-            )?;
-        }
-        counter(
-            e,
-            "source_disconnects",
-            "Times the source connection was lost.",
-            self.source_disconnects,
-        )?;
-        counter(
-            e,
-            "source_ids_refused",
-            "SSE ids from the source over 1024 bytes, not kept (the event was relayed; the checkpoint stayed at the id before).",
-            self.source_ids_refused,
-        )?;
-        counter(
-            e,
-            "sink_disconnects",
-            "Times the broker connection was lost.",
-            self.sink_disconnects,
-        )?;
-        gauge(
-            e,
-            "source_stalled",
-            "1 while the source is stalled: silent past --source-idle-timeout and not yet answering again.",
-            None,
-            u64::from(self.source_stalled),
-        )?;
-        counter(
-            e,
-            "source_stalls",
-            "Times the source went silent past --source-idle-timeout (each followed by a reconnect).",
-            self.source_stalls,
-        )?;
-        gauge(
-            e,
-            "sink_problem",
-            "1 while the sink cannot store events for a reason the connection state does not show (see sink.problem in /healthz).",
-            None,
-            u64::from(self.sink_problem),
-        )?;
-        counters_by(
-            e,
-            "sink_refused",
-            "Publishes the broker refused, by reason; the events are kept and sent again.",
-            "reason",
-            &[("stream_full", self.refused_stream_full)],
-        )?;
+        self.events(e)?;
+        self.buffer_and_links(e)?;
         let omitted = self.route_series(e)?;
-        gauge(
-            e,
-            "route_series_omitted",
-            "Routes without a route_events_total series (over the cap of 1000 series).",
-            None,
-            omitted as u64,
-        )?;
-        labelled_gauge(
-            e,
-            "build_info",
-            "The repeater's version.",
-            &[("version", self.version)],
-        )?;
-        gauge(
-            e,
-            "start_time",
-            "When the repeater started, in seconds since the Unix epoch.",
-            Some(&Unit::Seconds),
-            self.started_unix,
-        )
+        gauge(e, &metric::ROUTE_SERIES_OMITTED, omitted as u64)?;
+        labelled_gauge(e, &metric::BUILD_INFO, &[(label::VERSION, self.version)])?;
+        gauge(e, &metric::START_TIME, self.started_unix)
     }
 }
 
 impl Snapshot {
+    /// What became of the events, from the source to the sink.
+    fn events(&self, e: &mut DescriptorEncoder) -> fmt::Result {
+        counter(e, &metric::EVENTS_RECEIVED, self.received)?;
+        counter(e, &metric::EVENTS_MISSED, self.missed)?;
+        counter(e, &metric::EVENTS_INVALID, self.invalid)?;
+        counter(e, &metric::EVENTS_UNROUTED, self.unrouted)?;
+        counter(e, &metric::EVENTS_ACCEPTED, self.accepted)?;
+        counter(e, &metric::EVENTS_PUBLISHED, self.published)?;
+        counter(e, &metric::EVENTS_REPUBLISHED, self.republished)?;
+        counter(e, &metric::EVENTS_ACKED, self.acked)?;
+        let failed = [
+            (label::TOO_LARGE, self.failed_too_large),
+            (label::INVALID_TOPIC, self.failed_invalid_topic),
+            (label::SINK_ERROR, self.failed_sink),
+        ];
+        counters_by(e, &metric::EVENTS_FAILED, label::REASON, &failed)?;
+        let dropped = [
+            (label::OVERFLOW, self.dropped_overflow),
+            (label::SHUTDOWN, self.dropped_shutdown),
+        ];
+        counters_by(e, &metric::EVENTS_DROPPED, label::REASON, &dropped)
+    }
+
+    /// The buffer, the table's size, and the state of the source and the sink.
+    fn buffer_and_links(&self, e: &mut DescriptorEncoder) -> fmt::Result {
+        let b = &self.buffer;
+        gauge(e, &metric::EVENTS_BUFFERED, b.queued as u64)?;
+        gauge(e, &metric::EVENTS_INFLIGHT, b.inflight as u64)?;
+        gauge(
+            e,
+            &metric::BUFFER_BYTES,
+            (b.queued_bytes + b.inflight_bytes) as u64,
+        )?;
+        gauge(e, &metric::BUFFER_CAPACITY_EVENTS, b.max_events as u64)?;
+        gauge(e, &metric::BUFFER_CAPACITY_BYTES, b.max_bytes as u64)?;
+        gauge(e, &metric::ROUTES, self.routes as u64)?;
+        gauge(
+            e,
+            &metric::SOURCE_CONNECTED,
+            u64::from(self.source_connected),
+        )?;
+        gauge(e, &metric::SINK_CONNECTED, u64::from(self.sink_connected))?;
+        if !self.broker.is_empty() {
+            let broker = [(label::BROKER, self.broker.as_str())];
+            labelled_gauge(e, &metric::SINK_BROKER, &broker)?;
+        }
+        counter(e, &metric::SOURCE_DISCONNECTS, self.source_disconnects)?;
+        counter(e, &metric::SOURCE_IDS_REFUSED, self.source_ids_refused)?;
+        counter(e, &metric::SINK_DISCONNECTS, self.sink_disconnects)?;
+        gauge(e, &metric::SOURCE_STALLED, u64::from(self.source_stalled))?;
+        counter(e, &metric::SOURCE_STALLS, self.source_stalls)?;
+        gauge(e, &metric::SINK_PROBLEM, u64::from(self.sink_problem))?;
+        let refused = [(label::STREAM_FULL, self.refused_stream_full)];
+        counters_by(e, &metric::SINK_REFUSED, label::REASON, &refused)
+    }
+
     /// `route_events_total`, one series per route up to the cap; how many
     /// routes were left out.
     fn route_series(&self, e: &mut DescriptorEncoder) -> Result<usize, fmt::Error> {
-        let mut family = e.encode_descriptor(
-            "route_events",
-            "Events taken by each route (for --allowall: sourcetopic and sinktopic empty, allowall=true).",
-            None,
-            MetricType::Counter,
-        )?;
+        let mut family = family(e, &metric::ROUTE_EVENTS)?;
         let mut entries: Vec<_> = self.table.entries().collect();
         entries.sort_by(|a, b| a.spec.sourcetopic.cmp(&b.spec.sourcetopic));
         // Per-route series are capped so that /metrics stays small with many
@@ -492,15 +248,19 @@ impl Snapshot {
         let omitted = entries.len().saturating_sub(MAX_ROUTE_SERIES);
         for entry in entries.into_iter().take(MAX_ROUTE_SERIES) {
             let labels = [
-                ("sourcetopic", entry.spec.sourcetopic.as_str()),
-                ("sinktopic", entry.spec.sinktopic.as_str()),
+                (label::SOURCETOPIC, entry.spec.sourcetopic.as_str()),
+                (label::SINKTOPIC, entry.spec.sinktopic.as_str()),
             ];
             family
                 .encode_family(&labels)?
                 .encode_counter::<NoLabelSet, _, u64>(&get(&entry.events), None)?;
         }
         if self.table.allowall() {
-            let labels = [("sourcetopic", ""), ("sinktopic", ""), ("allowall", "true")];
+            let labels = [
+                (label::SOURCETOPIC, ""),
+                (label::SINKTOPIC, ""),
+                (label::ALLOWALL, "true"),
+            ];
             family
                 .encode_family(&labels)?
                 .encode_counter::<NoLabelSet, _, u64>(&get(&self.table.allowall_events), None)?;
@@ -513,17 +273,12 @@ impl Snapshot {
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
+    use super::super::inc;
     use super::*;
-    use crate::routes::{RouteSpec, Routes};
+    use crate::routes::{Route, Routes};
 
     fn table(routes: &[(&str, &str)], allowall: bool) -> Arc<Table> {
-        let specs = routes
-            .iter()
-            .map(|(s, t)| RouteSpec {
-                sourcetopic: s.to_string(),
-                sinktopic: t.to_string(),
-            })
-            .collect();
+        let specs = routes.iter().map(|(s, t)| Route::new(*s, *t)).collect();
         let routes = Routes::from_specs(specs).expect("valid routes");
         Arc::new(Table::build(&routes, allowall, None))
     }
@@ -667,11 +422,13 @@ mod tests {
         // counters as FAMILY_total, everything else as FAMILY.
         let mut family: Option<(String, String)> = None;
         let mut families = BTreeSet::new();
+        let mut order = Vec::new();
         for line in text.lines() {
             if let Some(rest) = line.strip_prefix("# TYPE ") {
                 let (name, kind) = rest.split_once(' ').expect("# TYPE name kind");
                 assert!(matches!(kind, "counter" | "gauge"), "{line}");
                 assert!(families.insert(name.to_string()), "{name} twice");
+                order.push(name.to_string());
                 family = Some((name.to_string(), kind.to_string()));
             } else if let Some(rest) = line.strip_prefix("# HELP ") {
                 // Help text goes out unescaped: nothing in it may need escaping.
@@ -690,6 +447,15 @@ mod tests {
             }
         }
         assert_eq!(families.len(), 30, "{families:?}");
+        // In the order, and with the names, that the API lists.
+        let listed: Vec<String> = metric::ALL
+            .iter()
+            .map(|m| {
+                let unit = m.unit.map_or(String::new(), |u| format!("_{}", u.as_str()));
+                format!("{}_{}{unit}", metric::PREFIX, m.family)
+            })
+            .collect();
+        assert_eq!(order, listed);
     }
 
     #[test]

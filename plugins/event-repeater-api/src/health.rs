@@ -1,0 +1,150 @@
+//! The answer of `GET /healthz`: always 200 while the repeater runs.
+
+use serde::{Deserialize, Serialize};
+
+/// `GET /healthz`.
+///
+/// The fields are declared in alphabetical order because that is the order
+/// the answer has always had (it was a `serde_json::json!` map, which sorts
+/// its keys): the bytes on the wire stay the same.
+///
+/// Reading is lenient both ways: a field a newer repeater adds is ignored,
+/// and one an older repeater did not send reads as its default (`false`,
+/// `0`, `""`, `None`).
+///
+/// ```
+/// use app_event_repeater_api::{Health, HealthStatus};
+/// let old = r#"{"status":"ok","name":"r1","source":{"url":"u","connected":true},"future":1}"#;
+/// let h: Health = serde_json::from_str(old).unwrap();
+/// assert_eq!((h.status, h.name.as_str(), h.source.connected), (HealthStatus::Ok, "r1", true));
+/// assert!(!h.source.stalled);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Health {
+    /// Whether `--allowall` relays events no route takes.
+    pub allowall: bool,
+    /// Events waiting in the buffer.
+    pub buffered: usize,
+    /// Events sent and not yet acknowledged.
+    pub inflight: usize,
+    /// The repeater's `--name`.
+    pub name: String,
+    /// Routes in the table.
+    pub routes: usize,
+    /// The sink's side.
+    pub sink: SinkHealth,
+    /// The source's side.
+    pub source: SourceHealth,
+    /// When the repeater started, seconds since the Unix epoch.
+    pub started_unix: u64,
+    /// `ok` or `degraded`.
+    pub status: HealthStatus,
+    /// Seconds since the start, on the monotonic clock.
+    pub uptime_secs: u64,
+    /// The repeater's version.
+    pub version: String,
+}
+
+/// `ok` when the source and the sink are connected, the source is not
+/// stalled and the sink reports no problem; `degraded` otherwise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HealthStatus {
+    /// Relaying.
+    Ok,
+    /// Up, but not relaying everything it should.
+    Degraded,
+    /// Missing, or a word this version does not know (a newer repeater's).
+    #[default]
+    #[serde(other)]
+    Unknown,
+}
+
+/// `source` in [`Health`] (fields in alphabetical order, as [`Health`]'s).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SourceHealth {
+    /// Whether the source's event stream is open.
+    pub connected: bool,
+    /// What is wrong with the source now, in words; `null` when nothing.
+    pub problem: Option<String>,
+    /// Whether the source went silent past `--source-idle-timeout` and has
+    /// not answered a new subscription since.
+    pub stalled: bool,
+    /// The source's address (`unix:/…/event-time.sock`, `http://…`).
+    pub url: String,
+}
+
+/// `sink` in [`Health`] (fields in alphabetical order, as [`Health`]'s).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SinkHealth {
+    /// The broker in use (MQTT with several `--sink`s: which one); `""`
+    /// until one is known.
+    pub broker: String,
+    /// Whether the sink is connected (always for stderr).
+    pub connected: bool,
+    /// Why the sink cannot store events though connected (NATS: no
+    /// JetStream, a full stream); `null` when nothing.
+    pub problem: Option<String>,
+    /// The sink as given (`mqtt://…`, `nats://…`, `stderr`).
+    pub url: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_answer_keeps_its_bytes() {
+        // What the repeater sent when the answer was a `json!` literal.
+        let was = serde_json::json!({
+            "status": "degraded",
+            "name": "r1",
+            "version": "0.1.0",
+            "started_unix": 1_796_025_600u64,
+            "uptime_secs": 5,
+            "source": {"url": "unix:/s.sock", "connected": true, "stalled": false, "problem": null},
+            "sink": {"url": "nats://n:4222", "connected": true, "broker": "", "problem": "the stream is full"},
+            "routes": 2,
+            "allowall": false,
+            "buffered": 1,
+            "inflight": 3,
+        });
+        let now = Health {
+            allowall: false,
+            buffered: 1,
+            inflight: 3,
+            name: "r1".into(),
+            routes: 2,
+            sink: SinkHealth {
+                broker: String::new(),
+                connected: true,
+                problem: Some("the stream is full".into()),
+                url: "nats://n:4222".into(),
+            },
+            source: SourceHealth {
+                connected: true,
+                problem: None,
+                stalled: false,
+                url: "unix:/s.sock".into(),
+            },
+            started_unix: 1_796_025_600,
+            status: HealthStatus::Degraded,
+            uptime_secs: 5,
+            version: "0.1.0".into(),
+        };
+        let text = serde_json::to_string(&now).unwrap();
+        assert_eq!(text, serde_json::to_string(&was).unwrap());
+        assert_eq!(serde_json::from_str::<Health>(&text).unwrap(), now);
+    }
+
+    #[test]
+    fn an_unknown_status_is_neither_ok_nor_degraded() {
+        let h: Health = serde_json::from_str(r#"{"status":"starting"}"#).unwrap();
+        assert_eq!(h.status, HealthStatus::Unknown);
+        let h: Health = serde_json::from_str("{}").unwrap();
+        assert_eq!(h.status, HealthStatus::Unknown);
+    }
+}
