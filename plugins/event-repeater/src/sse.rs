@@ -140,12 +140,24 @@ impl Parser {
                     continue;
                 }
             }
-            match chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
+            // memchr2 scans a word or a vector at a time; a byte loop here
+            // cost 8 instructions per byte of every event.
+            match memchr::memchr2(b'\n', b'\r', chunk) {
                 Some(pos) => {
-                    self.append(&chunk[..pos]);
+                    if self.line.is_empty() && !self.skipping_line {
+                        // The whole line is in this chunk: read it in place,
+                        // without copying it into `line` first.
+                        if pos > self.max_line {
+                            self.broken = true;
+                        } else {
+                            self.line_done(&chunk[..pos], out);
+                        }
+                    } else {
+                        self.append(&chunk[..pos]);
+                        self.end_line(out);
+                    }
                     self.after_cr = chunk[pos] == b'\r';
                     chunk = &chunk[pos + 1..];
-                    self.end_line(out);
                 }
                 None => {
                     self.append(chunk);
@@ -174,15 +186,20 @@ impl Parser {
             return;
         }
         let line = std::mem::take(&mut self.line);
-        if line.is_empty() {
-            self.dispatch(out);
-        } else {
-            self.field(&line, out);
-        }
+        self.line_done(&line, out);
         // Keep the allocation for the next line unless it grew large.
         if line.capacity() <= 64 * 1024 {
             self.line = line;
             self.line.clear();
+        }
+    }
+
+    /// A complete line, without its end: a blank line dispatches the event.
+    fn line_done(&mut self, line: &[u8], out: &mut Vec<Item>) {
+        if line.is_empty() {
+            self.dispatch(out);
+        } else {
+            self.field(line, out);
         }
     }
 
