@@ -118,7 +118,17 @@ pub(crate) fn run_transcript(steps: &[Step], mut sh: Command) {
         .output()
         .expect("run sh");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let mut printed: Vec<Vec<String>> = vec![Vec::new(); steps.len()];
+    let printed = printed_by_step(&text, steps.len());
+    let stderr = format!(" (stderr: {})", String::from_utf8_lossy(&out.stderr));
+    for (step, printed) in steps.iter().zip(printed) {
+        assert_printed_as_shown(step, printed, &stderr);
+    }
+}
+
+/// The lines each of `n` steps printed, from output where each step's
+/// begins with a line `@@step I`.
+pub(crate) fn printed_by_step(text: &str, n: usize) -> Vec<Vec<String>> {
+    let mut printed: Vec<Vec<String>> = vec![Vec::new(); n];
     let mut current = None;
     for line in text.lines() {
         if let Some(i) = line.strip_prefix("@@step ") {
@@ -127,10 +137,7 @@ pub(crate) fn run_transcript(steps: &[Step], mut sh: Command) {
             printed[i].push(line.trim_end().to_string());
         }
     }
-    let stderr = format!(" (stderr: {})", String::from_utf8_lossy(&out.stderr));
-    for (step, printed) in steps.iter().zip(printed) {
-        assert_printed_as_shown(step, printed, &stderr);
-    }
+    printed
 }
 
 /// A step whose output the README shows printed exactly that, trailing

@@ -15,7 +15,8 @@
 
 use crate::common;
 use crate::first_run::{
-    assert_printed_as_shown, readme, section, sh_blocks, transcript, FreshAccount, Step,
+    assert_printed_as_shown, printed_by_step, readme, section, sh_blocks, transcript, FreshAccount,
+    Step,
 };
 
 use std::fs;
@@ -250,14 +251,5 @@ fn run_in_one_bash(account: &FreshAccount, steps: &[Step]) -> Vec<Vec<String>> {
     );
     assert!(text.contains("@@end"), "the tour stopped early:\n{text}");
     assert!(!left, "the tour left processes running:\n{text}");
-    let mut printed: Vec<Vec<String>> = vec![Vec::new(); steps.len()];
-    let mut current = None;
-    for line in text.lines() {
-        if let Some(i) = line.strip_prefix("@@step ") {
-            current = i.parse::<usize>().ok();
-        } else if let Some(i) = current {
-            printed[i].push(line.trim_end().to_string());
-        }
-    }
-    printed
+    printed_by_step(&text, steps.len())
 }

@@ -112,17 +112,7 @@ impl World {
     }
 
     pub fn app(&self, args: &[&str]) -> Ran {
-        let mut cmd = self.sb.app();
-        for var in [
-            "http_proxy",
-            "HTTP_PROXY",
-            "https_proxy",
-            "HTTPS_PROXY",
-            "ALL_PROXY",
-            "all_proxy",
-        ] {
-            cmd.env_remove(var);
-        }
+        let mut cmd = self.sb.app_without_proxy();
         cmd.args(args);
         super::run::Run::new(cmd).assert()
     }

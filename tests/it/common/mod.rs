@@ -113,6 +113,23 @@ impl Sandbox {
     pub fn app(&self) -> Command {
         self.command(app_bin())
     }
+
+    /// [`Sandbox::app`] without the proxy variables: downloads go straight
+    /// to the test's server on 127.0.0.1.
+    pub fn app_without_proxy(&self) -> Command {
+        let mut cmd = self.app();
+        for var in [
+            "http_proxy",
+            "HTTP_PROXY",
+            "https_proxy",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd
+    }
 }
 
 /// Writes `body` to `path` with mode 0755.

@@ -69,17 +69,7 @@ impl T {
     }
 
     fn app(&self, args: &[&str]) -> Output {
-        let mut cmd = self.sb.app();
-        for var in [
-            "http_proxy",
-            "HTTP_PROXY",
-            "https_proxy",
-            "HTTPS_PROXY",
-            "ALL_PROXY",
-            "all_proxy",
-        ] {
-            cmd.env_remove(var);
-        }
+        let mut cmd = self.sb.app_without_proxy();
         cmd.args(args)
             .stdin(Stdio::null())
             .output()
