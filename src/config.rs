@@ -9,12 +9,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigProblem, Error, Result};
 
 /// The parsed config file.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -127,52 +126,6 @@ impl ConfigOrigin {
     }
 }
 
-/// What is wrong with the config file.
-#[derive(Debug)]
-pub enum ConfigProblem {
-    /// Named by `--config` or `APP_CONFIG`, and not there.
-    Missing(ConfigOrigin),
-    /// A directory, FIFO, device or socket.
-    NotRegularFile(&'static str),
-    /// Larger than [`MAX_CONFIG_BYTES`].
-    TooLarge(u64),
-    /// The operating system refused to read it.
-    Unreadable(io::Error),
-    /// Not the JSON `app` expects (serde's message, with line and column).
-    Invalid(String),
-}
-
-impl fmt::Display for ConfigProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigProblem::Missing(origin) => write!(
-                f,
-                "does not exist (named by {}); check the path, or leave {} out to use the default config",
-                origin.named_by(),
-                origin.named_by()
-            ),
-            ConfigProblem::NotRegularFile(kind) => write!(
-                f,
-                "is a {kind}, not a regular file; point --config / APP_CONFIG at a JSON file"
-            ),
-            ConfigProblem::TooLarge(size) => write!(
-                f,
-                "is larger than {MAX_CONFIG_BYTES} bytes (the most a config file may have){}; is it the right file?",
-                if *size > MAX_CONFIG_BYTES {
-                    format!(": {size} bytes")
-                } else {
-                    String::new()
-                }
-            ),
-            ConfigProblem::Unreadable(e) => write!(f, "cannot be read: {e}"),
-            ConfigProblem::Invalid(message) => write!(
-                f,
-                "is not valid: {message}\n  fix the file, or point --config / APP_CONFIG at another one"
-            ),
-        }
-    }
-}
-
 /// Reads `path` if it is a regular file of at most [`MAX_CONFIG_BYTES`].
 /// `Ok(None)`: it does not exist.
 fn read_regular(path: &Path) -> Result<Option<Vec<u8>>, ConfigProblem> {
@@ -181,7 +134,7 @@ fn read_regular(path: &Path) -> Result<Option<Vec<u8>>, ConfigProblem> {
         Ok(bytes) => Ok(Some(bytes)),
         Err(ReadError::NotFound) => Ok(None),
         Err(ReadError::NotRegular(kind)) => Err(ConfigProblem::NotRegularFile(kind)),
-        Err(ReadError::TooLarge { len, .. }) => Err(ConfigProblem::TooLarge(len)),
+        Err(ReadError::TooLarge { len, max }) => Err(ConfigProblem::TooLarge { len, max }),
         Err(ReadError::Io(e)) => Err(ConfigProblem::Unreadable(e)),
     }
 }
@@ -200,7 +153,9 @@ impl Config {
                 path: path.to_path_buf(),
                 ..Config::default()
             }),
-            None => Err(fail(ConfigProblem::Missing(origin))),
+            None => Err(fail(ConfigProblem::Missing {
+                named_by: origin.named_by(),
+            })),
         }
     }
 

@@ -143,7 +143,7 @@ fn add(session: &Session, cfg: IndexConfig) -> Result<i32> {
         &session.dirs.cache_dir,
         &cfg.name,
         &verified.bytes,
-        &verified.index,
+        &summary::Summary::of(&verified.index),
     )
     .map_err(|e| {
         Error::io(

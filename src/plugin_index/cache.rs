@@ -42,19 +42,29 @@ pub fn load(cache_dir: &Path, name: &str) -> Result<Option<IndexFile>, String> {
     }
 }
 
-/// Replaces the cached copy of `name` with `bytes` (already verified, and
-/// read as `index`), then its summary (see [`super::summary`]).
-pub fn store(cache_dir: &Path, name: &str, bytes: &[u8], index: &IndexFile) -> io::Result<()> {
+/// Where the summary of index `name` is (the summary module makes and
+/// reads it; this one only stores and removes it beside the index).
+pub fn summary_path(cache_dir: &Path, name: &str) -> PathBuf {
+    dir(cache_dir).join(format!("{name}.summary.json"))
+}
+
+/// Replaces the cached copy of `name` with `bytes` (already verified), then
+/// its `summary` (`Summary::of` the index the bytes were read as).
+pub fn store(
+    cache_dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    summary: &impl serde::Serialize,
+) -> io::Result<()> {
     std::fs::create_dir_all(dir(cache_dir))?;
     atomic::write(&path(cache_dir, name), bytes, 0o644)?;
-    let summary =
-        serde_json::to_vec(&super::summary::Summary::of(index)).map_err(io::Error::other)?;
-    atomic::write(&super::summary::path(cache_dir, name), &summary, 0o644)
+    let summary = serde_json::to_vec(summary).map_err(io::Error::other)?;
+    atomic::write(&summary_path(cache_dir, name), &summary, 0o644)
 }
 
 /// Drops the cached copy of `name` and its summary (none is fine).
 pub fn remove(cache_dir: &Path, name: &str) -> io::Result<()> {
-    for file in [super::summary::path(cache_dir, name), path(cache_dir, name)] {
+    for file in [summary_path(cache_dir, name), path(cache_dir, name)] {
         match std::fs::remove_file(file) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
             _ => {}

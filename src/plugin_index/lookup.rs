@@ -7,9 +7,9 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use super::config::{IndexConfig, Indexes};
-use super::error::Problem;
 use super::format::{self, IndexFile, Platform, PluginEntry};
 use super::{cache, refusal};
+use crate::error::index::Problem;
 use crate::error::{Error, Result};
 
 /// Every added index with its cached copy (`None`: never fetched, or

@@ -13,12 +13,12 @@
 //! 4. only then replace the cached copy ([`cache`]) and its [`summary`].
 //!
 //! Modules: [`config`] (the indexes added, `indexes.json`), [`cache`],
-//! [`format`], [`verify`], [`error`] (every refusal, its message and exit
-//! code), [`lookup`] (finding a plugin by name across the cached indexes).
+//! [`format`], [`verify`], [`lookup`] (finding a plugin by name across the
+//! cached indexes); every refusal, its message and exit code, is
+//! [`crate::error::index`].
 
 pub mod cache;
 pub mod config;
-pub mod error;
 pub mod format;
 pub mod lookup;
 pub mod summary;
@@ -30,7 +30,7 @@ use std::time::SystemTime;
 use crate::error::{code, Error, Result};
 use crate::install::{self, protocol::FetchArgs, url, Source};
 use config::IndexConfig;
-use error::{IndexError, Problem};
+use crate::error::index::{IndexError, Problem};
 use format::IndexFile;
 
 /// The largest index fetched or read.
@@ -109,7 +109,8 @@ pub fn update(cfg: &IndexConfig, cache_dir: &Path) -> Result<Verified> {
         .flatten()
         .map(|s| s.serial);
     let verified = fetch_verified(cfg, cached, SystemTime::now())?;
-    cache::store(cache_dir, &cfg.name, &verified.bytes, &verified.index)
+    let summary = summary::Summary::of(&verified.index);
+    cache::store(cache_dir, &cfg.name, &verified.bytes, &summary)
         .map_err(|e| Error::Index(refusal(cfg, Problem::Cache(e.to_string()))))?;
     Ok(verified)
 }

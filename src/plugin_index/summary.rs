@@ -6,7 +6,7 @@
 //! index whenever the cache is replaced ([`super::cache::store`]); when it is
 //! missing, it is made from the cached index itself.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -62,16 +62,11 @@ impl Summary {
     }
 }
 
-/// Where the summary of index `name` is.
-pub fn path(cache_dir: &Path, name: &str) -> PathBuf {
-    cache::dir(cache_dir).join(format!("{name}.summary.json"))
-}
-
 /// The summary of index `name`: the summary file, else made from the
 /// cached index; `Ok(None)` when neither is there.
 pub fn load(cache_dir: &Path, name: &str) -> Result<Option<Summary>, String> {
     use app_plugin::file::{read_limited, ReadError};
-    let file = path(cache_dir, name);
+    let file = cache::summary_path(cache_dir, name);
     match read_limited(&file, MAX_INDEX_BYTES) {
         Ok(bytes) => {
             if let Ok(summary) = serde_json::from_slice(&bytes) {

@@ -28,19 +28,6 @@ const MAX_LINES: usize = 500;
 const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     ("bench/chaos/src", &["nemesis", "routes"]),
     ("plugins/event-repeater/src", &["config", "sink"]),
-    (
-        "src",
-        &[
-            "config",
-            "error",
-            "exec",
-            "install",
-            "metadata",
-            "plugin_index",
-            "signals",
-        ],
-    ),
-    ("src", &["plugin_index::cache", "plugin_index::summary"]),
 ];
 
 /// Files over `MAX_LINES` not yet split, with the length they may not exceed.

@@ -1,10 +1,11 @@
 //! Why an index, or a plugin from one, is refused: each problem names the
 //! index, says why and what to do, and has its exit code (the table in
-//! docs/plugin-index.md).
+//! docs/plugin-index.md). [`crate::plugin_index`] makes them; they are
+//! here, beside [`super::Error`], so that the error type depends on nothing.
 
 use std::fmt;
 
-use crate::error::code;
+use super::code;
 
 /// A refusal concerning index `index`.
 #[derive(Debug)]
