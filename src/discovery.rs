@@ -21,8 +21,8 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// Prefix of every plugin executable.
-pub const PLUGIN_PREFIX: &str = "app-";
+/// Prefix of every plugin executable (the plugin contract's, in the SDK).
+pub use app_plugin::metadata::PLUGIN_PREFIX;
 /// Prefix of kubectl-style completion helpers (`app_complete-<name>`).
 pub const COMPLETE_PREFIX: &str = "app_complete-";
 

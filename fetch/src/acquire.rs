@@ -5,9 +5,8 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use app::error::{Error, Result};
-use app::install::protocol::{self, FetchArgs, MAX_BYTES_VAR};
-use app::install::{checksum, Artifact, Source};
+use app_fetch_protocol::{self as protocol, checksum, Artifact, FetchArgs, Source, MAX_BYTES_VAR};
+use app_fetch_protocol::{Error, Result};
 use app_plugin::file::{read_limited, ReadError};
 
 use crate::{archive, http};

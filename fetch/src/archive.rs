@@ -5,7 +5,7 @@
 
 use std::io::Read;
 
-use app::discovery::PLUGIN_PREFIX;
+use app_plugin::metadata::PLUGIN_PREFIX;
 use flate2::read::GzDecoder;
 
 /// The executable found in an archive.

@@ -7,8 +7,7 @@
 use std::io::{self, IsTerminal, Read, Write};
 use std::time::{Duration, Instant};
 
-use app::install::protocol::MAX_BYTES_VAR;
-use app::install::url;
+use app_fetch_protocol::{url, MAX_BYTES_VAR};
 
 /// A download quicker than this shows no progress at all.
 pub const PROGRESS_AFTER: Duration = Duration::from_millis(500);
@@ -104,7 +103,7 @@ pub fn download(url: &str, options: &Options) -> Result<Vec<u8>, FetchError> {
         .timeout_connect(Some(connect))
         .timeout_recv_response(Some(silence))
         .timeout_recv_body(Some(silence))
-        .user_agent(format!("app/{}", app::context::APP_VERSION))
+        .user_agent(format!("app/{}", app_plugin::context::APP_VERSION))
         // Redirects are followed here, so that each target is checked.
         .max_redirects(0)
         .build()

@@ -1,7 +1,8 @@
 //! `app_fetch`: downloads and unpacks plugins for `app plugin install`, so
 //! that the `app` binary links no HTTP, TLS or archive code. What it and
-//! `app` say to each other is in `app::install::protocol`; the rest of an
-//! install (checks before, writing after) is `app`'s, in `app::install`.
+//! `app` say to each other is the crate both use, [`app_fetch_protocol`];
+//! the rest of an install (checks before, writing after) is `app`'s, in
+//! `app::install`.
 //!
 //! Modules: [`acquire`] (step 2 of an install: read or download, verify,
 //! unpack), [`http`] (the download), [`archive`] (`.tar.gz`).
@@ -12,8 +13,7 @@ mod http;
 
 use std::ffi::OsString;
 
-use app::error::code;
-use app::install::protocol::{self, HELPER};
+use app_fetch_protocol::{self as protocol, code, HELPER};
 
 fn main() {
     std::process::exit(serve(std::env::args_os().skip(1).collect()));

@@ -29,6 +29,14 @@ use serde::{Deserialize, Serialize};
 /// ```
 pub const METADATA_ARG: &str = "__app_metadata";
 
+/// The prefix of every plugin's executable: `app <name>` runs `app-<name>`.
+///
+/// ```
+/// use app_plugin::metadata::PLUGIN_PREFIX;
+/// assert_eq!(format!("{PLUGIN_PREFIX}event-time"), "app-event-time");
+/// ```
+pub const PLUGIN_PREFIX: &str = "app-";
+
 /// The `apiVersion` of this version of the document.
 ///
 /// Every answer [`Metadata::new`] builds carries it, and [`Metadata::parse`]

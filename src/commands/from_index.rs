@@ -10,13 +10,13 @@ use std::time::SystemTime;
 use crate::error::{Error, Result};
 use crate::install::build::{self, GitSpec, Outcome};
 use crate::install::index::Entry;
-use crate::install::protocol::FetchArgs;
 use crate::install::{self, helper, url, Installed, Origin, Request, Source};
 use crate::plugin_index::config::IndexConfig;
 use crate::plugin_index::format::Platform;
 use crate::plugin_index::lookup::{Catalog, Spec};
 use crate::plugin_index::summary::Summaries;
 use crate::session::Session;
+use app_fetch_protocol::FetchArgs;
 use app_plugin::text::escape_for_terminal as printable;
 
 /// Installs the plugin `spec` names from the cached indexes.
@@ -107,7 +107,7 @@ fn archive_source(index: &IndexConfig, text: &str) -> Result<Source> {
     }
     if index.is_local() {
         let dir = Path::new(&index.url).parent().unwrap_or(Path::new("/"));
-        return Source::parse(text, dir);
+        return Ok(Source::parse(text, dir)?);
     }
     url::follow(&index.url, text)
         .map(Source::Url)

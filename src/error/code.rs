@@ -1,9 +1,10 @@
 //! Exit codes of `app` itself (plugins' codes pass through unchanged).
 
-/// A general failure: unreadable config, an I/O error.
-pub const FAILURE: i32 = 1;
-/// A usage error: bad global flag, bad arguments to a built-in command.
-pub const USAGE: i32 = 2;
+/// The codes `app_fetch` can end with too (1 failure, 2 usage, 3 download,
+/// 5 verify): defined once, in the crate both use, since `app` reports
+/// `app_fetch`'s code as its own.
+pub use app_fetch_protocol::code::{DOWNLOAD, FAILURE, USAGE, VERIFY};
+
 /// `plugin list` found problems (shadowed, not executable, overriding a built-in).
 pub const WARNINGS: i32 = 1;
 /// The plugin exists but cannot be started (no run bit, bad `#!` interpreter).
@@ -12,16 +13,9 @@ pub const CANNOT_RUN: i32 = 126;
 pub const NOT_FOUND: i32 = 127;
 /// Added to a signal number when the plugin was killed by that signal.
 pub const SIGNAL_BASE: i32 = 128;
-/// `plugin install`/`upgrade`: the download failed (no connection, an
-/// HTTP status other than 2xx).
-pub const DOWNLOAD: i32 = 3;
 /// `plugin install`/`remove`/`upgrade` refused to touch a plugin: it
 /// exists (no `--force`), or `install` did not put it there.
 pub const REFUSED: i32 = 4;
-/// `plugin install`/`upgrade`: what was given is not what it should be
-/// (wrong checksum, not an executable, no single `app-*` in the archive,
-/// larger than the size cap).
-pub const VERIFY: i32 = 5;
 /// A plugin index was refused as stale: its serial went back (a
 /// rollback) or it is past its `expires`.
 pub const STALE_INDEX: i32 = 6;

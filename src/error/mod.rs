@@ -50,19 +50,10 @@ pub enum Error {
     Io { what: String, source: io::Error },
     /// A name `plugin install` or `plugin new` cannot give a plugin.
     BadPluginName { name: String, reason: String },
-    /// Downloading a plugin failed.
-    Download { url: String, reason: String },
-    /// What was fetched does not have the checksum the user gave.
-    ChecksumMismatch {
-        source: String,
-        expected: String,
-        actual: String,
-    },
-    /// What was given is not an installable plugin.
-    NotInstallable { source: String, reason: String },
     /// A plugin of that name is already in the user plugin directory.
     PluginExists { name: String, path: PathBuf },
-    /// The fetch helper (`app_fetch`) failed; its message and exit code.
+    /// The fetch helper (`app_fetch`) failed (it could not download, or
+    /// what it fetched is not installable); its message and exit code.
     Fetch { message: String, code: i32 },
     /// A plugin index was refused (signature, serial, expiry, format, …).
     Index(IndexError),
@@ -90,9 +81,7 @@ impl Error {
             Error::Printed(code) => *code,
             Error::BadPluginName { .. } => code::USAGE,
             Error::Fetch { code, .. } => *code,
-            Error::Download { .. } => code::DOWNLOAD,
             Error::PluginExists { .. } | Error::NotManaged { .. } => code::REFUSED,
-            Error::ChecksumMismatch { .. } | Error::NotInstallable { .. } => code::VERIFY,
             Error::Index(e) => e.problem.exit_code(),
             Error::Unavailable(_) => code::UNAVAILABLE,
             Error::Build(_) => code::BUILD,
@@ -157,22 +146,6 @@ impl fmt::Display for Error {
                 f,
                 "'{name}' cannot be a plugin name: {reason}; choose another name (--name NAME)"
             ),
-            Error::Download { url, reason } => write!(
-                f,
-                "cannot download {url}: {reason}; check the URL and your connection"
-            ),
-            Error::ChecksumMismatch {
-                source,
-                expected,
-                actual,
-            } => write!(
-                f,
-                "checksum mismatch for {source}: expected sha256 {expected}, got {actual}; nothing was installed (check the URL and the --sha256 value)"
-            ),
-            Error::NotInstallable { source, reason } => write!(
-                f,
-                "{source} is not an installable plugin: {reason}; nothing was installed"
-            ),
             Error::PluginExists { name, path } => write!(
                 f,
                 "plugin '{name}' is already installed at {}; pass --force to replace it, or 'app plugin upgrade {name}'",
@@ -204,6 +177,13 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// What `plugin install` (or `index add`) cannot take as a source is a usage error.
+impl From<app_fetch_protocol::SourceError> for Error {
+    fn from(e: app_fetch_protocol::SourceError) -> Error {
+        Error::Usage(e.to_string())
+    }
+}
 
 /// Result alias for the dispatcher.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

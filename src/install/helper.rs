@@ -5,14 +5,15 @@
 //! linking ureq, rustls, tar and flate2 into it made that start measurably
 //! slower (see docs/benchmarks.md, "Plugin install cost on dispatch").
 //!
-//! What the two say to each other is in [`super::protocol`].
+//! What the two say to each other is in the crate both use,
+//! [`app_fetch_protocol`].
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use super::protocol::{self, FetchArgs, HELPER};
-use super::{Artifact, Source};
+use app_fetch_protocol::{self as protocol, Artifact, FetchArgs, Source, HELPER};
+
 use crate::error::{code, Error, Result};
 
 /// Step 2 of an install, run in `app_fetch` beside the running `app`.
@@ -56,7 +57,11 @@ pub fn fetch(args: &FetchArgs) -> Result<Artifact> {
         Ok(Ok(_)) if !status.success() => Err(broken(format!(
             "it sent its answer, then ended with {status}"
         ))),
-        Ok(result) => result,
+        Ok(Err(failed)) => Err(Error::Fetch {
+            message: failed.message,
+            code: failed.code,
+        }),
+        Ok(Ok(artifact)) => Ok(artifact),
     }
 }
 

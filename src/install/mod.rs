@@ -15,22 +15,23 @@
 //! half-written `app-<name>`.
 //!
 //! Modules, one job each: [`name`] (what a plugin may be called),
-//! [`checksum`], [`url`] (which URLs, shown how), [`atomic`] (temp file +
-//! rename), [`index`] (`.index.json`), [`helper`] (runs step 2 in
-//! `app_fetch` and reads its answer), and [`protocol`] (what `app` and
-//! `app_fetch` say to each other, used by both).
+//! [`atomic`] (temp file + rename), [`index`] (`.index.json`), [`build`]
+//! (from a git repository), and [`helper`] (runs step 2 in `app_fetch` and
+//! reads its answer). What `app` and `app_fetch` say to each other, and what
+//! both must read alike ([`Source`], [`url`], [`checksum`]), is the crate
+//! both depend on, `app-fetch-protocol` (fetch/protocol/).
 
 /// Step 2 of an install: [`helper::acquire`], which runs `app_fetch`.
 pub type Acquire = dyn Fn(&Source, Option<&str>) -> Result<Artifact>;
 
 pub mod atomic;
 pub mod build;
-pub mod checksum;
 pub mod helper;
 pub mod index;
 pub mod name;
-pub mod protocol;
-pub mod url;
+
+/// What `app` and `app_fetch` must read alike, from the crate both use.
+pub use app_fetch_protocol::{checksum, url, Artifact, Source};
 
 use std::fs;
 use std::io;
@@ -41,64 +42,6 @@ use crate::discovery::{SearchPath, PLUGIN_PREFIX};
 use crate::error::{Error, Result};
 use crate::metadata;
 use index::{Entry, Index, IndexError, Lock};
-
-/// Where a plugin comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    /// A local file (absolute).
-    Path(PathBuf),
-    /// An `http://` or `https://` URL.
-    Url(String),
-}
-
-impl Source {
-    /// Reads what the user typed: an `http://` or `https://` URL, a
-    /// `file:///path` (that path), or a path (made absolute against `cwd`,
-    /// without `.` or `..`, so `./app-foo` is recorded as `/dir/app-foo`).
-    /// Any other `scheme://` is refused (see [`url`]).
-    pub fn parse(text: &str, cwd: &Path) -> Result<Source> {
-        match url::kind(text) {
-            url::Kind::Path => Ok(Source::Path(absolute(&cwd.join(text)))),
-            url::Kind::Http => Ok(Source::Url(text.to_string())),
-            url::Kind::File(path) => Ok(Source::Path(absolute(Path::new(&path)))),
-            url::Kind::BadFile => Err(Error::Usage(format!(
-                "'{}' does not name a file on this machine; write a file URL as file:///absolute/path, or give the path itself",
-                url::redact(text)
-            ))),
-            url::Kind::Unsupported(scheme) => Err(Error::Usage(format!(
-                "'{scheme}://' URLs are not supported; app plugin install takes a local path, a file:///path, or an http:// or https:// URL"
-            ))),
-        }
-    }
-
-    /// How it is shown and recorded in the index: a URL's password masked.
-    pub fn to_record(&self) -> String {
-        match self {
-            Source::Path(p) => p.display().to_string(),
-            Source::Url(u) => url::redact(u),
-        }
-    }
-
-    /// The whole source, password included, for `app_fetch` alone.
-    pub fn to_arg(&self) -> String {
-        match self {
-            Source::Path(p) => p.display().to_string(),
-            Source::Url(u) => u.clone(),
-        }
-    }
-}
-
-/// `path` with its directory resolved (`..`, `.` and links to directories),
-/// the file name kept as typed: a link named `app-foo` stays the source, so
-/// an upgrade follows it. Where the directory cannot be resolved, only the
-/// `.` components are dropped.
-fn absolute(path: &Path) -> PathBuf {
-    let resolved = match (path.parent(), path.file_name()) {
-        (Some(dir), Some(name)) => fs::canonicalize(dir).ok().map(|d| d.join(name)),
-        _ => None,
-    };
-    resolved.unwrap_or_else(|| path.components().collect())
-}
 
 /// What the user asked `plugin install` to do.
 #[derive(Debug, Clone)]
@@ -122,16 +65,6 @@ pub struct Origin {
     /// `install --git` (or an index's source entry): built from this
     /// repository (`source` is then the build's output).
     pub git: Option<index::GitRecord>,
-}
-
-/// A verified executable, in memory, ready to be written.
-#[derive(Debug, Clone)]
-pub struct Artifact {
-    /// The file name it came with (`app-foo`), if any.
-    pub file_name: Option<String>,
-    pub bytes: Vec<u8>,
-    /// Checksum of the `.tar.gz` it was unpacked from.
-    pub archive_sha256: Option<String>,
 }
 
 /// What an install did.
@@ -376,30 +309,5 @@ fn not_installed(name: &str, found: Option<PathBuf>) -> Error {
         reason: "was not installed with 'app plugin install' (it is not in the plugin index)"
             .into(),
         found,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sources_parse_as_urls_or_absolute_paths() {
-        let cwd = Path::new("/home/u");
-        let parse = |s: &str| Source::parse(s, cwd).unwrap();
-        assert_eq!(
-            parse("https://x.org/a/app-foo?x=1"),
-            Source::Url("https://x.org/a/app-foo?x=1".into())
-        );
-        assert_eq!(
-            parse("bin/app-foo"),
-            Source::Path("/home/u/bin/app-foo".into())
-        );
-        assert_eq!(parse("/abs/app-foo"), Source::Path("/abs/app-foo".into()));
-        assert_eq!(
-            parse("file:///abs/app-foo"),
-            Source::Path("/abs/app-foo".into())
-        );
-        assert!(Source::parse("ftp://h/app-foo", cwd).is_err());
     }
 }

@@ -27,10 +27,11 @@ pub mod verify;
 use std::path::Path;
 use std::time::SystemTime;
 
-use crate::error::{code, Error, Result};
-use crate::install::{self, protocol::FetchArgs, url, Source};
-use config::IndexConfig;
 use crate::error::index::{IndexError, Problem};
+use crate::error::{code, Error, Result};
+use crate::install::{self, url, Source};
+use app_fetch_protocol::FetchArgs;
+use config::IndexConfig;
 use format::IndexFile;
 
 /// The largest index fetched or read.
@@ -132,7 +133,7 @@ enum Fetched {
 /// The bytes at `location` (the index's URL or path, or its signature's),
 /// at most `max`. Over HTTP, through `app_fetch`, with the index's token.
 fn fetch(cfg: &IndexConfig, location: &str, max: u64) -> std::result::Result<Vec<u8>, Fetched> {
-    let source = Source::parse(location, Path::new("/")).map_err(Fetched::Other)?;
+    let source = Source::parse(location, Path::new("/")).map_err(|e| Fetched::Other(e.into()))?;
     match &source {
         Source::Path(path) => {
             use app_plugin::file::{read_limited, ReadError};

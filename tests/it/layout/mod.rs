@@ -52,6 +52,7 @@ fn crate_dirs(root: &Path) -> Vec<PathBuf> {
         root.join("src"),
         root.join("sdk/src"),
         root.join("fetch/src"),
+        root.join("fetch/protocol/src"),
     ];
     for group in ["plugins", "bench", "packaging"] {
         let Ok(entries) = fs::read_dir(root.join(group)) else {

@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 ///
 /// ```
 /// assert_eq!(
-///     app::install::checksum::sha256_hex(b""),
+///     app_fetch_protocol::checksum::sha256_hex(b""),
 ///     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 /// );
 /// ```

@@ -1,0 +1,168 @@
+//! The answer `app_fetch` writes on its stdout, and `app`'s reading of it
+//! (see the crate's documentation).
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Artifact, Result};
+
+/// The answer line.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Header {
+    Ok {
+        file_name: Option<String>,
+        archive_sha256: Option<String>,
+        len: u64,
+    },
+    Error {
+        code: i32,
+        message: String,
+    },
+}
+
+/// Writes `app_fetch`'s answer: the artifact, or the error's message and
+/// exit code, for `app` to report as its own.
+pub fn write_answer(out: &mut impl Write, result: &Result<Artifact>) -> io::Result<()> {
+    let (header, bytes) = match result {
+        Ok(artifact) => (
+            Header::Ok {
+                file_name: artifact.file_name.clone(),
+                archive_sha256: artifact.archive_sha256.clone(),
+                len: artifact.bytes.len() as u64,
+            },
+            &artifact.bytes[..],
+        ),
+        Err(e) => (
+            Header::Error {
+                code: e.exit_code(),
+                message: e.to_string(),
+            },
+            &[][..],
+        ),
+    };
+    serde_json::to_writer(&mut *out, &header).map_err(io::Error::other)?;
+    out.write_all(b"\n")?;
+    out.write_all(bytes)?;
+    out.flush()
+}
+
+/// Why an answer could not be read: `app_fetch` crashed or is not the one
+/// of this build.
+#[derive(Debug)]
+pub enum Broken {
+    /// No answer line at all.
+    NoAnswer,
+    /// The answer line is not one [`write_answer`] writes.
+    Unreadable(String),
+    /// Fewer or more bytes than the answer line announced.
+    Length { sent: usize, len: u64 },
+}
+
+impl std::fmt::Display for Broken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Broken::NoAnswer => f.write_str("it gave no answer"),
+            Broken::Unreadable(e) => write!(f, "unreadable answer: {e}"),
+            Broken::Length { sent, len } => write!(f, "it sent {sent} of {len} bytes"),
+        }
+    }
+}
+
+/// What `app_fetch` said went wrong: its message and exit code, which
+/// `app` reports as its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failed {
+    pub message: String,
+    pub code: i32,
+}
+
+/// Reads everything `app_fetch` wrote: its result (the artifact, or what
+/// went wrong), or why that cannot be read.
+pub fn read_answer(mut out: Vec<u8>) -> std::result::Result<Result<Artifact, Failed>, Broken> {
+    let newline = out
+        .iter()
+        .position(|b| *b == b'\n')
+        .ok_or(Broken::NoAnswer)?;
+    let header: Header =
+        serde_json::from_slice(&out[..newline]).map_err(|e| Broken::Unreadable(e.to_string()))?;
+    match header {
+        Header::Error { code, message } => Ok(Err(Failed { message, code })),
+        Header::Ok {
+            file_name,
+            archive_sha256,
+            len,
+        } => {
+            let bytes = out.split_off(newline + 1);
+            if bytes.len() as u64 != len {
+                return Err(Broken::Length {
+                    sent: bytes.len(),
+                    len,
+                });
+            }
+            Ok(Ok(Artifact {
+                file_name,
+                bytes,
+                archive_sha256,
+            }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{code, Error};
+
+    fn answer(result: &Result<Artifact>) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_answer(&mut out, result).unwrap();
+        out
+    }
+
+    #[test]
+    fn answers_read_back_as_written() {
+        let artifact = Artifact {
+            file_name: Some("app-foo".into()),
+            bytes: b"#!/bin/sh\n\nbinary\n".to_vec(),
+            archive_sha256: None,
+        };
+        let read = read_answer(answer(&Ok(artifact.clone()))).unwrap().unwrap();
+        assert_eq!(read.file_name, artifact.file_name);
+        assert_eq!(read.bytes, artifact.bytes);
+        let failed = Error::Download {
+            url: "http://h/app-foo".into(),
+            reason: "the server answered HTTP 404".into(),
+        };
+        let message = failed.to_string();
+        match read_answer(answer(&Err(failed))).unwrap() {
+            Err(Failed {
+                message: m,
+                code: c,
+            }) => {
+                assert_eq!((m, c), (message, code::DOWNLOAD));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn broken_answers_are_told_apart() {
+        assert!(matches!(read_answer(Vec::new()), Err(Broken::NoAnswer)));
+        assert!(matches!(
+            read_answer(b"{\"ok\":1}\n".to_vec()),
+            Err(Broken::Unreadable(_))
+        ));
+        let mut short = answer(&Ok(Artifact {
+            file_name: None,
+            bytes: vec![1; 10],
+            archive_sha256: None,
+        }));
+        short.truncate(short.len() - 3);
+        assert!(matches!(
+            read_answer(short),
+            Err(Broken::Length { sent: 7, len: 10 })
+        ));
+    }
+}
