@@ -1,0 +1,189 @@
+//! `app plugin …`: the clap definitions of the plugin-management
+//! subcommands, with their exit codes for `--help`.
+
+// Doc comments here are clap's help text, where `<NAME>` is a placeholder, not HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
+use std::path::PathBuf;
+
+use clap::{Subcommand, ValueEnum};
+
+#[derive(Debug, Subcommand)]
+pub enum PluginCmd {
+    /// List the plugins on the search path, with warnings (shadowed, not executable, …)
+    List,
+    /// Print the path of the executable a plugin name resolves to
+    Path {
+        /// The plugin name, e.g. `event-repeater` or `event-repeater manage`
+        #[arg(required = true)]
+        name: Vec<String>,
+    },
+    /// Install a plugin by name from the indexes, or from a file, an http(s) URL or a git repository
+    #[command(after_help = INSTALL_HELP)]
+    Install {
+        /// NAME, NAME@VERSION or INDEX/NAME from the indexes; or an executable or script, a .tar.gz holding one app-<name>, or an http(s):// URL of either
+        #[arg(
+            value_name = "NAME|PATH|URL",
+            required_unless_present = "git",
+            conflicts_with = "git"
+        )]
+        source: Option<String>,
+        /// The plugin name [default: from the file name, app-<name>]
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// Replace a plugin of the same name in the user plugin directory
+        #[arg(long)]
+        force: bool,
+        /// SHA-256 of the file or archive as fetched (required for URLs)
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+        /// Build the plugin from this git repository with cargo
+        #[arg(long, value_name = "URL")]
+        git: Option<String>,
+        /// With --git: the commit, tag or branch to build [default: the default branch]
+        #[arg(long, value_name = "REV", requires = "git")]
+        rev: Option<String>,
+        /// With --git: the crate's directory inside the repository
+        #[arg(long, value_name = "DIR", requires = "git")]
+        path: Option<String>,
+    },
+    /// Remove a plugin that `app plugin install` installed
+    #[command(after_help = INSTALL_HELP)]
+    Remove {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// Re-install a plugin from where it came from: the newest version of its index, its URL, path or git repository
+    #[command(after_help = INSTALL_HELP)]
+    Upgrade {
+        #[arg(
+            value_name = "NAME",
+            required_unless_present = "all",
+            conflicts_with = "all"
+        )]
+        name: Option<String>,
+        /// Every plugin installed from an index, a path or a git repository (one line each)
+        #[arg(long)]
+        all: bool,
+        /// SHA-256 of the new download (required when the source is a URL)
+        #[arg(long, value_name = "HEX", conflicts_with = "all")]
+        sha256: Option<String>,
+    },
+    /// Add, list, remove and update plugin indexes (signed catalogues of plugins)
+    #[command(subcommand)]
+    Index(IndexCmd),
+    /// Search the indexes' plugins by name and description
+    #[command(
+        after_help = "Example: app plugin search json -o json\nReads the cached indexes: 'app plugin index update' refreshes them."
+    )]
+    Search {
+        /// Only plugins whose name or description contains WORD (any case)
+        #[arg(value_name = "WORD")]
+        word: Option<String>,
+        /// Output format
+        #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+        output: Output,
+    },
+    /// Every version of a plugin in the indexes, its platforms and homepage
+    #[command(after_help = "Example: app plugin info hello")]
+    Info {
+        /// NAME or INDEX/NAME
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// Create a plugin skeleton that speaks the plugin protocol
+    New {
+        /// The plugin name (the executable is app-<NAME>)
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// Language of the skeleton
+        #[arg(long, value_enum, default_value = "sh")]
+        lang: Lang,
+        /// Directory to create [default: ./app-<NAME>]
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// `app plugin index …`.
+#[derive(Debug, Subcommand)]
+pub enum IndexCmd {
+    /// Add an index: fetch it, verify its signature, and keep a verified copy
+    #[command(after_help = INDEX_HELP)]
+    Add {
+        /// A name for it (lowercase letters, digits, - and _)
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// Its URL (http, https or file://) or path; its signature is at URL.minisig
+        #[arg(value_name = "URL")]
+        url: String,
+        /// The publisher's minisign public key file (minisign.pub)
+        #[arg(long, value_name = "FILE", conflicts_with = "key", required_unless_present_any = ["key", "insecure_no_signature"])]
+        key_file: Option<PathBuf>,
+        /// The publisher's minisign public key itself (the RW… line)
+        #[arg(long, value_name = "PUBKEY")]
+        key: Option<String>,
+        /// A file holding a bearer token for the index's server (the file's path is recorded, never the token)
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
+        /// Accept an index nobody signed (flagged by 'index list')
+        #[arg(long, conflicts_with_all = ["key", "key_file"])]
+        insecure_no_signature: bool,
+    },
+    /// List the indexes added, with their serial and signature status
+    #[command(
+        after_help = "Example: app plugin index list\nAn index added with --insecure-no-signature shows UNSIGNED."
+    )]
+    List,
+    /// Remove an index and its cached copy (plugins installed from it stay)
+    #[command(after_help = "Example: app plugin index remove main")]
+    Remove {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// Fetch every index (or those named) again, verify it, and replace the cached copy
+    #[command(after_help = INDEX_HELP)]
+    Update {
+        #[arg(value_name = "NAME")]
+        names: Vec<String>,
+    },
+}
+
+/// `plugin search` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+}
+
+/// Exit codes of `plugin index add` and `update`, for `--help`.
+const INDEX_HELP: &str = "\
+Example: app plugin index add main https://example.org/app-index.json --key-file main.pub
+
+Exit codes: 0 done; 1 I/O failure; 2 usage; 3 index unreachable; 4 an index of that name is already
+added; 5 verification failed (signature
+missing, by another key or not matching, not JSON, not an app.index/v1 index, an HTML page);
+6 stale (serial lower than the copy already verified, or past its expires date). On any refusal the
+cached copy stays as it was (update goes on with the other indexes and exits non-zero).";
+
+/// Exit codes of `plugin install`, `remove` and `upgrade`, for `--help`.
+const INSTALL_HELP: &str = "\
+Exit codes: 0 installed; 1 I/O failure; 2 usage (bad name, a built-in's name, URL without --sha256);
+3 download failed (no connection, HTTP status not 2xx); 4 refused (already installed: use --force;
+remove/upgrade of a plugin install did not put there); 5 verification failed (checksum mismatch, not
+an executable, archive without exactly one executable app-<name>, larger than APP_INSTALL_MAX_BYTES,
+an index refused); 6 index stale (rollback, expired); 7 not in the indexes, no such version, no build
+for this machine; 8 build from source failed (no cargo, cargo failed).
+Nothing is written to the plugin directory unless it exits 0 (upgrade --all: each plugin on its own).
+
+Examples: app plugin install hello; app plugin install hello@1.0.0; app plugin install main/hello;
+app plugin install ./app-foo; app plugin install --git https://example.org/app-foo.git --rev v1;
+app plugin upgrade hello; app plugin upgrade --all";
+
+/// The languages `app plugin new` writes skeletons in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    Sh,
+    Python,
+    Rust,
+}
