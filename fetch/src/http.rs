@@ -91,28 +91,47 @@ impl std::fmt::Display for FetchError {
 
 /// Downloads `url` into memory, as `options` say.
 pub fn download(url: &str, options: &Options) -> Result<Vec<u8>, FetchError> {
-    let limit = options.limit;
-    let token_origin = url::origin(url);
+    let agent = agent(options)?;
+    let mut response = get(&agent, url, options.bearer)?;
+    let status = response.status().as_u16();
+    if !(200..300).contains(&status) {
+        return Err(FetchError::Status(status));
+    }
+    read_body(&mut response, &url::redact(url), options.limit)
+}
+
+/// An HTTP client with the timeouts in force, following no redirect itself.
+fn agent(options: &Options) -> Result<ureq::Agent, FetchError> {
     let (connect, silence, total) = match timeout_override()? {
         Some(t) => (CONNECT_TIMEOUT.min(t), t, options.total.map(|_| t)),
         None => (CONNECT_TIMEOUT, READ_TIMEOUT, options.total),
     };
-    let agent: ureq::Agent = ureq::Agent::config_builder()
+    Ok(ureq::Agent::config_builder()
         .timeout_global(total)
         .http_status_as_error(false)
         .timeout_connect(Some(connect))
         .timeout_recv_response(Some(silence))
         .timeout_recv_body(Some(silence))
         .user_agent(format!("app/{}", app_plugin::context::APP_VERSION))
-        // Redirects are followed here, so that each target is checked.
+        // Redirects are followed in `get`, so that each target is checked.
         .max_redirects(0)
         .build()
-        .into();
+        .into())
+}
+
+/// GETs `url`, following at most [`MAX_REDIRECTS`] redirects, each to an
+/// http(s) URL; the bearer token goes to `url`'s own origin only.
+fn get(
+    agent: &ureq::Agent,
+    url: &str,
+    bearer: Option<&str>,
+) -> Result<ureq::http::Response<ureq::Body>, FetchError> {
+    let token_origin = url::origin(url);
     let mut current = url.to_string();
     let mut redirects = 0;
-    let mut response = loop {
+    loop {
         let mut request = agent.get(&current);
-        if let (Some(token), Some(origin)) = (options.bearer, &token_origin) {
+        if let (Some(token), Some(origin)) = (bearer, &token_origin) {
             // The token is for the index's own server: a redirect to
             // another one (a CDN, an attacker's) does not get it.
             if url::origin(&current).as_ref() == Some(origin) {
@@ -139,20 +158,24 @@ pub fn download(url: &str, options: &Options) -> Result<Vec<u8>, FetchError> {
                         scheme,
                     })?;
             }
-            _ => break response,
+            _ => return Ok(response),
         }
-    };
-    let status = response.status().as_u16();
-    if !(200..300).contains(&status) {
-        return Err(FetchError::Status(status));
     }
+}
+
+/// The body of `response`, at most `limit` bytes, with progress on a
+/// terminal (`shown` is the URL as the user may see it).
+fn read_body(
+    response: &mut ureq::http::Response<ureq::Body>,
+    shown: &str,
+    limit: u64,
+) -> Result<Vec<u8>, FetchError> {
     let total = response.body().content_length();
     if total.is_some_and(|t| t > limit) {
         return Err(FetchError::TooLarge(limit));
     }
     let mut reader = response.body_mut().as_reader();
-    let shown = url::redact(url);
-    let mut progress = Progress::new(&shown, total);
+    let mut progress = Progress::new(shown, total);
     let capacity = total.unwrap_or(0).min(limit) as usize;
     let mut bytes = Vec::with_capacity(capacity);
     let mut buf = vec![0u8; 64 * 1024];

@@ -4,6 +4,7 @@ pub mod completion;
 pub mod from_index;
 pub mod help;
 pub mod index;
+pub mod list;
 pub mod plugin;
 pub mod search;
 

@@ -88,6 +88,38 @@ pub struct Removed {
 
 /// Installs a plugin into `plugin_dir`, as described in the module docs.
 pub fn install(plugin_dir: &Path, request: &Request, acquire: &Acquire) -> Result<Installed> {
+    // 1. Everything the user typed.
+    let sha256 = check_request(plugin_dir, request)?;
+    // 2. The bytes, verified, in memory.
+    let artifact = acquire(&request.source, sha256.as_deref())?;
+    let name = plugin_name(request, &artifact)?;
+    check_name(&name)?;
+    let dest = plugin_dir.join(format!("{PLUGIN_PREFIX}{name}"));
+    refuse_existing(&name, &dest, request.force)?;
+
+    // 3. Nothing has been written so far. From here on, the plugin directory changes.
+    fs::create_dir_all(plugin_dir)
+        .map_err(|e| Error::io(format!("cannot create {}", plugin_dir.display()), e))?;
+    let _lock = lock(plugin_dir)?;
+    // Another install may have won the race while we were downloading.
+    let replaced = refuse_existing(&name, &dest, request.force)?;
+    let mut index = load_index(plugin_dir)?;
+    let version = write_plugin(plugin_dir, &dest, &artifact.bytes)?;
+    let entry = record(request, artifact, version);
+    index.plugins.insert(name.clone(), entry.clone());
+    save_index(&index, plugin_dir)?;
+    Ok(Installed {
+        name,
+        path: dest,
+        entry,
+        replaced,
+    })
+}
+
+/// Step 1: the checksum given (normalised), required for a URL; the name
+/// given, and no plugin of that name already (unless `--force`). Known
+/// before fetching anything: refused before a pointless download.
+fn check_request(plugin_dir: &Path, request: &Request) -> Result<Option<String>> {
     let sha256 = match &request.sha256 {
         Some(text) => Some(checksum::parse_hex(text).ok_or_else(|| {
             Error::Usage(format!(
@@ -104,45 +136,48 @@ pub fn install(plugin_dir: &Path, request: &Request, acquire: &Acquire) -> Resul
     }
     if let Some(name) = &request.name {
         check_name(name)?;
-        // Known before fetching anything: refuse before a pointless download.
         refuse_existing(
             name,
             &plugin_dir.join(format!("{PLUGIN_PREFIX}{name}")),
             request.force,
         )?;
     }
-    let artifact = acquire(&request.source, sha256.as_deref())?;
-    let name = match &request.name {
-        Some(name) => name.clone(),
-        None => artifact
-            .file_name
-            .as_deref()
-            .and_then(name::from_file_name)
-            .map(String::from)
-            .ok_or_else(|| {
-                Error::Usage(format!(
-                    "cannot tell the plugin name from '{}' (it is not named app-<name>); pass --name NAME",
-                    artifact.file_name.as_deref().unwrap_or(&request.source.to_record())
-                ))
-            })?,
-    };
-    check_name(&name)?;
-    let dest = plugin_dir.join(format!("{PLUGIN_PREFIX}{name}"));
-    refuse_existing(&name, &dest, request.force)?;
+    Ok(sha256)
+}
 
-    // Nothing has been written so far. From here on, the plugin directory changes.
-    fs::create_dir_all(plugin_dir)
-        .map_err(|e| Error::io(format!("cannot create {}", plugin_dir.display()), e))?;
-    let _lock = lock(plugin_dir)?;
-    // Another install may have won the race while we were downloading.
-    let replaced = refuse_existing(&name, &dest, request.force)?;
-    let mut index = load_index(plugin_dir)?;
+/// `--name`, else the name in the fetched file's name (`app-<name>`).
+fn plugin_name(request: &Request, artifact: &Artifact) -> Result<String> {
+    if let Some(name) = &request.name {
+        return Ok(name.clone());
+    }
+    artifact
+        .file_name
+        .as_deref()
+        .and_then(name::from_file_name)
+        .map(String::from)
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "cannot tell the plugin name from '{}' (it is not named app-<name>); pass --name NAME",
+                artifact.file_name.as_deref().unwrap_or(&request.source.to_record())
+            ))
+        })
+}
+
+/// Writes `bytes` to `dest` atomically (a synced temp file in `plugin_dir`,
+/// renamed), asking the new plugin for its version before the rename.
+fn write_plugin(plugin_dir: &Path, dest: &Path, bytes: &[u8]) -> Result<Option<String>> {
     let io_err = |e| Error::io(format!("cannot write plugin {}", dest.display()), e);
     let mut tmp = atomic::TempFile::new_in(plugin_dir, 0o755).map_err(io_err)?;
-    tmp.write_all(&artifact.bytes).map_err(io_err)?;
+    tmp.write_all(bytes).map_err(io_err)?;
     tmp.sync_and_close().map_err(io_err)?;
     let version = metadata::query(tmp.path(), metadata::METADATA_TIMEOUT).and_then(|m| m.version);
-    tmp.persist(&dest).map_err(io_err)?;
+    tmp.persist(dest).map_err(io_err)?;
+    Ok(version)
+}
+
+/// The index entry for what was just installed: where from, which version
+/// (an index's when installed from one), its checksums, when.
+fn record(request: &Request, artifact: Artifact, version: Option<String>) -> Entry {
     let mut entry = Entry {
         source: request.source.to_record(),
         version,
@@ -162,14 +197,7 @@ pub fn install(plugin_dir: &Path, request: &Request, acquire: &Acquire) -> Resul
             entry.git = Some(git.clone());
         }
     }
-    index.plugins.insert(name.clone(), entry.clone());
-    save_index(&index, plugin_dir)?;
-    Ok(Installed {
-        name,
-        path: dest,
-        entry,
-        replaced,
-    })
+    entry
 }
 
 /// Removes a plugin `install` put in `plugin_dir`, and its record. Refuses
