@@ -1,54 +1,13 @@
-//! `status [--watch]`: one line per repeater, from its `/healthz` and
-//! `/metrics`, sampled twice `--interval` apart so that the rates are over
-//! that interval. `--watch` keeps sampling and redraws the table in place
-//! until Ctrl-C.
+//! One row per repeater, from two samples `--interval` apart (the rates
+//! are over that interval), and the rows as an aligned table.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use app_event_repeater_api::metric::{self, Metric};
-use app_event_repeater_api::{path, Health, HealthStatus};
+use app_event_repeater_api::{Health, HealthStatus};
 use serde::Serialize;
 
-use crate::error::Error;
-use crate::fleet;
-use crate::io::{print, Io};
-use crate::output::Format;
-use crate::remote::Remote;
-use crate::request::Method;
-use crate::target::Target;
-
-/// What one host said at one moment.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Sample {
-    /// Why it could not be read (then it is down).
-    pub error: Option<String>,
-    /// `/healthz`, when it was read.
-    pub health: Option<Health>,
-    /// The counters and gauges of `/metrics`, by full name with labels.
-    pub metrics: BTreeMap<String, f64>,
-}
-
-impl Sample {
-    /// The value of a family's one series without labels.
-    fn metric(&self, m: &Metric) -> Option<f64> {
-        self.metrics.get(&m.sample()).copied()
-    }
-
-    /// Sum of every series of a family (every label set).
-    fn family(&self, m: &Metric) -> Option<f64> {
-        let full = m.sample();
-        let labelled = format!("{full}{{");
-        let mut found = None;
-        for (k, v) in &self.metrics {
-            if k == &full || k.starts_with(&labelled) {
-                *found.get_or_insert(0.0) += v;
-            }
-        }
-        found
-    }
-}
+use super::sample::Sample;
 
 /// One line of the table (and one object of `-o json`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -86,52 +45,6 @@ pub struct Row {
     pub dropped: Option<u64>,
     /// Seconds since it started.
     pub uptime_secs: Option<u64>,
-}
-
-/// Reads `/healthz` and `/metrics` of one repeater.
-pub fn sample(remote: &Remote) -> Sample {
-    // A body that is not JSON at all was refused by the request already.
-    let health = remote
-        .request(Method::Get, path::HEALTHZ, None)
-        .and_then(|r| {
-            serde_json::from_str::<Health>(&r.body).map_err(|e| {
-                Error::Failed(format!("/healthz is not an event repeater's health ({e})"))
-            })
-        });
-    let health = match health {
-        Ok(h) => Some(h),
-        Err(e) => {
-            return Sample {
-                error: Some(e.to_string()),
-                ..Sample::default()
-            }
-        }
-    };
-    let metrics = match remote.request(Method::Get, path::METRICS, None) {
-        Ok(r) => parse_metrics(&r.body),
-        Err(e) => {
-            return Sample {
-                error: Some(e.to_string()),
-                health,
-                ..Sample::default()
-            }
-        }
-    };
-    Sample {
-        error: None,
-        health,
-        metrics,
-    }
-}
-
-/// The sample lines, `name{labels} value`, of OpenMetrics or Prometheus text
-/// (the `#` lines, `# EOF` included, are skipped).
-pub fn parse_metrics(text: &str) -> BTreeMap<String, f64> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.rsplit_once(' '))
-        .filter_map(|(k, v)| Some((k.trim().to_string(), v.trim().parse().ok()?)))
-        .collect()
 }
 
 /// A row from the sample before (if any) and the sample now, `elapsed` apart.
@@ -286,139 +199,10 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
-/// Set by the SIGINT handler: `--watch` stops at the next check.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Catches Ctrl-C so that `--watch` can leave the screen tidy and exit 0.
-fn catch_sigint() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
-    }
-}
-
-/// Sleeps `d`, waking early on Ctrl-C; false when interrupted.
-fn pause(d: Duration) -> bool {
-    let end = Instant::now() + d;
-    while Instant::now() < end {
-        if INTERRUPTED.load(Ordering::SeqCst) {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50).min(end - Instant::now()));
-    }
-    !INTERRUPTED.load(Ordering::SeqCst)
-}
-
-fn render(rows: &[Row], format: Format, pretty: bool) -> String {
-    match format {
-        Format::Table => table(rows),
-        Format::Json => {
-            let text = serde_json::to_string(rows).unwrap_or_else(|_| "[]".into());
-            crate::output::reformat(&text, pretty)
-        }
-    }
-}
-
-/// Runs `status`: a table, or a JSON array of rows (with `--watch`, one
-/// array per line per interval).
-pub fn run(
-    targets: &[Target],
-    format: Format,
-    watch: bool,
-    interval: Duration,
-    io: &mut Io<'_>,
-) -> Result<(), Error> {
-    if watch {
-        catch_sigint();
-    }
-    let labels: Vec<String> = targets.iter().map(Target::label).collect();
-    let mut before = fleet_samples(targets);
-    let mut at = Instant::now();
-    let mut first = true;
-    loop {
-        if !pause(interval) {
-            // Ctrl-C: leave the cursor below the table.
-            return print(io, "\n");
-        }
-        let now = fleet_samples(targets);
-        let elapsed = at.elapsed();
-        at = Instant::now();
-        let rows: Vec<Row> = labels
-            .iter()
-            .zip(before.iter().zip(&now))
-            .map(|(l, (b, n))| row(l, Some(b), n, elapsed))
-            .collect();
-        let text = render(&rows, format, io.pretty && !watch);
-        if !watch {
-            print(io, &text)?;
-            return outcome(targets, &rows);
-        }
-        if format == Format::Json {
-            // A stream of arrays, one per interval, one per line.
-            print(io, &text)?;
-        } else if !io.pretty {
-            // Not a terminal (a pipe, a file, `watch`'s log): no cursor
-            // escapes, one plain table per interval, a blank line between.
-            print(io, &format!("{text}\n"))?;
-        } else {
-            // Home, then each line cleared to its end, then the rest of the
-            // screen: redraws in place without flicker.
-            let mut screen = String::from(if first { "\x1b[H\x1b[2J" } else { "\x1b[H" });
-            for l in text.lines() {
-                screen.push_str(l);
-                screen.push_str("\x1b[K\n");
-            }
-            screen.push_str(&format!(
-                "every {}s, Ctrl-C to stop\x1b[K\n\x1b[J",
-                interval.as_secs_f64()
-            ));
-            print(io, &screen)?;
-        }
-        first = false;
-        before = now;
-    }
-}
-
-fn fleet_samples(targets: &[Target]) -> Vec<Sample> {
-    fleet::each(targets, |r| Ok(sample(r)))
-        .into_iter()
-        .map(|s| {
-            s.unwrap_or_else(|e| Sample {
-                error: Some(e.to_string()),
-                ..Sample::default()
-            })
-        })
-        .collect()
-}
-
-/// A down host makes the exit code non-zero (3 for one host, 4 for several).
-fn outcome(targets: &[Target], rows: &[Row]) -> Result<(), Error> {
-    if rows.iter().all(|r| r.state != "down") {
-        return Ok(());
-    }
-    if let [one] = rows {
-        // The sample's error already names the host and what to check.
-        let reason = one.error.clone().unwrap_or_default();
-        return Err(Error::Down(reason));
-    }
-    fleet::outcome(
-        targets,
-        rows.iter()
-            .map(|r| r.error.clone().map(Error::Failed))
-            .collect(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::status::sample::parse_metrics;
 
     fn sample(health: serde_json::Value, metrics: &str) -> Sample {
         Sample {
