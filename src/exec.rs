@@ -199,7 +199,7 @@ impl Supervised {
 }
 
 /// A child `app` starts for its own purposes (a listener, `app_fetch`, a
-/// metadata query): it dies with `app` (see [`die_with_app`]) and when this
+/// metadata query): it dies with `app` (see `die_with_app`) and when this
 /// is dropped, and a signal that ends `app` kills it (see [`signals`]).
 /// Started as a process-group leader, everything it started goes with it.
 pub struct OwnChild {

@@ -17,7 +17,7 @@
 //! after it is registered (it is forwarded or killed), never in between.
 //!
 //! SIGKILL cannot be handled: then each direct child still dies by its
-//! `PR_SET_PDEATHSIG` (see [`crate::exec::die_with_app`]), but what a
+//! `PR_SET_PDEATHSIG` (see `crate::exec::die_with_app`), but what a
 //! child started itself is left to that child.
 
 use std::io;

@@ -8,12 +8,12 @@
 //!    local file), at most [`MAX_INDEX_BYTES`];
 //! 2. fetch `URL.minisig` and verify it, with the key the index was added
 //!    with, over exactly those bytes ([`verify`]), before parsing anything;
-//! 3. parse and check them ([`format`]): the format, then the `serial`
+//! 3. parse and check them ([`format`](mod@format)): the format, then the `serial`
 //!    against the cached copy's (a lower one is a rollback), then `expires`;
 //! 4. only then replace the cached copy ([`cache`]) and its [`summary`].
 //!
 //! Modules: [`config`] (the indexes added, `indexes.json`), [`cache`],
-//! [`format`], [`verify`], [`lookup`] (finding a plugin by name across the
+//! [`format`](mod@format), [`verify`], [`lookup`] (finding a plugin by name across the
 //! cached indexes); every refusal, its message and exit code, is
 //! [`crate::error::index`].
 
