@@ -8,9 +8,9 @@ use std::thread;
 use std::time::Duration;
 
 use common::broker::Broker;
-use common::{free_port, wait_for, Sandbox};
+use common::{wait_for, Sandbox};
 
-use super::{m, start_loadgen_source, start_repeater, wait_metrics, Counter};
+use super::{flow, m, wait_metrics};
 
 /// A `kB` field (`VmRSS`, `VmHWM`) of /proc/PID/status.
 fn proc_status_kb(pid: i32, field: &str) -> u64 {
@@ -31,14 +31,13 @@ fn broker_paused_3s_at_2000_events_per_s_loses_nothing() {
     };
     let sb = Sandbox::new();
     let count = 16_000;
-    let counter = Counter::start(&broker, "bench/seq", "rel-pause", count, false);
-    let port = free_port();
-    let _source = start_loadgen_source(port, 2000, count);
-    let r = start_repeater(
+    let (counter, _source, r, _) = flow(
         &sb,
+        &broker,
+        "rel-pause",
+        2000,
+        count,
         "rel",
-        &format!("http://127.0.0.1:{port}"),
-        &broker.url(),
         &["--allowall"],
     );
     counter.wait_distinct(2000, Duration::from_secs(20));
@@ -80,21 +79,13 @@ fn a_full_speed_burst_is_slowed_down_not_dropped_by_default() {
     let count = 30_000;
     let burst = |overflow: Option<&str>, session: &str| {
         let sb = Sandbox::new();
-        let counter = Counter::start(&broker, "bench/seq", session, count, false);
-        let port = free_port();
-        // A million a second: as fast as the generator can write.
-        let _source = start_loadgen_source(port, 1_000_000, count);
         let mut extra = vec!["--allowall", "--buffer", "500"];
         if let Some(o) = overflow {
             extra.extend(["--overflow", o]);
         }
-        let r = start_repeater(
-            &sb,
-            "burst",
-            &format!("http://127.0.0.1:{port}"),
-            &broker.url(),
-            &extra,
-        );
+        // A million a second: as fast as the generator can write.
+        let (counter, _source, r, _) =
+            flow(&sb, &broker, session, 1_000_000, count, "burst", &extra);
         let metrics = wait_metrics(&r, Duration::from_secs(60), |mt| {
             m(mt, "events_received_total") == count
                 && m(mt, "events_buffered") == 0
@@ -132,14 +123,13 @@ fn broker_restarted_gracefully_with_persistence_loses_nothing() {
     };
     let sb = Sandbox::new();
     let count = 12_000;
-    let counter = Counter::start(&broker, "bench/seq", "rel-restart", count, false);
-    let port = free_port();
-    let _source = start_loadgen_source(port, 2000, count);
-    let r = start_repeater(
+    let (counter, _source, r, _) = flow(
         &sb,
+        &broker,
+        "rel-restart",
+        2000,
+        count,
         "rel",
-        &format!("http://127.0.0.1:{port}"),
-        &broker.url(),
         &["--allowall"],
     );
     counter.wait_distinct(2000, Duration::from_secs(20));
@@ -186,14 +176,13 @@ fn broker_killed_every_accepted_event_is_acknowledged() {
     };
     let sb = Sandbox::new();
     let count = 12_000;
-    let counter = Counter::start(&broker, "bench/seq", "rel-kill", count, false);
-    let port = free_port();
-    let _source = start_loadgen_source(port, 2000, count);
-    let r = start_repeater(
+    let (counter, _source, r, _) = flow(
         &sb,
+        &broker,
+        "rel-kill",
+        2000,
+        count,
         "rel",
-        &format!("http://127.0.0.1:{port}"),
-        &broker.url(),
         &["--allowall"],
     );
     counter.wait_distinct(2000, Duration::from_secs(20));
@@ -239,14 +228,13 @@ fn buffer_smaller_than_outage_missing_equals_dropped_and_memory_is_bounded() {
     };
     let sb = Sandbox::new();
     let count = 16_000;
-    let counter = Counter::start(&broker, "bench/seq", "rel-overflow", count, false);
-    let port = free_port();
-    let _source = start_loadgen_source(port, 2000, count);
-    let r = start_repeater(
+    let (counter, _source, r, _) = flow(
         &sb,
+        &broker,
+        "rel-overflow",
+        2000,
+        count,
         "rel",
-        &format!("http://127.0.0.1:{port}"),
-        &broker.url(),
         &[
             "--allowall",
             "--buffer",

@@ -13,7 +13,7 @@ use common::repeater::Repeater;
 use common::{free_port, Sandbox};
 use serde_json::Value;
 
-use super::{m, start_loadgen_source, start_repeater, wait_metrics, Counter};
+use super::{flow, m, start_loadgen_source, start_repeater, wait_metrics, Counter};
 
 /// The repeater killed with SIGKILL while events flow, then started again:
 /// its routes are intact and events flow again under the mapped topic (and
@@ -85,14 +85,13 @@ fn repeater_sigkilled_five_times_at_1000_per_s_loses_nothing() {
     };
     let sb = Sandbox::new();
     let (rate, count, buffer, kills) = (1000, 14_000, 1000, 5);
-    let counter = Counter::start(&broker, "bench/seq", "crash-kill", count, false);
-    let port = free_port();
-    let _source = start_loadgen_source(port, rate, count);
-    let mut r = start_repeater(
+    let (counter, _source, mut r, _) = flow(
         &sb,
+        &broker,
+        "crash-kill",
+        rate,
+        count,
         "crash",
-        &format!("http://127.0.0.1:{port}"),
-        &broker.url(),
         &["--allowall", "--buffer", &buffer.to_string()],
     );
     for kill in 1..=kills {
@@ -129,14 +128,13 @@ fn repeater_sigkilled_while_the_broker_is_down_loses_nothing() {
     };
     let sb = Sandbox::new();
     let (rate, count, buffer, kills) = (1000, 13_000, 1000, 5);
-    let counter = Counter::start(&broker, "bench/seq", "crash-broker", count, false);
-    let port = free_port();
-    let _source = start_loadgen_source(port, rate, count);
-    let mut r = start_repeater(
+    let (counter, _source, mut r, _) = flow(
         &sb,
+        &broker,
+        "crash-broker",
+        rate,
+        count,
         "crash",
-        &format!("http://127.0.0.1:{port}"),
-        &broker.url(),
         &["--allowall", "--buffer", &buffer.to_string()],
     );
     let mut held_at_kill = 0;

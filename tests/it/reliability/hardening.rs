@@ -128,7 +128,12 @@ fn state_and_checkpoint_are_private_and_kebab_case_flags_work() {
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(&dir.join("h.routes.json")), 0o600);
     assert_eq!(mode(&checkpoint), 0o600);
-    let log = r.log();
+    // The checkpoint can be on disk before the event's line reaches the log.
+    let relayed = wait_for(Duration::from_secs(10), || {
+        let log = r.log();
+        log.contains("\"sink_topic\":\"test/seq\"").then_some(log)
+    });
+    let log = relayed.unwrap_or_else(|| r.log());
     assert!(log.contains("--allowall"), "{log}");
     assert!(
         log.contains("\"sink_topic\":\"test/seq\""),

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use common::broker::Broker;
 use common::repeater::raw_request;
-use common::{free_port, Sandbox};
+use common::Sandbox;
 use serde_json::Value;
 
-use super::{start_loadgen_source, start_repeater, Counter};
+use super::flow;
 
 /// Malformed, oversized and slow-loris requests on the API socket while
 /// events flow: every event is still delivered, the API keeps answering
@@ -27,14 +27,13 @@ fn hostile_api_requests_while_events_flow() {
     };
     let sb = Sandbox::new();
     let count = 8_000;
-    let counter = Counter::start(&broker, "bench/seq", "rel-hostile", count, false);
-    let port = free_port();
-    let _source = start_loadgen_source(port, 1000, count);
-    let r = start_repeater(
+    let (counter, _source, r, _) = flow(
         &sb,
+        &broker,
+        "rel-hostile",
+        1000,
+        count,
         "rel",
-        &format!("http://127.0.0.1:{port}"),
-        &broker.url(),
         &["--allowall"],
     );
     let socket = r.socket();

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use common::broker::Broker;
 use common::process::Proc;
 use common::repeater::Repeater;
-use common::{plugin_bin, wait_for, Sandbox};
+use common::{free_port, plugin_bin, wait_for, Sandbox};
 use serde_json::{json, Value};
 
 mod broker;
@@ -186,6 +186,32 @@ pub(crate) fn start_repeater<'a>(
         .args(["--qos", "1", "--log", "3"])
         .args(extra)
         .start()
+}
+
+/// What most tests here start, in this order: a subscriber counting `count`
+/// events on `bench/seq` (persistent session `session`), a `loadgen sse`
+/// source sending them at `rate`/s on a free port, and a repeater `name`
+/// run with `extra` between the two; with the source's port.
+pub(crate) fn flow<'a>(
+    sb: &'a Sandbox,
+    broker: &Broker,
+    session: &str,
+    rate: u64,
+    count: u64,
+    name: &str,
+    extra: &[&str],
+) -> (Counter, Proc, Repeater<'a>, u16) {
+    let counter = Counter::start(broker, "bench/seq", session, count, false);
+    let port = free_port();
+    let source = start_loadgen_source(port, rate, count);
+    let repeater = start_repeater(
+        sb,
+        name,
+        &format!("http://127.0.0.1:{port}"),
+        &broker.url(),
+        extra,
+    );
+    (counter, source, repeater, port)
 }
 
 pub(crate) fn m(metrics: &BTreeMap<String, f64>, key: &str) -> u64 {

@@ -13,7 +13,7 @@ use common::broker::Broker;
 use common::event_time::EventTime;
 use common::{free_port, Sandbox};
 
-use super::{m, start_loadgen_source, start_repeater, wait_port, Counter};
+use super::{flow, m, start_loadgen_source, start_repeater, wait_port, Counter};
 
 /// The source process killed and started again: the repeater reconnects with
 /// `Last-Event-ID`, and the source (which can produce every event again)
@@ -25,14 +25,13 @@ fn source_restarted_repeater_resumes_from_last_event_id_without_loss() {
     };
     let sb = Sandbox::new();
     let count = 12_000;
-    let counter = Counter::start(&broker, "bench/seq", "rel-source", count, false);
-    let port = free_port();
-    let mut source = start_loadgen_source(port, 2000, count);
-    let r = start_repeater(
+    let (counter, mut source, r, port) = flow(
         &sb,
+        &broker,
+        "rel-source",
+        2000,
+        count,
         "rel",
-        &format!("http://127.0.0.1:{port}"),
-        &broker.url(),
         &["--allowall"],
     );
     counter.wait_distinct(2000, Duration::from_secs(20));
