@@ -63,26 +63,7 @@ pub fn search(session: &Session, word: Option<&str>, output: Output) -> Result<i
             .map(|r| r.version.clone().unwrap_or_else(|| "(no version)".into()))
     };
     if output == Output::Json {
-        let list: Vec<_> = found
-            .iter()
-            .map(|f| {
-                json!({
-                    "name": f.entry.name,
-                    "version": f.entry.version,
-                    "index": f.index.name,
-                    "installed": installed(&f.entry.name),
-                    "description": f.entry.description,
-                    "homepage": f.entry.homepage,
-                })
-            })
-            .collect();
-        // Buffered: pretty JSON is many small writes.
-        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        serde_json::to_writer_pretty(&mut out, &list)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(out))
-            .and_then(|()| out.flush())
-            .ok();
+        print_json(&found, installed);
         return Ok(0);
     }
     if found.is_empty() {
@@ -112,6 +93,30 @@ pub fn search(session: &Session, word: Option<&str>, output: Output) -> Result<i
         &rows,
     );
     Ok(0)
+}
+
+/// `search -o json`: the results as one pretty JSON array.
+fn print_json(found: &[Found], installed: impl Fn(&str) -> Option<String>) {
+    let list: Vec<_> = found
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.entry.name,
+                "version": f.entry.version,
+                "index": f.index.name,
+                "installed": installed(&f.entry.name),
+                "description": f.entry.description,
+                "homepage": f.entry.homepage,
+            })
+        })
+        .collect();
+    // Buffered: pretty JSON is many small writes.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, &list)
+        .map_err(std::io::Error::other)
+        .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush())
+        .ok();
 }
 
 pub fn info(session: &Session, text: &str) -> Result<i32> {
@@ -158,23 +163,7 @@ pub fn info(session: &Session, text: &str) -> Result<i32> {
     .ok();
     writeln!(out, "versions (this machine is {here}):").ok();
     for f in &versions {
-        let platforms: Vec<String> = f
-            .entry
-            .platforms
-            .iter()
-            .map(|p| match p {
-                Platform::Build { .. } => p.label(),
-                Platform::Source { source } => format!(
-                    "source ({}{})",
-                    source.git,
-                    source
-                        .rev
-                        .as_deref()
-                        .map(|r| format!(" {r}"))
-                        .unwrap_or_default()
-                ),
-            })
-            .collect();
+        let platforms: Vec<String> = f.entry.platforms.iter().map(platform_label).collect();
         let installable = if f.entry.platform_for_here().is_some() {
             ""
         } else {
@@ -190,4 +179,21 @@ pub fn info(session: &Session, text: &str) -> Result<i32> {
         .ok();
     }
     Ok(0)
+}
+
+/// How `info` shows one way to install a version: its platform, or the git
+/// repository (and revision) it is built from.
+fn platform_label(p: &Platform) -> String {
+    match p {
+        Platform::Build { .. } => p.label(),
+        Platform::Source { source } => format!(
+            "source ({}{})",
+            source.git,
+            source
+                .rev
+                .as_deref()
+                .map(|r| format!(" {r}"))
+                .unwrap_or_default()
+        ),
+    }
 }
