@@ -118,58 +118,71 @@ fn link(url: &Option<String>, connected: Option<bool>) -> String {
     }
 }
 
+/// The columns of the table.
+const HEADER: [&str; 12] = [
+    "HOST", "NAME", "STATE", "VERSION", "ROUTES", "SOURCE", "SINK", "IN/S", "ACKED/S", "BUFFERED",
+    "DROPPED", "UPTIME",
+];
+
 /// The rows as an aligned table, one line each.
 pub fn table(rows: &[Row]) -> String {
-    let header = [
-        "HOST", "NAME", "STATE", "VERSION", "ROUTES", "SOURCE", "SINK", "IN/S", "ACKED/S",
-        "BUFFERED", "DROPPED", "UPTIME",
-    ];
-    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    // Every cell may come from the repeater (its name, version, source and
+    // sink URLs, an error body): shortened and escaped for the terminal.
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            if r.state == "down" {
-                let mut cells = vec![r.host.clone(), r.name.clone().unwrap_or("-".into())];
-                cells.push("down".into());
-                cells.push(r.error.clone().unwrap_or_default());
-                return cells;
-            }
-            vec![
-                r.host.clone(),
-                r.name.clone().unwrap_or("-".into()),
-                r.state.clone(),
-                r.version.clone().unwrap_or("-".into()),
-                opt(r.routes),
-                if r.source_stalled == Some(true) {
-                    r.source
-                        .as_ref()
-                        .map_or("-".into(), |u| format!("STALLED {u}"))
-                } else {
-                    link(&r.source, r.source_connected)
-                },
-                link(&r.sink, r.sink_connected),
-                rate(r.received_per_sec),
-                rate(r.acked_per_sec),
-                opt(r.buffered),
-                opt(r.dropped),
-                r.uptime_secs.map_or("-".to_string(), duration),
-            ]
-        })
-        .collect();
-    // Every cell may come from the repeater (its name, version, source and
-    // sink URLs, an error body): shortened and escaped for the terminal.
-    let cells: Vec<Vec<String>> = cells
-        .into_iter()
-        .map(|row| {
-            row.iter()
+            cells(r)
+                .iter()
                 .map(|c| app_plugin::text::shorten_for_terminal(c))
                 .collect()
         })
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
+    let widths = widths(&cells);
+    let mut out = line(&header, &widths);
     for row in &cells {
+        out.push_str(&line(row, &widths));
+    }
+    out
+}
+
+/// One row's cells; a down host has its reason after its state.
+fn cells(r: &Row) -> Vec<String> {
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    if r.state == "down" {
+        let mut cells = vec![r.host.clone(), r.name.clone().unwrap_or("-".into())];
+        cells.push("down".into());
+        cells.push(r.error.clone().unwrap_or_default());
+        return cells;
+    }
+    vec![
+        r.host.clone(),
+        r.name.clone().unwrap_or("-".into()),
+        r.state.clone(),
+        r.version.clone().unwrap_or("-".into()),
+        opt(r.routes),
+        if r.source_stalled == Some(true) {
+            r.source
+                .as_ref()
+                .map_or("-".into(), |u| format!("STALLED {u}"))
+        } else {
+            link(&r.source, r.source_connected)
+        },
+        link(&r.sink, r.sink_connected),
+        rate(r.received_per_sec),
+        rate(r.acked_per_sec),
+        opt(r.buffered),
+        opt(r.dropped),
+        r.uptime_secs.map_or("-".to_string(), duration),
+    ]
+}
+
+/// Each column's width: its widest cell or its header.
+fn widths(cells: &[Vec<String>]) -> Vec<usize> {
+    let mut widths: Vec<usize> = HEADER.iter().map(|h| h.len()).collect();
+    for row in cells {
         // A down host's reason is free text at the end: it does not widen columns.
-        let n = if row.len() < header.len() {
+        let n = if row.len() < HEADER.len() {
             row.len() - 1
         } else {
             row.len()
@@ -178,24 +191,21 @@ pub fn table(rows: &[Row]) -> String {
             widths[i] = widths[i].max(c.chars().count());
         }
     }
-    let line = |cells: &[String]| {
-        let mut out = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                out.push_str(c);
-            } else {
-                out.push_str(&format!("{c:<w$}  ", w = widths[i]));
-            }
+    widths
+}
+
+/// One line: each cell padded to its column, the last as it is.
+fn line(cells: &[String], widths: &[usize]) -> String {
+    let mut out = String::new();
+    for (i, c) in cells.iter().enumerate() {
+        if i + 1 == cells.len() {
+            out.push_str(c);
+        } else {
+            out.push_str(&format!("{c:<w$}  ", w = widths[i]));
         }
-        out.truncate(out.trim_end().len());
-        out.push('\n');
-        out
-    };
-    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
-    let mut out = line(&header);
-    for row in &cells {
-        out.push_str(&line(row));
     }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
     out
 }
 
