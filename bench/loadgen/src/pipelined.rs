@@ -1,5 +1,5 @@
 //! `loadgen publish` at QoS 1 and 2: the MQTT direct path, pipelined the way
-//! the repeater's sink is (plugins/event-repeater/src/sink/mqtt.rs): up to
+//! the repeater's sink is (plugins/event-repeater/src/sink/mqtt/): up to
 //! `--inflight` publishes unacknowledged, packet ids from that window,
 //! handed to rumqttc's event loop and written all at once rather than one
 //! per `poll()` (whose per-request throttle waits for tokio's next 1 ms

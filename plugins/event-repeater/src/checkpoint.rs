@@ -222,12 +222,8 @@ pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
     if !cfg.checkpoint {
         return Ok(Start::default());
     }
-    let file = CheckpointFile::beside(
-        &cfg.state_file,
-        cfg.source.to_string(),
-        sink_protocol(&cfg.sink),
-    )
-    .holding_events_of(cfg.max_source_event());
+    let file = CheckpointFile::beside(&cfg.state_file, cfg.source.to_string(), cfg.sink.protocol())
+        .holding_events_of(cfg.max_source_event());
     let mut replay = None;
     let resume = match file.load()? {
         Loaded::None => None,
@@ -263,7 +259,7 @@ pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
                 "the checkpoint {} was left by an earlier run of '{}' into {other}, not {}; the events it counts as done never reached this sink, so this run starts from the source's live events (give each setup its own --name to keep their checkpoints apart)",
                 file.path().display(),
                 cfg.name,
-                sink_protocol(&cfg.sink)
+                cfg.sink.protocol()
             );
             if other == "stderr" {
                 app_plugin::info!("{text}");
@@ -278,15 +274,6 @@ pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
         resume_after: resume,
         replay,
     })
-}
-
-/// The sink protocol a checkpoint belongs to.
-fn sink_protocol(sink: &crate::config::SinkConfig) -> &'static str {
-    match sink {
-        crate::config::SinkConfig::Mqtt(_) => "mqtt",
-        crate::config::SinkConfig::Nats(_) => "nats",
-        crate::config::SinkConfig::Stderr => "stderr",
-    }
 }
 
 /// Writes the checkpoint `current()` returns every [`INTERVAL`] while its

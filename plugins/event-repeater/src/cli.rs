@@ -48,6 +48,7 @@ pub enum Command {
     Run(RunArgs),
 }
 
+/// `--sinkprotocol`: each value is one sink of [`crate::sink::KINDS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SinkProtocol {
     /// Publish to an MQTT broker.

@@ -8,16 +8,18 @@ use app_plugin::context::Context;
 
 /// The source's address, a field of [`Config`].
 pub use crate::addr::SourceAddr;
-use crate::addr::{is_loopback, join_host_port, parse_source, split_host_port};
-use crate::cli::{Qos, RunArgs, SinkProtocol};
+use crate::addr::{is_loopback, parse_source, split_host_port};
+use crate::cli::{RunArgs, SinkProtocol};
 use crate::files::read_file;
+use crate::sink::{Setup, SinkConfig};
 
 /// What `run` does, checked: see [`Config::new`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Config {
     pub name: String,
     pub source: SourceAddr,
-    pub sink: SinkConfig,
+    /// The sink `--sinkprotocol` chose (see [`crate::sink`]).
+    pub sink: Box<dyn SinkConfig>,
     pub allowall: bool,
     /// `--listen` as typed (HOST:PORT).
     pub listen: Option<String>,
@@ -139,109 +141,13 @@ fn check_listen(args: &RunArgs, has_token: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// MQTT settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MqttConfig {
-    pub host: String,
-    pub port: u16,
-    pub tls: bool,
-    pub ca_file: Option<PathBuf>,
-    pub client_id: String,
-    pub clean_session: bool,
-    pub username: Option<String>,
-    pub password: Option<String>,
-    pub qos: Qos,
-    pub retain: bool,
-    pub inflight: u16,
-    pub max_packet_size: usize,
-    /// Brokers to fail over to, in order, after `host:port` (`--sink` repeated).
-    pub failover: Vec<Endpoint>,
-    /// How long a broker may leave a publish or a ping unanswered before the
-    /// repeater moves to the next one (with `failover` only).
-    pub ack_timeout: Duration,
-}
-
-/// One MQTT broker address.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
-    pub host: String,
-    pub port: u16,
-    pub tls: bool,
-}
-
-impl Endpoint {
-    pub fn url(&self) -> String {
-        let scheme = if self.tls { "mqtts" } else { "mqtt" };
-        format!("{scheme}://{}", join_host_port(&self.host, self.port))
-    }
-}
-
-impl MqttConfig {
-    /// Every broker, the preferred one first.
-    pub fn endpoints(&self) -> Vec<Endpoint> {
-        let first = Endpoint {
-            host: self.host.clone(),
-            port: self.port,
-            tls: self.tls,
-        };
-        std::iter::once(first)
-            .chain(self.failover.iter().cloned())
-            .collect()
-    }
-
-    /// The broker (or, with failover, every broker) as a URL.
-    pub fn url(&self) -> String {
-        let urls: Vec<String> = self.endpoints().iter().map(Endpoint::url).collect();
-        urls.join(",")
-    }
-}
-
-/// NATS settings (`--sinkprotocol nats`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NatsConfig {
-    /// Seed servers as `nats://HOST:PORT` or `tls://HOST:PORT`.
-    pub servers: Vec<String>,
-    pub tls: bool,
-    pub ca_file: Option<PathBuf>,
-    pub username: Option<String>,
-    pub password: Option<String>,
-    pub token: Option<String>,
-    pub creds: Option<PathBuf>,
-    pub qos: Qos,
-    pub inflight: u16,
-    pub stream: String,
-    /// How long the repeater's own stream keeps messages.
-    pub stream_max_age: Duration,
-    /// Replicas of the stream if the repeater creates it.
-    pub stream_replicas: usize,
-    /// The first part of every `Nats-Msg-Id`.
-    pub source_id: String,
-    pub ack_timeout: Duration,
-    /// The client name the server shows (monitoring, logs).
-    pub client_name: String,
-}
-
-impl NatsConfig {
-    pub fn url(&self) -> String {
-        self.servers.join(",")
-    }
-}
-
-/// Where events go (`--sinkprotocol`) and how.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SinkConfig {
-    Mqtt(MqttConfig),
-    Nats(NatsConfig),
-    Stderr,
-}
-
 /// The sink's settings; an `Err` is a usage error.
 fn sink_config(
     args: &RunArgs,
     name: &str,
     source: &SourceAddr,
     env_password: Option<String>,
-) -> Result<SinkConfig, String> {
+) -> Result<Box<dyn SinkConfig>, String> {
     let password = match (&args.password_file, env_password) {
         (Some(file), _) => Some(read_password(file)?),
         (None, Some(p)) if !p.is_empty() => Some(p),
@@ -263,209 +169,12 @@ fn sink_config(
             }
         }
     }
-    Ok(match args.sinkprotocol {
-        SinkProtocol::Stderr => SinkConfig::Stderr,
-        SinkProtocol::Nats => SinkConfig::Nats(nats_config(args, name, source, password)?),
-        SinkProtocol::Mqtt => SinkConfig::Mqtt(mqtt_config(args, name, password)?),
-    })
-}
-
-/// The MQTT settings; an `Err` is a usage error.
-fn mqtt_config(args: &RunArgs, name: &str, password: Option<String>) -> Result<MqttConfig, String> {
-    let (first, more) = match args.sink.split_first() {
-        None => ("tcp://localhost:1883", &[][..]),
-        Some((first, more)) => (first.as_str(), more),
-    };
-    let (host, port, tls) = parse_sink(first)?;
-    let mut failover = Vec::new();
-    for text in more {
-        let (host, port, t) = parse_sink(text)?;
-        if t != tls {
-            return Err(format!(
-                "--sink {text:?}: every MQTT broker must use TLS (mqtts://) or none"
-            ));
-        }
-        failover.push(Endpoint { host, port, tls });
-    }
-    if args.ca_file.is_some() && !tls {
-        return Err("--ca-file only applies to an mqtts:// sink".into());
-    }
-    let client_id = match &args.client_id {
-        Some(id) if id.is_empty() => return Err("--client-id must not be empty".into()),
-        Some(id) => id.clone(),
-        None => default_client_id(name),
-    };
-    let mqtt = MqttConfig {
-        host,
-        port,
-        tls,
-        ca_file: args.ca_file.clone(),
-        client_id,
-        clean_session: args.clean_session,
-        username: args.username.clone(),
+    crate::sink::configure(&Setup {
+        args,
+        name,
+        source: source.to_string(),
         password,
-        qos: args.qos,
-        retain: args.retain,
-        inflight: args.inflight,
-        max_packet_size: args.max_packet_size,
-        failover,
-        ack_timeout: args.ack_timeout,
-    };
-    if tls {
-        // At start, like the NATS sink's: a --ca-file that cannot
-        // be used would leave the sink retrying forever.
-        crate::sink::mqtt::check_tls(&mqtt)?;
-    }
-    Ok(mqtt)
-}
-
-/// The NATS settings; an `Err` is a usage error.
-fn nats_config(
-    args: &RunArgs,
-    name: &str,
-    source: &SourceAddr,
-    password: Option<String>,
-) -> Result<NatsConfig, String> {
-    let given: Vec<&str> = if args.sink.is_empty() {
-        vec!["nats://localhost:4222"]
-    } else {
-        args.sink.iter().map(String::as_str).collect()
-    };
-    let mut servers = Vec::new();
-    let mut tls = false;
-    for text in given {
-        let (url, t) = parse_nats_sink(text)?;
-        tls |= t;
-        servers.push(url);
-    }
-    if args.ca_file.is_some() && !tls {
-        return Err("--ca-file only applies to a tls:// sink".into());
-    }
-    if let Some(path) = &args.ca_file {
-        // Checked here; the NATS client reads it again when it connects.
-        read_file(path, "--ca-file", 1 << 20)?;
-    }
-    if let Some(path) = &args.creds {
-        // Checked here; the NATS client reads it again when it connects.
-        read_file(path, "--creds", 64 * 1024)?;
-    }
-    if args.nats_token.as_deref().is_some_and(str::is_empty) {
-        return Err("the NATS token (--nats-token or APP_NATS_TOKEN) must not be empty".into());
-    }
-    let stream = &args.nats_stream;
-    if stream.is_empty()
-        || stream
-            .chars()
-            .any(|c| c.is_whitespace() || ".*>/\\".contains(c))
-    {
-        return Err(format!(
-            "--nats-stream {stream:?} is not a stream name; use letters, digits, '-' or '_'"
-        ));
-    }
-    let source_id = match &args.source_id {
-        Some(id) if id.is_empty() || id.chars().any(char::is_control) => {
-            return Err("--source-id must be non-empty printable text".into())
-        }
-        Some(id) => id.clone(),
-        None => source.to_string(),
-    };
-    Ok(NatsConfig {
-        servers,
-        tls,
-        ca_file: args.ca_file.clone(),
-        username: args.username.clone(),
-        password,
-        token: args.nats_token.clone(),
-        creds: args.creds.clone(),
-        qos: args.qos,
-        inflight: args.inflight,
-        stream: stream.clone(),
-        stream_max_age: Duration::from_secs(24 * 3600),
-        stream_replicas: usize::from(args.nats_replicas),
-        source_id,
-        ack_timeout: args.ack_timeout,
-        client_name: default_client_id(name),
     })
-}
-
-/// `nats://h:p`, `tls://h:p`, `h:p` or `h` → (`nats://h:p` or `tls://h:p`, tls).
-pub fn parse_nats_sink(text: &str) -> Result<(String, bool), String> {
-    let (rest, tls) = if let Some(r) = text.strip_prefix("tls://") {
-        (r, true)
-    } else if let Some(r) = text.strip_prefix("nats://") {
-        (r, false)
-    } else if text.contains("://") {
-        return Err(format!(
-            "--sink {:?}: unsupported scheme for NATS; use nats:// or tls://",
-            app_plugin::text::mask_url(text)
-        ));
-    } else {
-        (text, false)
-    };
-    no_credentials(text, rest, "--username, --creds or APP_NATS_TOKEN")?;
-    let rest = rest.trim_end_matches('/');
-    let (host, port) = match split_host_port(rest) {
-        Some(hp) => hp,
-        None if !rest.is_empty() && !rest.contains([':', '@', '/']) => (rest.to_string(), 4222),
-        None => return Err(format!("--sink {text:?} is not HOST:PORT")),
-    };
-    if host.contains('/') {
-        return Err(format!("--sink {text:?} is not HOST:PORT"));
-    }
-    let scheme = if tls { "tls" } else { "nats" };
-    Ok((format!("{scheme}://{}", join_host_port(&host, port)), tls))
-}
-
-/// Refuses credentials in a sink URL (the sinks take them from flags, where
-/// they are not shown in `ps` either), naming the flags; the message shows
-/// the URL masked.
-fn no_credentials(text: &str, rest: &str, flags: &str) -> Result<(), String> {
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    if authority.contains('@') {
-        return Err(format!(
-            "--sink {:?}: give credentials with {flags}, not in the URL",
-            app_plugin::text::mask_url(text)
-        ));
-    }
-    Ok(())
-}
-
-/// `tcp://h:p`, `mqtt://h:p`, `mqtts://h:p`, `h:p` or `h` → (host, port, tls).
-pub fn parse_sink(text: &str) -> Result<(String, u16, bool), String> {
-    let (rest, tls) = if let Some(r) = text
-        .strip_prefix("mqtts://")
-        .or_else(|| text.strip_prefix("ssl://"))
-    {
-        (r, true)
-    } else if let Some(r) = text
-        .strip_prefix("tcp://")
-        .or_else(|| text.strip_prefix("mqtt://"))
-    {
-        (r, false)
-    } else if text.contains("://") {
-        return Err(format!(
-            "--sink {:?}: unsupported scheme; use tcp://, mqtt:// or mqtts://",
-            app_plugin::text::mask_url(text)
-        ));
-    } else {
-        (text, false)
-    };
-    no_credentials(
-        text,
-        rest,
-        "--username and --password-file (or APP_MQTT_PASSWORD)",
-    )?;
-    let rest = rest.trim_end_matches('/');
-    let default_port = if tls { 8883 } else { 1883 };
-    let (host, port) = match split_host_port(rest) {
-        Some(hp) => hp,
-        None if !rest.is_empty() && !rest.contains(':') => (rest.to_string(), default_port),
-        None if rest.starts_with('[') && rest.ends_with(']') => {
-            (rest[1..rest.len() - 1].to_string(), default_port)
-        }
-        None => return Err(format!("--sink {text:?} is not HOST:PORT")),
-    };
-    Ok((host, port, tls))
 }
 
 fn read_password(path: &Path) -> Result<String, String> {
@@ -473,24 +182,6 @@ fn read_password(path: &Path) -> Result<String, String> {
     let text = String::from_utf8(bytes)
         .map_err(|_| format!("--password-file {} is not UTF-8 text", path.display()))?;
     Ok(text.lines().next().unwrap_or_default().to_string())
-}
-
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its whole length, and gethostname
-    // writes at most that many bytes.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "localhost".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
-}
-
-/// A client id that is the same at every start of the same instance on the
-/// same host (so the broker can keep its session) and differs between hosts.
-pub fn default_client_id(name: &str) -> String {
-    format!("app-event-repeater-{name}@{}", hostname())
 }
 
 #[cfg(test)]
@@ -524,29 +215,9 @@ mod tests {
             c.state_file,
             PathBuf::from("/data/event-repeater/event-repeater.routes.json")
         );
-        let SinkConfig::Mqtt(m) = c.sink else {
-            panic!()
-        };
-        assert_eq!((m.host.as_str(), m.port, m.tls), ("localhost", 1883, false));
-        assert!(!m.clean_session);
-        assert_eq!(m.client_id, default_client_id("event-repeater"));
-    }
-
-    #[test]
-    fn sinks() {
-        assert_eq!(
-            parse_sink("tcp://localhost:1883"),
-            Ok(("localhost".into(), 1883, false))
-        );
-        assert_eq!(
-            parse_sink("localhost:1884"),
-            Ok(("localhost".into(), 1884, false))
-        );
-        assert_eq!(parse_sink("mqtt://h"), Ok(("h".into(), 1883, false)));
-        assert_eq!(parse_sink("mqtts://h"), Ok(("h".into(), 8883, true)));
-        assert_eq!(parse_sink("[::1]:1"), Ok(("::1".into(), 1, false)));
-        assert!(parse_sink("ws://h").is_err());
-        assert!(parse_sink("h:notaport").is_err());
+        // The sink's own defaults: sink::mqtt::config's tests.
+        assert_eq!(c.sink.protocol(), "mqtt");
+        assert_eq!(c.sink.url(), "mqtt://localhost:1883");
     }
 
     #[test]
@@ -583,28 +254,7 @@ mod tests {
 
     #[test]
     fn nats_sinks() {
-        assert_eq!(
-            parse_nats_sink("nats://127.0.0.1:4222"),
-            Ok(("nats://127.0.0.1:4222".into(), false))
-        );
-        assert_eq!(parse_nats_sink("h"), Ok(("nats://h:4222".into(), false)));
-        assert_eq!(parse_nats_sink("tls://h:1"), Ok(("tls://h:1".into(), true)));
-        assert!(parse_nats_sink("mqtt://h").is_err());
-        let err = parse_nats_sink("nats://u:hunter3@h:1").unwrap_err();
-        assert!(
-            err.contains("nats://u:***@h:1") && !err.contains("hunter3"),
-            "{err}"
-        );
-        let err = parse_sink("mqtt://u:hunter4@h:1").unwrap_err();
-        assert!(
-            err.contains("--password-file") && !err.contains("hunter4"),
-            "{err}"
-        );
-        let err = parse_sink("nats://u:hunter6@h:1").unwrap_err();
-        assert!(
-            err.contains("unsupported scheme") && !err.contains("hunter6"),
-            "{err}"
-        );
+        // The URLs themselves: sink::mqtt::config and sink::nats::config.
         let c = config(&[
             "--sinkprotocol",
             "nats",
@@ -616,19 +266,12 @@ mod tests {
             "http://127.0.0.1:9",
         ])
         .unwrap();
-        let SinkConfig::Nats(n) = c.sink else {
-            panic!()
-        };
-        assert_eq!(n.servers, ["nats://a:1", "nats://b:2"]);
-        assert_eq!(n.stream, "EVENTS");
-        assert_eq!(n.source_id, "http://127.0.0.1:9");
+        assert_eq!(c.sink.protocol(), "nats");
+        assert_eq!(c.sink.url(), "nats://a:1,nats://b:2");
         assert!(config(&["--sinkprotocol", "nats", "--nats-stream", "a.b"]).is_err());
         assert!(config(&["--source-id", "x"]).unwrap_err().contains("nats"));
         let c = config(&["--sink", "a", "--sink", "tcp://b:2"]).unwrap();
-        let SinkConfig::Mqtt(m) = c.sink else {
-            panic!()
-        };
-        assert_eq!(m.url(), "mqtt://a:1883,mqtt://b:2");
+        assert_eq!(c.sink.url(), "mqtt://a:1883,mqtt://b:2");
         assert!(config(&["--sink", "a", "--sink", "mqtts://b"]).is_err());
     }
 }

@@ -19,12 +19,12 @@ use tokio_util::sync::CancellationToken;
 use crate::addr::{join_host_port, split_host_port};
 use crate::api::{self, ApiState};
 use crate::buffer::Buffer;
-use crate::config::{Config, SinkConfig};
+use crate::config::Config;
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::relay::{Relay, SharedTable};
 use crate::routes::Table;
-use crate::sink::{mqtt::MqttSink, nats::NatsSink, Drain};
+use crate::sink::{Drain, Rules};
 use crate::source::Source;
 
 /// Runs the repeater; `Err` is a start-up failure (exit 1).
@@ -130,24 +130,12 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         None,
     ))));
     // A sink that can never work refuses the start before anything serves.
-    let nats = match &cfg.sink {
-        SinkConfig::Nats(n) => Some(
-            NatsSink {
-                cfg: n.clone(),
-                buffer: buffer.clone(),
-                metrics: metrics.clone(),
-            }
-            .start()
-            .await
-            .map_err(Error::Sink)?,
-        ),
-        _ => None,
-    };
-    let sink_url = match &cfg.sink {
-        SinkConfig::Mqtt(m) => m.url(),
-        SinkConfig::Nats(n) => n.url(),
-        SinkConfig::Stderr => "stderr".to_string(),
-    };
+    let sink = cfg
+        .sink
+        .build(buffer.clone(), metrics.clone())
+        .await
+        .map_err(Error::Sink)?;
+    let sink_url = cfg.sink.url();
     let state = Arc::new(ApiState {
         name: cfg.name.clone(),
         routes: tokio::sync::Mutex::new(routes.clone()),
@@ -202,7 +190,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         table,
         buffer.clone(),
         metrics.clone(),
-        crate::sink::Kind::of(&cfg.sink),
+        Rules::new(cfg.sink.rules()),
     );
     if let (true, Some(file)) = (start.is_fresh(), &start.file) {
         relay = relay
@@ -233,25 +221,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         timeout: cfg.drain_timeout,
         watchdog: app_plugin::notify::Watchdog::from_env(),
     };
-    let sink_task = match &cfg.sink {
-        SinkConfig::Mqtt(m) => tokio::spawn(
-            MqttSink {
-                cfg: m.clone(),
-                buffer: buffer.clone(),
-                metrics: metrics.clone(),
-            }
-            .run(drain),
-        ),
-        SinkConfig::Nats(_) => match nats {
-            Some(started) => tokio::spawn(started.run(drain)),
-            None => unreachable!("the NATS sink is started above for a NATS sink"),
-        },
-        SinkConfig::Stderr => tokio::spawn(crate::sink::stderr::run(
-            buffer.clone(),
-            metrics.clone(),
-            drain,
-        )),
-    };
+    let sink_task = tokio::spawn(sink.run(drain));
     let routes = state.routes.lock().await.len();
     // One line at the default level, so that a running repeater does not look dead.
     notice!(
@@ -289,8 +259,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         _ = sigint.recv() => "SIGINT",
     };
     // With the sink down nothing can drain: the sinks stop at once.
-    let sink_down =
-        !matches!(cfg.sink, SinkConfig::Stderr) && !metrics.sink_connected.load(Ordering::Relaxed);
+    let sink_down = !cfg.sink.connected(&metrics);
     if sink_down {
         info!("{why}: no longer taking events; the sink is down, so stopping at once");
     } else {

@@ -5,9 +5,11 @@
 //! Data flows through one module per step:
 //! [`source`] (SSE reader, with [`sse`] parsing and [`event`] decoding) →
 //! [`relay`] (routing by [`routes`]) → [`buffer`] (bounded, with an
-//! [`overflow`] policy) → [`sink`] ([`sink::mqtt`], [`sink::nats`] or [`sink::stderr`]);
-//! the buffer's [`ledger`] computes the checkpoint, which [`checkpoint`] keeps
-//! on disk to resume from after a restart.
+//! [`overflow`] policy) → [`sink`] (one trait; [`sink::mqtt`], [`sink::nats`]
+//! or [`sink::stderr`], chosen once from [`sink::KINDS`]); the buffer's
+//! [`ledger`] computes the checkpoint, which [`checkpoint`] keeps on disk to
+//! resume from after a restart. `docs/repeater-design.md` describes the
+//! pipeline and how to add a sink.
 //! Around it: [`api`] (REST: the types, paths and metric names both it and
 //! the manager use are the [`app_event_repeater_api`] crate's; bodies read
 //! by [`api_body`], errors in [`api_error`]), [`state`] (the routes

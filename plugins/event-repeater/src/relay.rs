@@ -16,7 +16,7 @@ use crate::event::Event;
 use crate::first_checkpoint::FirstCheckpoint;
 use crate::metrics::{inc, Metrics};
 use crate::routes::Table;
-use crate::sink::{Kind, Refusal};
+use crate::sink::{Refusal, Rules};
 use app_plugin::log::{RateLimited, DEBUG, WARN};
 
 /// The routing table shared by the API (writer) and the router (reader).
@@ -32,8 +32,8 @@ pub struct Relay {
     table: SharedTable,
     buffer: Arc<Buffer>,
     metrics: Arc<Metrics>,
-    /// The sink, asked about every event before it is buffered.
-    sink: Kind,
+    /// The sink's topic rules, asked about every event before it is buffered.
+    sink: Rules,
     invalid_warning: RateLimited,
     id_warning: RateLimited,
     too_large_warning: RateLimited,
@@ -77,7 +77,7 @@ impl Relay {
         table: SharedTable,
         buffer: Arc<Buffer>,
         metrics: Arc<Metrics>,
-        sink: Kind,
+        sink: Rules,
     ) -> Relay {
         let every = Duration::from_secs(5);
         Relay {
@@ -251,7 +251,7 @@ mod tests {
             Overflow::DropNewest,
             metrics.clone(),
         ));
-        let sink = Kind::Mqtt { max_packet: 200 };
+        let sink = Rules::new(Arc::new(crate::sink::mqtt::MqttRules { max_packet: 200 }));
         let relay = Relay::new(table, buffer.clone(), metrics.clone(), sink);
         let c = CancellationToken::new();
         relay

@@ -1,129 +1,215 @@
-//! Sinks: the task that takes records from the buffer and delivers them.
-//! Each returns, at the end, how many accepted events were not delivered.
+//! Sinks: where relayed events go, behind one trait and chosen once.
 //!
-//! Each sink's module also holds its topic rules; the router asks the sink
-//! chosen at start ([`Kind::refuse`]) about every event before buffering it,
-//! so an event a broker would refuse (and drop the connection over) is never
-//! published, is counted once, and neither blocks the events behind it nor
-//! holds the checkpoint back.
-//!
-//! The sink loop is the relay loop that systemd's watchdog watches: every
-//! turn calls [`Drain::beat`], and an idle loop wakes at
-//! [`Drain::watchdog_due`], so the pings stop when the loop is stuck (a
-//! write that never returns, a lock never released), not merely when the
-//! process is gone. A broker that is down does not stop them: the loop
-//! keeps turning through its backoff.
+//! Each sink is a module that registers one [`Kind`] in [`KINDS`]: the
+//! `--sinkprotocol` value that selects it and the function that turns the
+//! flags into its [`SinkConfig`]. The rest of the repeater asks that
+//! configuration (its URL, its topic [`rules`], whether it is connected) and
+//! runs the [`Sink`] it builds; nothing outside this module names a sink.
+//! Adding a sink is described in `docs/repeater-design.md`.
 
+pub mod drain;
 pub mod mqtt;
 pub mod nats;
-pub mod nats_acks;
-pub mod nats_trouble;
+pub mod rules;
 pub mod stderr;
-pub mod subject;
 
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use app_plugin::notify::Watchdog;
-use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+use futures_util::future::BoxFuture;
 
-use crate::config::SinkConfig;
+use crate::buffer::Buffer;
+use crate::cli::{RunArgs, SinkProtocol};
+use crate::metrics::Metrics;
 
-/// Why a sink refuses an event; the `reason` of `events_failed_total`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
-    /// The sink topic is not one this sink can publish to (the message
-    /// shows the topic escaped).
-    InvalidTopic(String),
-    /// The event is larger than the sink takes.
-    TooLarge(String),
+pub use drain::{until, Drain};
+pub use rules::{has_control, Refusal, Rules, TopicRules};
+
+/// Every sink, in the order of `--sinkprotocol`'s values.
+pub const KINDS: &[Kind] = &[mqtt::KIND, nats::KIND, stderr::KIND];
+
+/// A kind of sink: the `--sinkprotocol` value that selects it.
+pub struct Kind {
+    pub protocol: SinkProtocol,
+    /// Checks the flags and makes the sink's configuration; an `Err` is a
+    /// usage error (exit 2).
+    pub configure: fn(&Setup) -> Result<Box<dyn SinkConfig>, String>,
 }
 
-impl Refusal {
-    /// What to tell the operator.
-    pub fn message(&self) -> &str {
-        match self {
-            Refusal::InvalidTopic(m) | Refusal::TooLarge(m) => m,
+/// What a sink's configuration is made from.
+pub struct Setup<'a> {
+    /// The `run` flags.
+    pub args: &'a RunArgs,
+    /// `--name`, checked.
+    pub name: &'a str,
+    /// The source's address as shown (its password masked).
+    pub source: String,
+    /// The broker password (`--password-file` or `APP_MQTT_PASSWORD`).
+    pub password: Option<String>,
+}
+
+/// A sink as configured, before anything connects.
+pub trait SinkConfig: std::fmt::Debug + Send + Sync {
+    /// The `--sinkprotocol` value; the checkpoint records it.
+    fn protocol(&self) -> &'static str;
+
+    /// Where it publishes, for the log, `/healthz` and the status line;
+    /// never with a password.
+    fn url(&self) -> String;
+
+    /// Its topic rules, asked by the router about every event.
+    fn rules(&self) -> Arc<dyn TopicRules>;
+
+    /// Whether the sink can deliver now, for the shutdown decision: one
+    /// that is down cannot drain, so the repeater stops at once.
+    fn connected(&self, metrics: &Metrics) -> bool {
+        metrics.sink_connected.load(Ordering::Relaxed)
+    }
+
+    /// Sets the sink up. An `Err` is a sink that can never work as
+    /// configured: it refuses the start (exit 1) before the API serves.
+    fn build(
+        &self,
+        buffer: Arc<Buffer>,
+        metrics: Arc<Metrics>,
+    ) -> BoxFuture<'_, Result<Box<dyn Sink>, String>>;
+}
+
+/// A sink that is set up, ready to run.
+pub trait Sink: Send {
+    /// Delivers buffered events until the drain ends; returns how many
+    /// accepted events were not delivered.
+    fn run(self: Box<Self>, drain: Drain) -> BoxFuture<'static, usize>;
+}
+
+/// The sink `--sinkprotocol` selects, configured from the flags; an `Err`
+/// is a usage error.
+pub fn configure(setup: &Setup) -> Result<Box<dyn SinkConfig>, String> {
+    let wanted = setup.args.sinkprotocol;
+    let kind = KINDS
+        .iter()
+        .find(|k| k.protocol == wanted)
+        .ok_or_else(|| format!("internal: no sink is registered for {wanted:?} (please report)"))?;
+    (kind.configure)(setup)
+}
+
+/// Refuses credentials in a sink URL (the sinks take them from flags, where
+/// they are not shown in `ps` either), naming the flags; the message shows
+/// the URL masked.
+pub fn no_credentials(text: &str, rest: &str, flags: &str) -> Result<(), String> {
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err(format!(
+            "--sink {:?}: give credentials with {flags}, not in the URL",
+            app_plugin::text::mask_url(text)
+        ));
+    }
+    Ok(())
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length, and gethostname
+    // writes at most that many bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// A client id that is the same at every start of the same instance on the
+/// same host (so the broker can keep its session) and differs between hosts.
+pub fn default_client_id(name: &str) -> String {
+    format!("app-event-repeater-{name}@{}", hostname())
+}
+
+/// The `run` flags of `args` (after `run`), for the sinks' tests.
+#[cfg(test)]
+pub fn run_args(args: &[&str]) -> RunArgs {
+    use clap::Parser;
+    let argv = ["x", "run"].iter().chain(args);
+    let crate::cli::Command::Run(run) = crate::cli::Cli::try_parse_from(argv).unwrap().command;
+    run
+}
+
+/// The [`Setup`] of `args` for an instance named `event-repeater`.
+#[cfg(test)]
+pub fn setup<'a>(args: &'a RunArgs, source: &str) -> Setup<'a> {
+    Setup {
+        args,
+        name: "event-repeater",
+        source: source.to_string(),
+        password: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    #[test]
+    fn every_sinkprotocol_value_has_one_sink_of_that_name() {
+        let values = SinkProtocol::value_variants();
+        assert_eq!(values.len(), KINDS.len());
+        for value in values {
+            let name = value.to_possible_value().unwrap().get_name().to_string();
+            let args = run_args(&["--sinkprotocol", &name]);
+            let sink = configure(&setup(&args, "http://h:1")).unwrap();
+            assert_eq!(sink.protocol(), name);
+            assert_eq!(KINDS.iter().filter(|k| k.protocol == *value).count(), 1);
         }
     }
-}
 
-/// The sink chosen at start, as the router sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Mqtt { max_packet: usize },
-    Nats,
-    Stderr,
-}
-
-impl Kind {
-    pub fn of(cfg: &SinkConfig) -> Kind {
-        match cfg {
-            SinkConfig::Mqtt(m) => Kind::Mqtt {
-                max_packet: m.max_packet_size,
-            },
-            SinkConfig::Nats(_) => Kind::Nats,
-            SinkConfig::Stderr => Kind::Stderr,
+    /// The code blocks of a section of a Markdown file, each dedented by
+    /// the indentation of its opening fence.
+    fn rust_blocks(doc: &str, section: &str) -> Vec<String> {
+        let start = doc.find(section).expect("the section is in the doc");
+        let mut blocks = Vec::new();
+        let mut open: Option<(usize, String)> = None;
+        for line in doc[start..].lines().skip(1) {
+            if open.is_none() && line.starts_with('#') {
+                break;
+            }
+            let trimmed = line.trim_start();
+            match &mut open {
+                None if trimmed == "```rust" => {
+                    open = Some((line.len() - trimmed.len(), String::new()))
+                }
+                None => {}
+                Some((_, block)) if trimmed == "```" => {
+                    blocks.push(std::mem::take(block));
+                    open = None;
+                }
+                Some((indent, block)) => {
+                    block.push_str(line.get(*indent..).unwrap_or(""));
+                    block.push('\n');
+                }
+            }
         }
+        blocks
     }
 
-    /// Why this sink cannot take an event of `payload_len` bytes for
-    /// `topic`, or `None` when it can.
-    pub fn refuse(&self, topic: &str, payload_len: usize) -> Option<Refusal> {
-        match *self {
-            Kind::Mqtt { max_packet } => mqtt::refuse(topic, payload_len, max_packet),
-            Kind::Nats => nats::refuse(topic),
-            Kind::Stderr => stderr::refuse(topic),
+    #[test]
+    fn the_design_doc_quotes_the_stderr_sink() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let doc = std::fs::read_to_string(root.join("../../docs/repeater-design.md")).unwrap();
+        let code = [
+            std::fs::read_to_string(root.join("src/sink/stderr.rs")).unwrap(),
+            std::fs::read_to_string(root.join("src/sink/mod.rs")).unwrap(),
+        ];
+        let blocks = rust_blocks(&doc, "### Adding a sink");
+        assert_eq!(blocks.len(), 5, "{blocks:#?}");
+        for block in &blocks {
+            assert!(
+                code.iter().any(|c| c.contains(block.as_str())),
+                "docs/repeater-design.md quotes code that is not in src/sink/stderr.rs or src/sink/mod.rs:\n{block}"
+            );
         }
-    }
-}
-
-/// Whether `topic` holds a control character (U+0000–U+001F,
-/// U+007F–U+009F), which no sink publishes: MQTT brokers drop the
-/// connection over one, NATS splits subjects on some of them, and a
-/// terminal obeys them.
-pub fn has_control(topic: &str) -> bool {
-    topic.chars().any(char::is_control)
-}
-
-/// When a sink must stop: `stop` starts the drain; it ends when everything
-/// is delivered or `drain_timeout` has passed.
-#[derive(Clone)]
-pub struct Drain {
-    pub stop: CancellationToken,
-    pub timeout: Duration,
-    /// systemd's watchdog (disabled outside a unit with `WatchdogSec=`).
-    pub watchdog: Watchdog,
-}
-
-impl Drain {
-    /// Pings the watchdog if a ping is due: once per turn of a sink loop.
-    pub fn beat(&self) {
-        self.watchdog.beat();
-    }
-
-    /// Returns when the next watchdog ping is due (never without a
-    /// watchdog): a branch of every wait in a sink loop.
-    pub async fn watchdog_due(&self) {
-        match self.watchdog.next_due() {
-            Some(due) => tokio::time::sleep_until(due.into()).await,
-            None => std::future::pending().await,
-        }
-    }
-
-    /// The drain deadline once `stop` fired (set on first call after it).
-    pub fn deadline(&self, deadline: &mut Option<Instant>) -> Option<Instant> {
-        if deadline.is_none() && self.stop.is_cancelled() {
-            *deadline = Some(Instant::now() + self.timeout);
-        }
-        *deadline
-    }
-}
-
-/// Sleeps until `deadline`, or forever without one.
-pub async fn until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
+        // And it would see a quote that no longer matches.
+        let edited = blocks[0].replace("Stderr", "Stdout");
+        assert!(!code.iter().any(|c| c.contains(edited.as_str())));
     }
 }

@@ -5,16 +5,71 @@ use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::buffer::{Buffer, Record};
-use crate::metrics::{inc, Metrics};
-use crate::sink::{has_control, Drain, Refusal};
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
 
-/// Why the stderr sink refuses `topic`: only for a control character. The
-/// JSON line would show it escaped, but it is refused on every sink alike,
-/// so trying routes on stderr never shows an event no broker would take.
-pub fn refuse(topic: &str) -> Option<Refusal> {
-    has_control(topic)
-        .then(|| Refusal::InvalidTopic(format!("{topic:?} holds a control character")))
+use crate::buffer::{Buffer, Record};
+use crate::cli::SinkProtocol;
+use crate::metrics::{inc, Metrics};
+use crate::sink::{has_control, Drain, Kind, Refusal, Setup, Sink, SinkConfig, TopicRules};
+
+/// `--sinkprotocol stderr`: no flags to check.
+pub const KIND: Kind = Kind {
+    protocol: SinkProtocol::Stderr,
+    configure: |_: &Setup| Ok(Box::new(Stderr)),
+};
+
+/// The stderr sink's configuration (and its topic rules).
+#[derive(Debug, Clone, Copy)]
+pub struct Stderr;
+
+impl SinkConfig for Stderr {
+    fn protocol(&self) -> &'static str {
+        "stderr"
+    }
+
+    fn url(&self) -> String {
+        "stderr".to_string()
+    }
+
+    fn rules(&self) -> Arc<dyn TopicRules> {
+        Arc::new(Stderr)
+    }
+
+    /// stderr is never down: a stop always waits for the drain.
+    fn connected(&self, _: &Metrics) -> bool {
+        true
+    }
+
+    fn build(
+        &self,
+        buffer: Arc<Buffer>,
+        metrics: Arc<Metrics>,
+    ) -> BoxFuture<'_, Result<Box<dyn Sink>, String>> {
+        async move { Ok(Box::new(StderrSink { buffer, metrics }) as Box<dyn Sink>) }.boxed()
+    }
+}
+
+impl TopicRules for Stderr {
+    /// Only a control character: the JSON line would show it escaped, but
+    /// it is refused on every sink alike, so trying routes on stderr never
+    /// shows an event no broker would take.
+    fn refuse_topic(&self, topic: &str) -> Option<Refusal> {
+        has_control(topic)
+            .then(|| Refusal::InvalidTopic(format!("{topic:?} holds a control character")))
+    }
+}
+
+/// The running stderr sink.
+pub struct StderrSink {
+    buffer: Arc<Buffer>,
+    metrics: Arc<Metrics>,
+}
+
+impl Sink for StderrSink {
+    fn run(self: Box<Self>, drain: Drain) -> BoxFuture<'static, usize> {
+        run(self.buffer, self.metrics, drain).boxed()
+    }
 }
 
 /// Formats one record as the stderr sink prints it (without the newline).
@@ -31,7 +86,9 @@ pub fn line(rec: &Record) -> Vec<u8> {
     out
 }
 
-pub async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, drain: Drain) -> usize {
+/// Writes batches of lines until the drain ends; returns how many events
+/// were left undelivered.
+async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, drain: Drain) -> usize {
     metrics.sink_connected.store(true, Ordering::Relaxed);
     let mut deadline = None;
     loop {
@@ -82,10 +139,10 @@ mod tests {
     #[test]
     fn only_control_characters_are_refused() {
         for t in ["a/\u{1b}[31m", "\u{0}", "a\u{7f}", "\u{85}", "a\nb"] {
-            assert!(refuse(t).is_some(), "{t:?}");
+            assert!(Stderr.refuse_topic(t).is_some(), "{t:?}");
         }
         for t in ["a b", "a/+/#", "", "\u{ffff}", "é"] {
-            assert!(refuse(t).is_none(), "{t:?}");
+            assert!(Stderr.refuse_topic(t).is_none(), "{t:?}");
         }
     }
 

@@ -1,282 +1,20 @@
-//! The MQTT sink: one task that owns and polls the rumqttc event loop.
-//!
-//! # Delivery
-//! rumqttc keeps unacknowledged publishes only while the broker keeps the
-//! session; after a reconnect into a new session it drops them silently. So
-//! this task keeps its own book of every publish not yet acknowledged, keyed
-//! by a packet id it assigns itself from a window of `--inflight` ids, and
-//! when the broker comes back without our session it publishes every one of
-//! them again, oldest first (duplicates are possible, loss is not). A QoS 1
-//! publish is done on PUBACK, a QoS 2 one on PUBCOMP, a QoS 0 one once
-//! written.
-//!
-//! Publishes are handed to the event loop through its `pending` queue, with
-//! our packet ids (rumqttc keeps a non-zero id it is given). To pick up new
-//! events while `poll()` waits on the network, the poll future is dropped and
-//! polled again; that is only done while `pending` is empty, because then no
-//! publish can be half-way through rumqttc's write path (which is where
-//! dropping the future could lose one).
-//!
-//! # Sessions
-//! The first connection of a process starts a clean session (nothing from an
-//! earlier process can be resumed, and a stale QoS 2 state at the broker could
-//! swallow a reused packet id); every reconnect after that asks for the
-//! persistent session (`clean_session=false`, stable client id), so that the
-//! broker, when it kept the session, holds what it already acknowledged.
-//! `--clean-session` asks for a clean session on every connection.
+//! The MQTT sink's loop: polls the rumqttc event loop, hands it buffered
+//! events, follows acknowledgements, reconnects and fails over.
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rumqttc::{
-    AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Outgoing, Packet, Publish, QoS,
-    Request, TlsConfiguration, Transport,
-};
+use rumqttc::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Outgoing, Packet, QoS};
 
 use crate::backoff::Backoff;
-use crate::buffer::{Buffer, Record};
-use crate::cli::Qos;
-use crate::config::{Endpoint, MqttConfig};
-use crate::metrics::{inc, Metrics};
-use crate::routes::MAX_TOPIC_LEN;
-use crate::sink::{until, Drain, Refusal};
-use app_plugin::log::{RateLimited, WARN};
-
-fn qos(q: Qos) -> QoS {
-    match q {
-        Qos::AtMostOnce => QoS::AtMostOnce,
-        Qos::AtLeastOnce => QoS::AtLeastOnce,
-        Qos::ExactlyOnce => QoS::ExactlyOnce,
-    }
-}
-
-/// Builds the rumqttc options for the preferred broker; an error is a TLS
-/// set-up problem.
-pub fn options(cfg: &MqttConfig) -> Result<MqttOptions, String> {
-    options_for(cfg, &cfg.endpoints()[0], &cfg.client_id)
-}
-
-/// The rumqttc options for `broker`, as `client_id`.
-fn options_for(
-    cfg: &MqttConfig,
-    broker: &Endpoint,
-    client_id: &str,
-) -> Result<MqttOptions, String> {
-    let mut o = MqttOptions::new(client_id, broker.host.clone(), broker.port);
-    // With brokers to fail over to, a broker that stops answering pings is
-    // noticed within about two --ack-timeouts even when nothing is published.
-    let keep_alive = if cfg.failover.is_empty() {
-        Duration::from_secs(10)
-    } else {
-        cfg.ack_timeout.max(Duration::from_secs(1))
-    };
-    o.set_keep_alive(keep_alive);
-    o.set_max_packet_size(cfg.max_packet_size, cfg.max_packet_size);
-    o.set_inflight(cfg.inflight);
-    o.set_clean_session(true);
-    if let Some(user) = &cfg.username {
-        o.set_credentials(user.clone(), cfg.password.clone().unwrap_or_default());
-    }
-    if broker.tls {
-        o.set_transport(Transport::tls_with_config(tls_config(cfg)?));
-    }
-    Ok(o)
-}
-
-/// Whether the TLS set-up for `cfg` works: `--ca-file` a regular file of
-/// at most 1 MiB holding at least one certificate, or the system's CA
-/// certificates; checked at start, read again at each connection.
-pub fn check_tls(cfg: &MqttConfig) -> Result<(), String> {
-    tls_config(cfg).map(|_| ())
-}
-
-fn tls_config(cfg: &MqttConfig) -> Result<TlsConfiguration, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    match &cfg.ca_file {
-        Some(path) => {
-            let pem = crate::files::read_file(path, "--ca-file", 1 << 20)?;
-            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                let cert = cert.map_err(|e| format!("--ca-file {}: {e}", path.display()))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("--ca-file {}: {e}", path.display()))?;
-            }
-        }
-        None => {
-            for cert in rustls_native_certs::load_native_certs().certs {
-                let _ = roots.add(cert);
-            }
-        }
-    }
-    if roots.is_empty() {
-        return Err(match &cfg.ca_file {
-            Some(path) => format!(
-                "--ca-file {} holds no PEM certificate (-----BEGIN CERTIFICATE-----); pass the CA that signed the broker's certificate",
-                path.display()
-            ),
-            None => "no CA certificates to verify the broker with; pass --ca-file".into(),
-        });
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS set-up failed: {e}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(TlsConfiguration::Rustls(Arc::new(config)))
-}
-
-/// Why MQTT cannot take an event of `payload_len` bytes under `topic` (the
-/// router asks before buffering, the sink again for the record it takes).
-///
-/// A topic name to publish to is not empty, holds no wildcard (`+`, `#`),
-/// and none of the code points MQTT says it must not or should not:
-/// U+0000, the controls U+0001–U+001F and U+007F–U+009F, and the
-/// non-characters (U+FDD0–U+FDEF, U+xFFFE, U+xFFFF). mosquitto treats any of
-/// them as a malformed packet and drops the connection, so publishing one
-/// would make the repeater resend it on every reconnect.
-pub fn refuse(topic: &str, payload_len: usize, max_packet: usize) -> Option<Refusal> {
-    let bad_char = |c: char| {
-        let c = u32::from(c);
-        c <= 0x1F
-            || (0x7F..=0x9F).contains(&c)
-            || (0xFDD0..=0xFDEF).contains(&c)
-            || c & 0xFFFE == 0xFFFE
-    };
-    if topic.is_empty() || topic.len() > MAX_TOPIC_LEN || topic.contains(['+', '#']) {
-        return Some(Refusal::InvalidTopic(format!(
-            "{topic:?} is not a valid MQTT topic to publish to (empty, over {MAX_TOPIC_LEN} bytes, or with a wildcard '+' or '#')"
-        )));
-    }
-    if topic.chars().any(bad_char) {
-        return Some(Refusal::InvalidTopic(format!(
-            "{topic:?} holds a control character or a Unicode non-character, which MQTT brokers refuse"
-        )));
-    }
-    // Fixed header (≤ 5) + topic length (2) + topic + packet id (2) + payload.
-    let size = 5 + 2 + topic.len() + 2 + payload_len;
-    if size > max_packet {
-        return Some(Refusal::TooLarge(format!(
-            "the event is {payload_len} bytes, over the --max-packet-size of {max_packet} bytes for a publish to {topic:?}"
-        )));
-    }
-    None
-}
-
-struct Slot {
-    rec: Record,
-    /// Written at least once (so a later write is a republish).
-    sent: bool,
-}
-
-/// Our own record of every publish handed to rumqttc and not yet done.
-struct Book {
-    qos: QoS,
-    retain: bool,
-    /// Indexed by packet id (1..=window); QoS 1 and 2.
-    slots: Vec<Option<Slot>>,
-    free: VecDeque<u16>,
-    used: usize,
-    /// QoS 0 publishes handed over and not yet written, in order.
-    qos0: VecDeque<Record>,
-    window: usize,
-}
-
-impl Book {
-    fn new(qos: QoS, retain: bool, window: u16) -> Book {
-        Book {
-            qos,
-            retain,
-            slots: (0..=window).map(|_| None).collect(),
-            free: (1..=window).collect(),
-            used: 0,
-            qos0: VecDeque::new(),
-            window: window as usize,
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.used + self.qos0.len()
-    }
-
-    fn has_room(&self) -> bool {
-        match self.qos {
-            QoS::AtMostOnce => self.qos0.len() < self.window,
-            _ => !self.free.is_empty(),
-        }
-    }
-
-    fn publish(&self, rec: &Record, pkid: u16, dup: bool) -> Request {
-        let mut p = Publish::from_bytes(rec.sink_topic.clone(), self.qos, rec.payload.clone());
-        p.retain = self.retain;
-        p.pkid = pkid;
-        p.dup = dup;
-        Request::Publish(p)
-    }
-
-    /// Hands `rec` to the event loop; `false` if there was no room.
-    fn hand_over(&mut self, rec: Record, el: &mut EventLoop) -> Result<(), Record> {
-        if self.qos == QoS::AtMostOnce {
-            if self.qos0.len() >= self.window {
-                return Err(rec);
-            }
-            el.pending.push_back(self.publish(&rec, 0, false));
-            self.qos0.push_back(rec);
-            return Ok(());
-        }
-        let Some(pkid) = self.free.pop_front() else {
-            return Err(rec);
-        };
-        el.pending.push_back(self.publish(&rec, pkid, false));
-        self.slots[pkid as usize] = Some(Slot { rec, sent: false });
-        self.used += 1;
-        Ok(())
-    }
-
-    /// The broker did not keep our session: everything not done goes again.
-    fn republish_all(&mut self, el: &mut EventLoop) -> usize {
-        el.pending.clear();
-        el.state.collision = None;
-        let mut held: Vec<(u64, u16)> = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter_map(|(pkid, s)| s.as_ref().map(|s| (s.rec.seq, pkid as u16)))
-            .collect();
-        held.sort_unstable();
-        for (_, pkid) in &held {
-            if let Some(slot) = &self.slots[*pkid as usize] {
-                el.pending
-                    .push_back(self.publish(&slot.rec, *pkid, slot.sent));
-            }
-        }
-        for rec in &self.qos0 {
-            el.pending.push_back(self.publish(rec, 0, false));
-        }
-        held.len() + self.qos0.len()
-    }
-
-    /// A publish was written; returns whether it was a republish.
-    fn written(&mut self, pkid: u16) -> Option<(Option<Record>, bool)> {
-        if pkid == 0 {
-            return Some((self.qos0.pop_front(), false));
-        }
-        let slot = self.slots.get_mut(pkid as usize)?.as_mut()?;
-        let again = slot.sent;
-        slot.sent = true;
-        Some((None, again))
-    }
-
-    /// The broker acknowledged `pkid` (PUBACK for QoS 1, PUBCOMP for QoS 2).
-    fn done(&mut self, pkid: u16) -> Option<Record> {
-        let slot = self.slots.get_mut(pkid as usize)?.take()?;
-        self.used -= 1;
-        self.free.push_back(pkid);
-        Some(slot.rec)
-    }
-}
+use crate::buffer::Record;
+use crate::metrics::inc;
+use crate::sink::mqtt::book::Book;
+use crate::sink::mqtt::config::Endpoint;
+use crate::sink::mqtt::options::{options_for, qos};
+use crate::sink::mqtt::MqttSink;
+use crate::sink::{until, Drain};
 
 /// Sends the event loop's pending requests (the publishes [`Book::hand_over`]
 /// queued, or rumqttc's resends after a resumed session) the way `poll()`
@@ -309,12 +47,6 @@ async fn write_pending(el: &mut EventLoop) -> Result<(), ConnectionError> {
             .map_err(|_| ConnectionError::FlushTimeout)??;
     }
     Ok(())
-}
-
-pub struct MqttSink {
-    pub cfg: MqttConfig,
-    pub buffer: Arc<Buffer>,
-    pub metrics: Arc<Metrics>,
 }
 
 struct Link {
@@ -403,7 +135,6 @@ impl MqttSink {
             backoff: Backoff::network(),
             last_heard: Instant::now(),
         };
-        let refused = RateLimited::new(Duration::from_secs(5));
         let mut url = brokers[active].url();
         let back = Arc::new(tokio::sync::Notify::new());
         let mut prober: Option<tokio::task::JoinHandle<()>> = None;
@@ -423,7 +154,7 @@ impl MqttSink {
                 break;
             }
             if link.connected {
-                self.fill(&mut book, &mut el, &refused);
+                self.fill(&mut book, &mut el);
             }
             // Write what `fill` queued ourselves: `poll()` would send the
             // pending queue one request per call, each after a zero-length
@@ -567,22 +298,13 @@ impl MqttSink {
     }
 
     /// Moves buffered events into the event loop while the window has room.
-    fn fill(&self, book: &mut Book, el: &mut EventLoop, refused: &RateLimited) {
+    /// Their topics and sizes were checked by the router (the only way into
+    /// the buffer) against the same rules.
+    fn fill(&self, book: &mut Book, el: &mut EventLoop) {
         while book.has_room() {
             let Some(rec) = self.buffer.take(1).pop() else {
                 return;
             };
-            if let Some(refusal) =
-                refuse(&rec.sink_topic, rec.payload.len(), self.cfg.max_packet_size)
-            {
-                match refusal {
-                    Refusal::TooLarge(_) => inc(&self.metrics.failed_too_large),
-                    Refusal::InvalidTopic(_) => inc(&self.metrics.failed_invalid_topic),
-                }
-                refused.log(WARN, || format!("refused an event: {}", refusal.message()));
-                self.buffer.release(&rec);
-                continue;
-            }
             if let Err(rec) = book.hand_over(rec, el) {
                 // Cannot happen (room was checked), but never lose it.
                 app_plugin::error!(
@@ -711,117 +433,5 @@ impl MqttSink {
             warn!("cannot connect to the broker {url}: {e}{hint}; retrying with backoff, events are kept in the buffer");
             link.down_since = Some(Instant::now());
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bytes::Bytes;
-
-    fn rec(seq: u64) -> Record {
-        Record {
-            seq,
-            source_topic: "s".into(),
-            sink_topic: "t".into(),
-            payload: Bytes::from(seq.to_string()),
-            id: None,
-        }
-    }
-
-    fn pkids(el: &EventLoop) -> Vec<(u16, String)> {
-        el.pending
-            .iter()
-            .map(|r| match r {
-                Request::Publish(p) => (p.pkid, String::from_utf8(p.payload.to_vec()).unwrap()),
-                other => panic!("unexpected {other:?}"),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn refusals() {
-        let invalid = |t: &str| matches!(refuse(t, 10, 1000), Some(Refusal::InvalidTopic(_)));
-        assert!(refuse("a/b", 10, 1000).is_none());
-        for t in [
-            "a/+",
-            "",
-            "a/#",
-            "a\0",
-            "a/\u{1b}[31m",
-            "\u{1f}",
-            "\u{7f}",
-            "\u{85}",
-            "\u{9f}",
-        ] {
-            assert!(invalid(t), "{t:?}");
-        }
-        for t in [
-            "\u{fdd0}",
-            "\u{fdef}",
-            "\u{fffe}",
-            "\u{ffff}",
-            "\u{1fffe}",
-            "\u{10ffff}",
-        ] {
-            assert!(invalid(t), "{t:?}");
-        }
-        // The neighbours of the refused ranges are fine.
-        for t in [
-            "a/ ",
-            "\u{a0}",
-            "\u{7e}",
-            "\u{fdcf}",
-            "\u{fdf0}",
-            "\u{fffd}",
-            "\u{10000}",
-            "é/ü",
-        ] {
-            assert!(refuse(t, 10, 1000).is_none(), "{t:?}");
-        }
-        assert!(matches!(refuse("a", 991, 1000), Some(Refusal::TooLarge(_))));
-        assert!(refuse("a", 990, 1000).is_none());
-    }
-
-    #[test]
-    fn the_book_assigns_ids_from_its_window_and_republishes_in_order() {
-        let (_c, mut el) = AsyncClient::new(MqttOptions::new("t", "localhost", 1), 4);
-        let mut book = Book::new(QoS::AtLeastOnce, false, 3);
-        for s in 1..=3 {
-            book.hand_over(rec(s), &mut el).unwrap();
-        }
-        assert!(!book.has_room());
-        assert!(book.hand_over(rec(4), &mut el).is_err());
-        assert_eq!(
-            pkids(&el),
-            vec![(1, "1".into()), (2, "2".into()), (3, "3".into())]
-        );
-        for p in 1..=3 {
-            assert!(!book.written(p).unwrap().1);
-        }
-        // Packet 2 is acknowledged; its id goes to the back of the free list.
-        assert_eq!(book.done(2).unwrap().seq, 2);
-        assert!(book.done(2).is_none());
-        book.hand_over(rec(5), &mut el).unwrap();
-        assert_eq!(book.len(), 3);
-        // A new session: everything not done is sent again, oldest first.
-        assert_eq!(book.republish_all(&mut el), 3);
-        assert_eq!(
-            pkids(&el),
-            vec![(1, "1".into()), (3, "3".into()), (2, "5".into())]
-        );
-        assert!(book.written(1).unwrap().1);
-        assert!(!book.written(2).unwrap().1);
-    }
-
-    #[test]
-    fn qos0_records_complete_in_order_when_written() {
-        let (_c, mut el) = AsyncClient::new(MqttOptions::new("t", "localhost", 1), 4);
-        let mut book = Book::new(QoS::AtMostOnce, false, 2);
-        book.hand_over(rec(1), &mut el).unwrap();
-        book.hand_over(rec(2), &mut el).unwrap();
-        assert!(book.hand_over(rec(3), &mut el).is_err());
-        assert_eq!(book.written(0).unwrap().0.unwrap().seq, 1);
-        assert_eq!(book.len(), 1);
     }
 }

@@ -181,7 +181,7 @@ struct ApiError {
 }
 
 /// Whether an acknowledgement says stored; the error text otherwise,
-/// worded as async-nats words it (sink::nats_trouble reads it).
+/// worded as async-nats words it (sink::nats::trouble reads it).
 fn verdict(msg: &Message) -> Result<(), String> {
     if let Some(status) = msg.status {
         if status == StatusCode::NO_RESPONDERS {

@@ -29,8 +29,8 @@ use async_nats::jetstream::{self, ErrorCode};
 use async_nats::Client;
 use tokio::time::Instant;
 
-use crate::config::NatsConfig;
 use crate::metrics::{inc, set_problem, Metrics};
+use crate::sink::nats::config::NatsConfig;
 
 /// How long the start waits for the first connection before it leaves the
 /// checks to the running sink.

@@ -1,0 +1,171 @@
+//! The NATS sink's configuration: `--sink` seed servers, credentials, the
+//! stream and the message ids, checked before anything connects.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::addr::{join_host_port, split_host_port};
+use crate::cli::Qos;
+use crate::sink::{default_client_id, no_credentials, Setup};
+
+/// NATS settings (`--sinkprotocol nats`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NatsConfig {
+    /// Seed servers as `nats://HOST:PORT` or `tls://HOST:PORT`.
+    pub servers: Vec<String>,
+    pub tls: bool,
+    pub ca_file: Option<PathBuf>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub token: Option<String>,
+    pub creds: Option<PathBuf>,
+    pub qos: Qos,
+    pub inflight: u16,
+    pub stream: String,
+    /// How long the repeater's own stream keeps messages.
+    pub stream_max_age: Duration,
+    /// Replicas of the stream if the repeater creates it.
+    pub stream_replicas: usize,
+    /// The first part of every `Nats-Msg-Id`.
+    pub source_id: String,
+    pub ack_timeout: Duration,
+    /// The client name the server shows (monitoring, logs).
+    pub client_name: String,
+}
+
+impl NatsConfig {
+    pub fn url(&self) -> String {
+        self.servers.join(",")
+    }
+}
+
+/// The NATS settings; an `Err` is a usage error.
+pub fn configure(setup: &Setup) -> Result<NatsConfig, String> {
+    let args = setup.args;
+    let given: Vec<&str> = if args.sink.is_empty() {
+        vec!["nats://localhost:4222"]
+    } else {
+        args.sink.iter().map(String::as_str).collect()
+    };
+    let mut servers = Vec::new();
+    let mut tls = false;
+    for text in given {
+        let (url, t) = parse_nats_sink(text)?;
+        tls |= t;
+        servers.push(url);
+    }
+    if args.ca_file.is_some() && !tls {
+        return Err("--ca-file only applies to a tls:// sink".into());
+    }
+    if let Some(path) = &args.ca_file {
+        // Checked here; the NATS client reads it again when it connects.
+        crate::files::read_file(path, "--ca-file", 1 << 20)?;
+    }
+    if let Some(path) = &args.creds {
+        // Checked here; the NATS client reads it again when it connects.
+        crate::files::read_file(path, "--creds", 64 * 1024)?;
+    }
+    if args.nats_token.as_deref().is_some_and(str::is_empty) {
+        return Err("the NATS token (--nats-token or APP_NATS_TOKEN) must not be empty".into());
+    }
+    let stream = &args.nats_stream;
+    if stream.is_empty()
+        || stream
+            .chars()
+            .any(|c| c.is_whitespace() || ".*>/\\".contains(c))
+    {
+        return Err(format!(
+            "--nats-stream {stream:?} is not a stream name; use letters, digits, '-' or '_'"
+        ));
+    }
+    let source_id = match &args.source_id {
+        Some(id) if id.is_empty() || id.chars().any(char::is_control) => {
+            return Err("--source-id must be non-empty printable text".into())
+        }
+        Some(id) => id.clone(),
+        None => setup.source.clone(),
+    };
+    Ok(NatsConfig {
+        servers,
+        tls,
+        ca_file: args.ca_file.clone(),
+        username: args.username.clone(),
+        password: setup.password.clone(),
+        token: args.nats_token.clone(),
+        creds: args.creds.clone(),
+        qos: args.qos,
+        inflight: args.inflight,
+        stream: stream.clone(),
+        stream_max_age: Duration::from_secs(24 * 3600),
+        stream_replicas: usize::from(args.nats_replicas),
+        source_id,
+        ack_timeout: args.ack_timeout,
+        client_name: default_client_id(setup.name),
+    })
+}
+
+/// `nats://h:p`, `tls://h:p`, `h:p` or `h` → (`nats://h:p` or `tls://h:p`, tls).
+pub fn parse_nats_sink(text: &str) -> Result<(String, bool), String> {
+    let (rest, tls) = if let Some(r) = text.strip_prefix("tls://") {
+        (r, true)
+    } else if let Some(r) = text.strip_prefix("nats://") {
+        (r, false)
+    } else if text.contains("://") {
+        return Err(format!(
+            "--sink {:?}: unsupported scheme for NATS; use nats:// or tls://",
+            app_plugin::text::mask_url(text)
+        ));
+    } else {
+        (text, false)
+    };
+    no_credentials(text, rest, "--username, --creds or APP_NATS_TOKEN")?;
+    let rest = rest.trim_end_matches('/');
+    let (host, port) = match split_host_port(rest) {
+        Some(hp) => hp,
+        None if !rest.is_empty() && !rest.contains([':', '@', '/']) => (rest.to_string(), 4222),
+        None => return Err(format!("--sink {text:?} is not HOST:PORT")),
+    };
+    if host.contains('/') {
+        return Err(format!("--sink {text:?} is not HOST:PORT"));
+    }
+    let scheme = if tls { "tls" } else { "nats" };
+    Ok((format!("{scheme}://{}", join_host_port(&host, port)), tls))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::{run_args, setup};
+
+    #[test]
+    fn servers_stream_and_source_id() {
+        let args = run_args(&[
+            "--sinkprotocol",
+            "nats",
+            "--sink",
+            "nats://a:1",
+            "--sink",
+            "b:2",
+        ]);
+        let n = configure(&setup(&args, "http://127.0.0.1:9")).unwrap();
+        assert_eq!(n.servers, ["nats://a:1", "nats://b:2"]);
+        assert_eq!(n.stream, "EVENTS");
+        assert_eq!(n.source_id, "http://127.0.0.1:9");
+    }
+
+    #[test]
+    fn nats_sinks() {
+        assert_eq!(
+            parse_nats_sink("nats://127.0.0.1:4222"),
+            Ok(("nats://127.0.0.1:4222".into(), false))
+        );
+        assert_eq!(parse_nats_sink("h"), Ok(("nats://h:4222".into(), false)));
+        assert_eq!(parse_nats_sink("tls://h:1"), Ok(("tls://h:1".into(), true)));
+        assert!(parse_nats_sink("mqtt://h").is_err());
+        let err = parse_nats_sink("nats://u:hunter3@h:1").unwrap_err();
+        assert!(
+            err.contains("nats://u:***@h:1") && !err.contains("hunter3"),
+            "{err}"
+        );
+    }
+}
