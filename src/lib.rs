@@ -20,6 +20,9 @@
 
 pub use app_plugin::{context, paths, time};
 
+/// This `app`'s version: `app --version`, and `APP_VERSION` for plugins.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub mod alias;
 pub mod cli;
 pub mod commands;

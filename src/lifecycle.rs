@@ -8,9 +8,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use serde_json::{json, Value};
+use app_plugin::listener::{CommandEnd, CommandStart, Event};
+use app_plugin::log::Level;
 
-use crate::context::Context;
+use crate::context::{vars, Context};
 use crate::error::{Error, Result};
 use crate::exec::Outcome;
 use crate::listeners::Listener;
@@ -43,7 +44,10 @@ pub fn observe(
     let log = session.log_level();
     let id = invocation_id();
     let started = Instant::now();
-    let env = subject.context.to_env();
+    let mut env = subject.context.to_env();
+    // A listener's stdin carries events: an APP_CONTEXT=stdin inherited
+    // from an outer plugin must not make it read one as its context.
+    env.push((vars::CONTEXT, "env".into()));
     let mut listeners = Vec::new();
     for settings in &session.config.listeners {
         if let (_, Some(warning)) = crate::listeners::timeout(settings) {
@@ -60,7 +64,7 @@ pub fn observe(
             );
             continue;
         };
-        match Listener::start(settings, found.path.clone(), &env, log >= 4) {
+        match Listener::start(settings, found.path.clone(), &env, log >= Level::Debug) {
             Ok(l) => listeners.push(l),
             Err(e) => warn(
                 log,
@@ -73,17 +77,11 @@ pub fn observe(
         }
     }
 
-    let start = json!({
-        "event": "command.start",
-        "id": id,
-        "timestamp": crate::time::rfc3339_millis(SystemTime::now()),
-        "command": subject.context.command,
-        "plugin": subject.plugin,
-        "builtin": subject.builtin,
-        "args": subject.args,
-        "context": subject.context,
-    });
-    broadcast(&listeners, "command.start", &start);
+    let mut start = CommandStart::new(id.as_str(), subject.context.clone());
+    start.plugin = subject.plugin.clone();
+    start.builtin = subject.builtin.clone();
+    start.args = subject.args.clone();
+    broadcast(&listeners, &Event::Start(start));
 
     let vetoes = listeners
         .iter()
@@ -91,7 +89,7 @@ pub fn observe(
         .find_map(|l| l.abort_reason(started).map(|r| (l.name.clone(), r)));
     if let Some((listener, reason)) = vetoes {
         let end = end_event(&id, &subject, started, None, true);
-        broadcast(&listeners, "command.end", &end);
+        broadcast(&listeners, &end);
         finish(listeners, log);
         // Both come from the listener; printed as data, not terminal codes.
         return Err(Error::Aborted {
@@ -106,7 +104,7 @@ pub fn observe(
         Err(e) => Outcome::Exited(e.exit_code()),
     };
     let end = end_event(&id, &subject, started, Some(outcome), false);
-    broadcast(&listeners, "command.end", &end);
+    broadcast(&listeners, &end);
     finish(listeners, log);
     result.map(Outcome::exit_code)
 }
@@ -117,36 +115,31 @@ fn end_event(
     started: Instant,
     outcome: Option<Outcome>,
     aborted: bool,
-) -> Value {
-    let mut end = json!({
-        "event": "command.end",
-        "id": id,
-        "timestamp": crate::time::rfc3339_millis(SystemTime::now()),
-        "command": subject.context.command,
-        "plugin": subject.plugin,
-        "builtin": subject.builtin,
-        "duration_ms": started.elapsed().as_secs_f64() * 1000.0,
-        "aborted": aborted,
-    });
+) -> Event {
+    let mut end = CommandEnd::new(id, subject.context.command.as_str());
+    end.plugin = subject.plugin.clone();
+    end.builtin = subject.builtin.clone();
+    end.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+    end.aborted = aborted;
     match outcome {
-        Some(Outcome::Exited(code)) => end["exit_code"] = json!(code),
+        Some(Outcome::Exited(code)) => end.exit_code = code,
         Some(o @ Outcome::Signaled(sig)) => {
-            end["signal"] = json!(sig);
-            end["exit_code"] = json!(o.exit_code());
+            end.signal = Some(sig);
+            end.exit_code = o.exit_code();
         }
-        None => end["exit_code"] = json!(crate::error::code::FAILURE),
+        None => end.exit_code = crate::error::code::FAILURE,
     }
-    end
+    Event::End(end)
 }
 
-fn broadcast(listeners: &[Listener], event: &str, value: &Value) {
-    let line = value.to_string();
-    for l in listeners.iter().filter(|l| l.wants(event)) {
+fn broadcast(listeners: &[Listener], event: &Event) {
+    let line = event.to_json_line();
+    for l in listeners.iter().filter(|l| l.wants(event.name())) {
         l.send(&line);
     }
 }
 
-fn finish(listeners: Vec<Listener>, log: u8) {
+fn finish(listeners: Vec<Listener>, log: Level) {
     // Finish them side by side, so a slow one costs its own time, not the sum.
     let handles: Vec<_> = listeners
         .into_iter()
@@ -161,8 +154,8 @@ fn finish(listeners: Vec<Listener>, log: u8) {
 
 /// A listener's trouble is a warning: shown at the default level (2), like
 /// every other warning of `app`, and hidden by `--log 1`.
-fn warn(log: u8, message: &str) {
-    if log >= 2 {
+fn warn(log: Level, message: &str) {
+    if log >= Level::Warn {
         eprintln!("app: warning: {message}");
     }
 }

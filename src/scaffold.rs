@@ -26,7 +26,7 @@ const RUST_GITIGNORE: &str = include_str!("../templates/plugin/rust/gitignore");
 /// The description every skeleton starts with.
 pub const DESCRIPTION: &str = "A plugin for app, created by app plugin new";
 /// The SDK version the Rust skeleton depends on: the one `app` was built with.
-pub const SDK_VERSION: &str = app_plugin::VERSION;
+pub const SDK_VERSION: &str = app_plugin::SDK_VERSION;
 
 /// One file of a skeleton.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{Cli, Cmd, GlobalFlags, IndexCmd, PluginCmd};
 use crate::config::{Config, ConfigOrigin};
-use crate::context::{self, AliasExpansion, Context, CONTEXT_VERSION, DEFAULT_LOG};
+use crate::context::{self, AliasExpansion, Context, DEFAULT_LOG};
 use crate::discovery::SearchPath;
 use crate::error::Result;
 use crate::metadata;
 use crate::paths::Dirs;
 use crate::resolve::Resolved;
-use app_plugin::log::WARN;
+use app_plugin::log::{Format, Level, WARN};
 
 /// How much a command depends on the config file, which decides what a
 /// broken one (invalid, missing when named, not a regular file) does.
@@ -54,7 +54,7 @@ impl ConfigUse {
 }
 
 /// The log level in force: `--log`, else `APP_LOG`, else the default.
-fn log_level(global: &GlobalFlags) -> u8 {
+fn log_level(global: &GlobalFlags) -> Level {
     global
         .log
         .or_else(|| app_plugin::log::parse_level(&std::env::var(context::vars::LOG).ok()?).ok())
@@ -152,7 +152,7 @@ impl Session {
     }
 
     /// The log level in force: `--log`, else `APP_LOG`, else the default.
-    pub fn log_level(&self) -> u8 {
+    pub fn log_level(&self) -> Level {
         log_level(&self.global)
     }
 
@@ -176,7 +176,8 @@ impl Session {
             .log_format
             .map(|f| f.as_str().to_string())
             .or_else(|| std::env::var(context::vars::LOG_FORMAT).ok())
-            .unwrap_or_else(|| "text".to_string());
+            .and_then(|f| f.parse::<Format>().ok())
+            .unwrap_or_default();
         let words: Vec<_> = self.argv.iter().map(|a| a.to_string_lossy()).collect();
         let (command, command_omitted) = context::command_line(words.iter().map(|w| &**w));
         if command_omitted > 0 && self.log_level() >= app_plugin::log::DEBUG {
@@ -187,30 +188,24 @@ impl Session {
                 context::COMMAND_MAX
             );
         }
-        Context {
-            context_version: CONTEXT_VERSION,
-            app_bin: self.app_exe.clone(),
-            app_version: context::APP_VERSION.to_string(),
-            plugin_name: name.to_string(),
-            plugin_exe: exe,
-            command,
-            command_omitted,
-            args: args
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-            log: self.log_level(),
-            log_format,
-            hosts,
-            config: self.config.path.clone(),
-            config_dir: self.dirs.config_dir.clone(),
-            data_dir: self.dirs.data_dir.clone(),
-            runtime_dir: self.dirs.runtime_dir.clone(),
-            plugin_path: std::env::var(context::vars::PLUGIN_PATH).ok(),
-            global_args: self.global_args.clone(),
-            alias: self.alias.clone(),
-            plugin_config: self.config.plugin_config(name).cloned(),
-            source: context::Source::Stdin,
-        }
+        let mut ctx = Context::new(name, &self.dirs, self.config.path.clone());
+        ctx.app_bin = self.app_exe.clone();
+        ctx.app_version = Some(crate::VERSION.to_string());
+        ctx.plugin_exe = exe;
+        ctx.command = command;
+        ctx.command_omitted = command_omitted;
+        ctx.args = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        ctx.log = self.log_level();
+        ctx.log_format = log_format;
+        ctx.hosts = hosts;
+        ctx.plugin_path = std::env::var(context::vars::PLUGIN_PATH).ok();
+        ctx.global_args = self.global_args.clone();
+        ctx.alias = self.alias.clone();
+        ctx.plugin_config = self.config.plugin_config(name).cloned();
+        ctx.source = context::Source::Stdin;
+        ctx
     }
 }

@@ -112,7 +112,8 @@ fn agent(options: &Options) -> Result<ureq::Agent, FetchError> {
         .timeout_connect(Some(connect))
         .timeout_recv_response(Some(silence))
         .timeout_recv_body(Some(silence))
-        .user_agent(format!("app/{}", app_plugin::context::APP_VERSION))
+        // app_fetch ships with `app`, under the same version.
+        .user_agent(format!("app/{}", env!("CARGO_PKG_VERSION")))
         // Redirects are followed in `get`, so that each target is checked.
         .max_redirects(0)
         .build()

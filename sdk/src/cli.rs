@@ -23,11 +23,14 @@
 //! assert_eq!(complete(&cmd, &words(&["run", "--n"]), &NoValues).render(), "--name\tInstance name\n:4\n");
 //! ```
 
-use ::clap::builder::{PossibleValue, TypedValueParser};
+mod level;
+
 use ::clap::{Arg, ArgAction, Command, ValueHint};
 
-use crate::complete::{directive, Candidate, Completion};
+use crate::complete::{Candidate, Completion, Directive};
 use crate::metadata::Metadata;
+
+pub use level::LogLevel;
 
 /// What the words before the cursor said, for a [`Values`] callback.
 ///
@@ -223,7 +226,7 @@ pub fn complete(cmd: &Command, words: &[String], values: &dyn Values) -> Complet
     }
     if subcommand_allowed && at.has_subcommands() {
         let mut out = Completion::matching(current, subcommands(at));
-        out.directive |= directive::KEEP_ORDER;
+        out.directive |= Directive::KEEP_ORDER;
         return out;
     }
     match nth_positional(at, positionals) {
@@ -365,62 +368,6 @@ fn is_path(arg: &Arg) -> bool {
     ) || arg
         .get_value_names()
         .is_some_and(|n| n.iter().any(|n| n.as_str() == "FILE"))
-}
-
-/// clap's value parser for a `--log` flag: `0`..`5` or a level name
-/// ([`crate::log::parse_level`]). Completion offers the numbers, each with
-/// its name.
-///
-/// With clap's derive: `#[arg(long, value_parser = app_plugin::cli::LogLevel)] log: Option<u8>`.
-///
-/// ```
-/// let cmd = clap::Command::new("x")
-///     .arg(clap::Arg::new("log").long("log").value_parser(app_plugin::cli::LogLevel));
-/// let level = |args: &[&str]| cmd.clone().try_get_matches_from(args).map(|m| m.get_one::<u8>("log").copied());
-/// assert_eq!(level(&["x", "--log", "debug"]).unwrap(), Some(4));
-/// assert_eq!(level(&["x", "--log=2"]).unwrap(), Some(2));
-/// assert!(level(&["x", "--log", "loud"]).is_err());
-/// ```
-#[derive(Debug, Clone, Copy)]
-pub struct LogLevel;
-
-impl TypedValueParser for LogLevel {
-    type Value = u8;
-
-    fn parse_ref(
-        &self,
-        cmd: &Command,
-        arg: Option<&Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<u8, ::clap::Error> {
-        let text = value.to_string_lossy();
-        crate::log::parse_level(&text).map_err(|e| {
-            let flag = arg
-                .and_then(Arg::get_long)
-                .map_or_else(String::new, |l| format!(" for '--{l}'"));
-            ::clap::Error::raw(
-                ::clap::error::ErrorKind::InvalidValue,
-                format!("invalid value '{text}'{flag}: {e}\n"),
-            )
-            .with_cmd(cmd)
-        })
-    }
-
-    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
-        let levels = [
-            ("0", "silent"),
-            ("1", "errors"),
-            ("2", "warnings"),
-            ("3", "info"),
-            ("4", "debug"),
-            ("5", "trace"),
-        ];
-        Some(Box::new(
-            levels
-                .into_iter()
-                .map(|(n, help)| PossibleValue::new(n).help(help)),
-        ))
-    }
 }
 
 #[cfg(test)]

@@ -5,10 +5,10 @@
 //! typed after the plugin's name, the last one being the word under the
 //! cursor (possibly empty). The answer follows cobra's protocol: one
 //! candidate per line, optionally `candidate<TAB>description`, then
-//! `:<directive>` (bits of [`directive`]).
+//! `:<directive>` (the bits of a [`Directive`]).
 //!
 //! ```
-//! use app_plugin::complete::{directive, Candidate, Completion};
+//! use app_plugin::complete::{Candidate, Completion};
 //!
 //! let out = Completion::matching("st", [Candidate::described("start", Some("Start it")),
 //!                                       Candidate::new("stop"), Candidate::new("list")]);
@@ -23,25 +23,34 @@
 /// ```
 pub const COMPLETE_ARG: &str = "__complete";
 
-/// Bits of the last line of a `__complete` answer (cobra's values).
-///
-/// ```
-/// use app_plugin::complete::directive;
-/// assert_eq!(directive::NO_FILE_COMP | directive::KEEP_ORDER, 36);
-/// ```
-pub mod directive {
-    /// Completion failed: offer nothing.
-    pub const ERROR: u32 = 1;
-    /// Do not add a space after the candidate.
-    pub const NO_SPACE: u32 = 2;
-    /// Do not fall back to file names when there are no candidates.
-    pub const NO_FILE_COMP: u32 = 4;
-    /// Offer only directories (the candidates, if any, are ignored).
-    pub const FILTER_DIRS: u32 = 16;
-    /// Keep the candidates in the given order.
-    pub const KEEP_ORDER: u32 = 32;
-    /// No bits: the shell's default (file names when nothing matches).
-    pub const DEFAULT: u32 = 0;
+bitflags::bitflags! {
+    /// The last line of a `__complete` answer, `:<bits>`: cobra's values,
+    /// which the shells' completion scripts read.
+    ///
+    /// ```
+    /// use app_plugin::complete::Directive;
+    /// let d = Directive::NO_FILE_COMP | Directive::KEEP_ORDER;
+    /// assert_eq!(d.bits(), 36);
+    /// assert!(d.contains(Directive::KEEP_ORDER));
+    /// assert_eq!(Directive::default(), Directive::DEFAULT);
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct Directive: u32 {
+        /// Completion failed: offer nothing.
+        const ERROR = 1;
+        /// Do not add a space after the candidate.
+        const NO_SPACE = 2;
+        /// Do not fall back to file names when there are no candidates.
+        const NO_FILE_COMP = 4;
+        /// Offer only directories (the candidates, if any, are ignored).
+        const FILTER_DIRS = 16;
+        /// Keep the candidates in the given order.
+        const KEEP_ORDER = 32;
+        /// No bits: the shell's default (file names when nothing matches).
+        const DEFAULT = 0;
+        // Bits a newer protocol may add are kept as they are.
+        const _ = !0;
+    }
 }
 
 /// One thing TAB may offer.
@@ -89,17 +98,17 @@ impl Candidate {
 /// The answer to one `__complete` request.
 ///
 /// ```
-/// use app_plugin::complete::{directive, Completion};
+/// use app_plugin::complete::{Completion, Directive};
 /// let mut out = Completion::nothing();
-/// out.directive |= directive::KEEP_ORDER;
+/// out.directive |= Directive::KEEP_ORDER;
 /// assert_eq!(out.render(), ":36\n");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completion {
     /// The candidates, in order.
     pub candidates: Vec<Candidate>,
-    /// Bits of [`directive`].
-    pub directive: u32,
+    /// What the shell does besides offering them.
+    pub directive: Directive,
 }
 
 impl Completion {
@@ -111,7 +120,7 @@ impl Completion {
     pub fn nothing() -> Completion {
         Completion {
             candidates: Vec::new(),
-            directive: directive::NO_FILE_COMP,
+            directive: Directive::NO_FILE_COMP,
         }
     }
 
@@ -123,7 +132,7 @@ impl Completion {
     pub fn files() -> Completion {
         Completion {
             candidates: Vec::new(),
-            directive: directive::DEFAULT,
+            directive: Directive::DEFAULT,
         }
     }
 
@@ -177,7 +186,7 @@ impl Completion {
             }
             out.push('\n');
         }
-        out.push_str(&format!(":{}\n", self.directive));
+        out.push_str(&format!(":{}\n", self.directive.bits()));
         out
     }
 
@@ -199,7 +208,7 @@ impl Completion {
 /// ```
 /// let c = app_plugin::complete::parse("get\tRead routes\npost\n\n:36\n");
 /// assert_eq!(c.values(), ["get", "post"]);
-/// assert_eq!(c.directive, 36);
+/// assert_eq!(c.directive.bits(), 36);
 /// ```
 pub fn parse(text: &str) -> Completion {
     let lines: Vec<&str> = text.lines().collect();
@@ -207,13 +216,11 @@ pub fn parse(text: &str) -> Completion {
         l.strip_prefix(':')
             .is_some_and(|n| n.trim().parse::<u32>().is_ok())
     });
-    let (body, directive) = match directive_at {
-        Some(i) => (
-            &lines[..i],
-            lines[i][1..].trim().parse().unwrap_or(directive::DEFAULT),
-        ),
-        None => (&lines[..], directive::DEFAULT),
+    let (body, bits) = match directive_at {
+        Some(i) => (&lines[..i], lines[i][1..].trim().parse().unwrap_or(0)),
+        None => (&lines[..], 0),
     };
+    let directive = Directive::from_bits_retain(bits);
     let candidates = body
         .iter()
         .filter(|l| !l.trim().is_empty())
@@ -253,7 +260,7 @@ mod tests {
                 Candidate::described("run", Some("Run it\nsecond line")),
                 Candidate::new("manage"),
             ],
-            directive: directive::NO_FILE_COMP,
+            directive: Directive::NO_FILE_COMP,
         };
         assert_eq!(c.render(), "run\tRun it\nmanage\n:4\n");
     }
@@ -263,10 +270,15 @@ mod tests {
         let c = parse("get\tRead routes\npost\n\n:36\n");
         assert_eq!(c.values(), ["get", "post"]);
         assert_eq!(c.candidates[0].description.as_deref(), Some("Read routes"));
-        assert_eq!(c.directive, 36);
+        assert_eq!(c.directive, Directive::NO_FILE_COMP | Directive::KEEP_ORDER);
         let c = parse("a\nb\n");
         assert_eq!(c.values(), ["a", "b"]);
-        assert_eq!(c.directive, directive::DEFAULT);
+        assert_eq!(c.directive, Directive::DEFAULT);
+        assert_eq!(
+            parse(":1024\n").render(),
+            ":1024\n",
+            "unknown bits are kept"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //! assert_eq!(app_plugin::log_bridge::level_of(::log::Level::Warn), log::DEBUG);
 //! ```
 
-use crate::log::{self, DEBUG, TRACE};
+use crate::log::{self, Level, DEBUG, TRACE};
 
 /// The SDK level at which a library's record of `level` is shown.
 ///
@@ -29,7 +29,7 @@ use crate::log::{self, DEBUG, TRACE};
 /// assert_eq!(level_of(::log::Level::Error), DEBUG);
 /// assert_eq!(level_of(::log::Level::Debug), TRACE);
 /// ```
-pub fn level_of(level: ::log::Level) -> u8 {
+pub fn level_of(level: ::log::Level) -> Level {
     match level {
         ::log::Level::Error | ::log::Level::Warn | ::log::Level::Info => DEBUG,
         ::log::Level::Debug | ::log::Level::Trace => TRACE,
@@ -39,11 +39,11 @@ pub fn level_of(level: ::log::Level) -> u8 {
 /// The facade's filter for an SDK level: what [`level_of`] would show.
 /// Libraries check it before formatting anything, so at the default level
 /// a chatty library costs one comparison per call.
-fn max_level(level: u8) -> ::log::LevelFilter {
+fn max_level(level: Level) -> ::log::LevelFilter {
     match level {
-        TRACE.. => ::log::LevelFilter::Trace,
-        DEBUG => ::log::LevelFilter::Info,
-        _ => ::log::LevelFilter::Off,
+        Level::Trace => ::log::LevelFilter::Trace,
+        Level::Debug => ::log::LevelFilter::Info,
+        Level::Off | Level::Error | Level::Warn | Level::Info => ::log::LevelFilter::Off,
     }
 }
 

@@ -57,6 +57,7 @@ pub const API_VERSION: &str = "app.plugin/v1";
 /// assert!(meta.completion && !meta.wants_stdin_context());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Metadata {
     /// `app.plugin/v1` ([`API_VERSION`]); anything not starting with
     /// `app.plugin/` is not an answer.

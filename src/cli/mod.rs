@@ -45,7 +45,7 @@ pub struct Cli {
 pub struct GlobalFlags {
     /// Log level for app and its plugins: 0 silent … 5 trace, or off, error, warn, info, debug, trace [default: 2]
     #[arg(long, value_name = "0..5", value_parser = app_plugin::log::parse_level)]
-    pub log: Option<u8>,
+    pub log: Option<app_plugin::log::Level>,
     /// Log format for plugins
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
@@ -160,7 +160,7 @@ mod tests {
     #[test]
     fn global_flags_before_an_external_command_are_ours() {
         let cli = parse(&["--log", "5", "-H", "unix:///x", "foo", "run", "--log", "1"]);
-        assert_eq!(cli.global.log, Some(5));
+        assert_eq!(cli.global.log, Some(app_plugin::log::Level::Trace));
         assert_eq!(cli.global.hosts, vec!["unix:///x"]);
         match cli.command {
             Some(Cmd::External(args)) => assert_eq!(args, ["foo", "run", "--log", "1"]),

@@ -29,5 +29,5 @@ pub fn run(cmd: Cmd, session: &Session) -> Result<i32> {
 
 /// `app version` and `app --version`.
 pub fn version() {
-    println!("app {}", crate::context::APP_VERSION);
+    println!("app {}", crate::VERSION);
 }

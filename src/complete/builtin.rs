@@ -6,7 +6,7 @@
 
 use clap::{Arg, Command};
 
-use super::{directive, plugins, Candidate, Completion};
+use super::{plugins, Candidate, Completion, Directive};
 use crate::session::Session;
 
 /// Built-ins whose positionals name an installed plugin (`plugin path NAME…`).
@@ -206,7 +206,7 @@ fn values(arg: &Arg, cur: &str, prefix: &str) -> Completion {
     }
     if !known.is_empty() {
         let mut out = Completion::matching(&format!("{prefix}{cur}"), known);
-        out.directive |= directive::KEEP_ORDER;
+        out.directive |= Directive::KEEP_ORDER;
         return out;
     }
     // A path (clap infers the hint for `PathBuf` values) or nothing known
@@ -253,8 +253,8 @@ mod tests {
         };
         assert_eq!(c.values(), ["json"]);
         assert_eq!(
-            c.directive & directive::NO_FILE_COMP,
-            directive::NO_FILE_COMP
+            c.directive & Directive::NO_FILE_COMP,
+            Directive::NO_FILE_COMP
         );
     }
 

@@ -28,7 +28,7 @@ use crate::alias;
 use crate::session::Session;
 
 // The protocol's pieces are the SDK's, so the two sides cannot drift.
-pub use app_plugin::complete::{directive, parse, Candidate, Completion};
+pub use app_plugin::complete::{parse, Candidate, Completion, Directive};
 
 /// Completes `words` (the words after `app`; the last is the one being typed).
 pub fn complete(session: &Session, words: &[String]) -> Completion {

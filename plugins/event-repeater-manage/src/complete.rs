@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use app_event_repeater_api::path;
 use app_plugin::cli::{Query, Values};
-use app_plugin::complete::{directive, Candidate, Completion};
+use app_plugin::complete::{Candidate, Completion, Directive};
 use clap::CommandFactory;
 
 use crate::address::Endpoint;
@@ -85,7 +85,7 @@ impl Values for Own<'_> {
                             .map(|(p, _)| Candidate::new(format!("@{p}"))),
                     );
                     if only_dir {
-                        out.directive |= directive::NO_SPACE;
+                        out.directive |= Directive::NO_SPACE;
                     }
                     out
                 }

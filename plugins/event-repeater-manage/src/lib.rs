@@ -43,6 +43,9 @@ pub mod value;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use app_plugin::context::Context;
 
 use crate::cli::{Config, ParseOutcome};
 use crate::error::Error;
@@ -65,15 +68,17 @@ pub fn metadata() -> app_plugin::metadata::Metadata {
 
 /// Runs the plugin with `args` (without the program name) and returns the
 /// exit code.
-pub fn run(args: Vec<OsString>) -> u8 {
-    app_plugin::log::init_from_env();
-    let words: Vec<String> = args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    if app_plugin::protocol::answer(&words, &metadata(), complete::live) {
-        return 0;
-    }
+pub fn run(args: Vec<OsString>) -> ExitCode {
+    // The protocol's answers, the logger and the context (exit 1 if it
+    // cannot be read), then the command.
+    app_plugin::Plugin::new(metadata())
+        .complete(complete::live)
+        .context_error_code(error::EXIT_FAILURE)
+        .run_with(args, |call| execute(call.args, &call.context))
+}
+
+/// The command line, then the command.
+fn execute(args: Vec<OsString>, ctx: &Context) -> u8 {
     let token = std::env::var("APP_TOKEN").ok();
     let config = match Config::from_args(args, token) {
         Ok(config) => config,
@@ -85,10 +90,6 @@ pub fn run(args: Vec<OsString>) -> u8 {
             return 0;
         }
         Err(ParseOutcome::Error(e)) => return report(&e),
-    };
-    let ctx = match app_plugin::context::Context::load() {
-        Ok(ctx) => ctx,
-        Err(e) => return report(&Error::Failed(format!("{e}"))),
     };
     let plugin_dir = ctx.dirs().plugin_runtime_dir();
     let stdout = std::io::stdout();

@@ -3,7 +3,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    ExitCode::from(app_event_repeater_manage::run(
-        std::env::args_os().skip(1).collect(),
-    ))
+    app_event_repeater_manage::run(std::env::args_os().skip(1).collect())
 }

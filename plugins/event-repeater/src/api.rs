@@ -448,7 +448,7 @@ async fn healthz(State(st): St) -> Response {
             HealthStatus::Degraded
         },
         uptime_secs: st.started.mono.elapsed().as_secs(),
-        version: app_plugin::context::APP_VERSION.to_string(),
+        version: crate::VERSION.to_string(),
     };
     json(StatusCode::OK, &health)
 }
@@ -457,7 +457,7 @@ async fn metrics(State(st): St) -> Result<Response, ApiError> {
     let routes = st.routes.lock().await.len();
     // Version and start time: what `manage status` shows besides the counters.
     let build = metrics::Build {
-        version: app_plugin::context::APP_VERSION,
+        version: crate::VERSION,
         started_unix: st.started.unix_secs(),
     };
     let text = st

@@ -25,7 +25,7 @@ running, cannot bind the socket, unreadable state file); 2 usage error.";
 #[command(
     name = "app-event-repeater",
     bin_name = "app event-repeater",
-    version = app_plugin::context::APP_VERSION,
+    version,
     about = "Relay events from an event source to MQTT, NATS or stderr, managed over a REST API",
     after_help = TOP_AFTER_HELP,
     disable_help_subcommand = true
@@ -106,7 +106,7 @@ pub struct RunArgs {
 
     /// Log level: 0 silent, 1 errors, 2 warnings (default), 3 info, 4 debug, 5 trace, or a name (off, error, warn, info, debug, trace).
     #[arg(long, value_name = "LEVEL", value_parser = app_plugin::cli::LogLevel)]
-    pub log: Option<u8>,
+    pub log: Option<app_plugin::log::Level>,
 
     /// QoS of the publishes: MQTT's QoS; for NATS 0 is core NATS, 1 and 2 are JetStream publishes that wait for the stream's acknowledgement.
     #[arg(long, value_enum, default_value = "1")]

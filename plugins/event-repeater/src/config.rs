@@ -34,7 +34,7 @@ pub struct Config {
     pub request_timeout: Duration,
     /// `--source-idle-timeout`: silence after which the source is stalled.
     pub source_idle_timeout: Duration,
-    pub log: u8,
+    pub log: app_plugin::log::Level,
     pub state_file: PathBuf,
     /// `APP_RUNTIME_DIR/plugins`.
     pub runtime_dir: PathBuf,

@@ -59,6 +59,9 @@ use clap::Parser;
 /// The name used in messages.
 pub const BIN_NAME: &str = "app-event-repeater";
 
+/// This plugin's version: `--version`, `/healthz` and `/metrics`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The plugin's `__app_metadata` answer.
 pub fn metadata() -> app_plugin::metadata::Metadata {
     app_plugin::metadata::Metadata::new(
@@ -71,27 +74,24 @@ pub fn metadata() -> app_plugin::metadata::Metadata {
 
 /// The whole program; `args` are the arguments after the program name.
 pub fn main_with_args(args: Vec<OsString>) -> ExitCode {
-    ExitCode::from(run(args))
+    run(args)
 }
 
 /// Runs the command and returns the exit code: 0 ok, 1 runtime failure,
 /// 2 usage error.
-pub fn run(args: Vec<OsString>) -> u8 {
-    let words: Vec<String> = args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    if app_plugin::protocol::answer(&words, &metadata(), complete::completion) {
-        return error::code::OK;
-    }
-    // Before anything can fail, so that every line follows --log-format.
-    app_plugin::log::init_from_env();
+pub fn run(args: Vec<OsString>) -> ExitCode {
+    // The protocol's answers, the logger and the context, then the command.
+    app_plugin::Plugin::new(metadata())
+        .complete(complete::completion)
+        .run_with(args, command)
+}
+
+/// The command line, then `run` until a signal.
+fn command(call: app_plugin::plugin::Call) -> u8 {
     // rustls, rumqttc and async-nats speak through `log` and `tracing`:
     // their lines at --log 4 and 5, with their target.
     app_plugin::log_bridge::install();
-    let mut argv = vec![OsString::from(BIN_NAME)];
-    argv.extend(args);
-    let cli = match cli::Cli::try_parse_from(argv) {
+    let cli = match cli::Cli::try_parse_from(call.argv(BIN_NAME)) {
         Ok(c) => c,
         // `app event-repeater` alone: the subcommands, on stderr with exit
         // 2, as `app plugin` alone does (a usage error with its usage).
@@ -113,7 +113,7 @@ pub fn run(args: Vec<OsString>) -> u8 {
         }
     };
     let cli::Command::Run(run_args) = cli.command;
-    match start(&run_args) {
+    match start(&run_args, &call.context) {
         Ok(()) => error::code::OK,
         Err(e) => {
             app_plugin::log::fatal(format_args!("{e}"));
@@ -122,11 +122,9 @@ pub fn run(args: Vec<OsString>) -> u8 {
     }
 }
 
-/// `run`: the context, the configuration, then the daemon until a signal.
-fn start(run_args: &cli::RunArgs) -> Result<(), error::Error> {
-    let ctx =
-        app_plugin::context::Context::load().map_err(|e| error::Error::Context(e.to_string()))?;
+/// `run`: the configuration, then the daemon until a signal.
+fn start(run_args: &cli::RunArgs, ctx: &app_plugin::context::Context) -> Result<(), error::Error> {
     let password = std::env::var("APP_MQTT_PASSWORD").ok();
-    let cfg = config::Config::new(run_args, &ctx, password).map_err(error::Error::Usage)?;
+    let cfg = config::Config::new(run_args, ctx, password).map_err(error::Error::Usage)?;
     daemon::run(cfg)
 }

@@ -5,6 +5,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use app_plugin::log::Level;
 use clap::Parser;
 
 use crate::hub::DEFAULT_HISTORY;
@@ -14,7 +15,7 @@ use crate::hub::DEFAULT_HISTORY;
 #[command(
     name = "app-event-time",
     bin_name = "app event-time",
-    version = app_plugin::context::APP_VERSION,
+    version,
     about = "Example event source: timer events over Server-Sent Events",
     long_about = "Example event source: timer events over Server-Sent Events.\n\n\
         Serves GET /events?topic=T (text/event-stream) and GET /topics on the unix socket \
@@ -37,7 +38,7 @@ pub struct Cli {
 
     /// Log level: 0 silent, 1 errors, 2 warnings, 3 info, 4 debug, 5 trace, or a name (off, error, warn, info, debug, trace) [default: APP_LOG or 2]
     #[arg(long, value_name = "LEVEL", value_parser = app_plugin::cli::LogLevel)]
-    pub log: Option<u8>,
+    pub log: Option<Level>,
 
     /// Publish numbered test events on topic test/seq at N events per second
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -70,7 +71,7 @@ pub struct Config {
     pub name: String,
     pub runtime_dir: PathBuf,
     pub listen: Option<SocketAddr>,
-    pub log: u8,
+    pub log: Level,
     pub rate: Option<u32>,
     pub count: Option<u64>,
     pub history: usize,
@@ -80,13 +81,13 @@ pub struct Config {
 impl Config {
     /// Checks the flags; `runtime_dir` is `APP_RUNTIME_DIR/plugins` and
     /// `default_log` the context's level, used when `--log` is absent.
-    pub fn new(cli: Cli, runtime_dir: PathBuf, default_log: u8) -> Result<Config, String> {
+    pub fn new(cli: Cli, runtime_dir: PathBuf, default_log: Level) -> Result<Config, String> {
         check_name(&cli.name)?;
         Ok(Config {
             name: cli.name,
             runtime_dir,
             listen: cli.listen,
-            log: cli.log.unwrap_or(default_log).min(5),
+            log: cli.log.unwrap_or(default_log),
             rate: cli.rate,
             count: cli.count,
             history: usize::try_from(cli.history)
@@ -136,7 +137,7 @@ mod tests {
         let cli =
             Cli::try_parse_from(std::iter::once("app-event-time").chain(args.iter().copied()))
                 .map_err(|e| e.to_string())?;
-        Config::new(cli, PathBuf::from("/run/plugins"), 2)
+        Config::new(cli, PathBuf::from("/run/plugins"), Level::Warn)
     }
 
     #[test]
@@ -144,7 +145,7 @@ mod tests {
         let c = parse(&[]).unwrap();
         assert_eq!(c.name, "event-time");
         assert_eq!(c.listen, None);
-        assert_eq!(c.log, 2);
+        assert_eq!(c.log, Level::Warn);
         assert_eq!(c.rate, None);
         assert_eq!(c.history, 10_000);
         assert_eq!(c.keep_alive, Duration::from_secs(15));
@@ -173,7 +174,7 @@ mod tests {
         assert_eq!(c.listen, Some("127.0.0.1:0".parse().unwrap()));
         assert_eq!(
             (c.log, c.rate, c.count, c.history),
-            (5, Some(20_000), Some(7), 0)
+            (Level::Trace, Some(20_000), Some(7), 0)
         );
         assert_eq!(c.keep_alive, Duration::from_secs(2));
     }

@@ -3,6 +3,7 @@
 //! real flags.
 
 use app_plugin::cli::NoValues;
+use app_plugin::complete::Completion;
 use app_plugin::metadata::Metadata;
 use clap::CommandFactory;
 
@@ -18,15 +19,15 @@ pub fn metadata() -> Metadata {
     .completion()
 }
 
-/// Answers `__app_metadata` and `__complete` (the arguments without the
-/// program name); `true` when it did.
-pub fn answer(args: &[String]) -> bool {
-    app_plugin::cli::answer(args, &metadata(), Cli::command(), &NoValues)
+/// The completion of `__complete WORDS…`, the last word being the one
+/// completed.
+pub fn completion(words: &[String]) -> Completion {
+    app_plugin::cli::complete(&Cli::command(), words, &NoValues)
 }
 
-/// The answer to `__complete WORDS…`, the last word being the one completed.
+/// The answer to `__complete WORDS…`, as the shell reads it.
 pub fn complete(words: &[String]) -> String {
-    app_plugin::cli::complete(&Cli::command(), words, &NoValues).render()
+    completion(words).render()
 }
 
 #[cfg(test)]

@@ -25,7 +25,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use app_plugin::context::Context;
 use app_plugin::instance::InstanceFiles;
+use app_plugin::plugin::Call;
+use app_plugin::Plugin;
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -39,18 +42,22 @@ pub use crate::error::code::{FAILURE as EXIT_FAILURE, USAGE as EXIT_USAGE};
 use crate::error::Error;
 
 /// Runs the command line `args` (program name first); returns the exit code.
-pub fn run(args: Vec<OsString>) -> ExitCode {
-    let words: Vec<String> = args
-        .iter()
-        .skip(1)
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    if complete::answer(&words) {
-        return ExitCode::SUCCESS;
-    }
-    // Before anything can fail, so that every line follows --log-format.
-    log::init_from_env();
-    let cli = match Cli::try_parse_from(&args) {
+pub fn run(mut args: Vec<OsString>) -> ExitCode {
+    let program = if args.is_empty() {
+        OsString::from("app-event-time")
+    } else {
+        args.remove(0)
+    };
+    // The protocol's answers, the logger and the context, then the server.
+    Plugin::new(complete::metadata())
+        .complete(complete::completion)
+        .run_with(args, |call| serve_call(program, call))
+}
+
+/// The command line, then the server until a signal.
+fn serve_call(program: OsString, call: Call) -> ExitCode {
+    let argv: Vec<OsString> = std::iter::once(program).chain(call.args).collect();
+    let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(e) if e.use_stderr() => {
             log::fatal(format_args!(
@@ -65,7 +72,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    match start(cli) {
+    match start(cli, &call.context) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // The error that ends the program, at any level.
@@ -75,9 +82,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     }
 }
 
-/// The context, the configuration, then the server until a signal.
-fn start(cli: Cli) -> Result<(), Error> {
-    let ctx = app_plugin::context::Context::load().map_err(|e| Error::Context(e.to_string()))?;
+/// The configuration, then the server until a signal.
+fn start(cli: Cli, ctx: &Context) -> Result<(), Error> {
     let config =
         Config::new(cli, ctx.dirs().plugin_runtime_dir(), ctx.log).map_err(Error::Usage)?;
     log::set_level(config.log);

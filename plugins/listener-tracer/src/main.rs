@@ -11,24 +11,26 @@ use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde_json::Value;
+use app_plugin::listener::Event;
+use app_plugin::metadata::Metadata;
+use app_plugin::plugin::Call;
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some(app_plugin::metadata::METADATA_ARG) {
-        let meta = app_plugin::metadata::Metadata::new(
-            "listener-tracer",
-            env!("CARGO_PKG_VERSION"),
-            "Log every app command to a file (a lifecycle listener)",
-        );
-        println!("{}", meta.to_json());
-        return ExitCode::SUCCESS;
-    }
+    let meta = Metadata::new(
+        "listener-tracer",
+        env!("CARGO_PKG_VERSION"),
+        "Log every app command to a file (a lifecycle listener)",
+    );
+    // `__app_metadata`, the logger and the context, then the events.
+    app_plugin::run(meta, trace_call)
+}
+
+fn trace_call(call: Call) -> ExitCode {
+    let args = call.words();
     if matches!(args.as_slice(), [a] if a == "--help" || a == "-h") {
         print!("{HELP}");
         return ExitCode::SUCCESS;
     }
-    app_plugin::log::init_from_env();
     let file = match log_file(&args) {
         Ok(f) => f,
         Err(msg) => {
@@ -96,31 +98,27 @@ fn trace(input: impl BufRead, file: &PathBuf) -> io::Result<()> {
     Ok(())
 }
 
-/// Turns one event into one log line; an event we cannot parse is logged as is
-/// rather than dropped.
+/// Turns one event into one log line; an event we cannot read (not one of
+/// the SDK's [`Event`]s) is logged as is rather than dropped.
 fn format_event(line: &str) -> String {
-    let Ok(event) = serde_json::from_str::<Value>(line) else {
+    let Ok(event) = serde_json::from_str::<Event>(line) else {
         return format!("unparsed {line}\n");
     };
-    let field = |k: &str| event.get(k).and_then(Value::as_str).unwrap_or("-");
-    let mut out = format!(
-        "{} {} {} {:?}",
-        field("timestamp"),
-        field("event"),
-        field("id"),
-        field("command")
-    );
-    if let Some(code) = event.get("exit_code").and_then(Value::as_i64) {
-        out.push_str(&format!(" exit={code}"));
-    }
-    if let Some(signal) = event.get("signal").and_then(Value::as_i64) {
-        out.push_str(&format!(" signal={signal}"));
-    }
-    if event.get("aborted").and_then(Value::as_bool) == Some(true) {
-        out.push_str(" aborted");
-    }
-    if let Some(ms) = event.get("duration_ms").and_then(Value::as_f64) {
-        out.push_str(&format!(" {ms:.1}ms"));
+    let mut out = match &event {
+        Event::Start(s) => format!("{} {} {} {:?}", s.timestamp, event.name(), s.id, s.command),
+        Event::End(e) => format!("{} {} {} {:?}", e.timestamp, event.name(), e.id, e.command),
+        // A kind of event newer than this SDK: its name at least.
+        other => format!("- {} - \"-\"", other.name()),
+    };
+    if let Event::End(end) = &event {
+        out.push_str(&format!(" exit={}", end.exit_code));
+        if let Some(signal) = end.signal {
+            out.push_str(&format!(" signal={signal}"));
+        }
+        if end.aborted {
+            out.push_str(" aborted");
+        }
+        out.push_str(&format!(" {:.1}ms", end.duration_ms));
     }
     out.push('\n');
     out

@@ -4,15 +4,18 @@
 //!   app-{{name}} __app_metadata     one line of JSON describing the plugin
 //!   app-{{name}} __complete WORDS   completion candidates, then :<directive>
 //! and, because its metadata says "context":"stdin", `app` writes the JSON
-//! context as the first line of stdin. `Context::load()` reads it from there,
-//! or from the APP_* environment, or computes the defaults when the plugin
-//! is run directly.
+//! context as the first line of stdin. The SDK's `Plugin::run` answers the
+//! protocol, then reads the context from there, or from the APP_*
+//! environment, or computes the defaults when the plugin is run directly.
 //!
 //! Exit codes: 0 ok, 1 failure, 2 usage error.
 
+use std::process::ExitCode;
+
 use app_plugin::complete::{Candidate, Completion};
-use app_plugin::context::Context;
 use app_plugin::metadata::Metadata;
+use app_plugin::plugin::Call;
+use app_plugin::Plugin;
 
 const NAME: &str = "{{name}}";
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -23,38 +26,29 @@ const COMMANDS: &[(&str, &str)] = &[
     ("help", "Show this help"),
 ];
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    std::process::exit(run(&args));
+fn main() -> ExitCode {
+    // `__app_metadata` and `__complete` are answered by the SDK; then the log
+    // follows `app --log` and `--log-format` (text or JSON), the context is
+    // read (exit 1 if it cannot be), and `run` does the work.
+    let meta = Metadata::new(NAME, VERSION, DESCRIPTION).stdin_context().completion();
+    Plugin::new(meta)
+        .complete(complete)
+        .context_error_code(1)
+        .run(run)
 }
 
-fn run(args: &[String]) -> i32 {
-    // `__app_metadata` and `__complete`: answered by the SDK.
-    let meta = Metadata::new(NAME, VERSION, DESCRIPTION).stdin_context().completion();
-    if app_plugin::protocol::answer(args, &meta, complete) {
-        return 0;
-    }
-    let ctx = match Context::load() {
-        Ok(ctx) => ctx,
-        Err(e) => {
-            eprintln!("app-{NAME}: {e}; run the plugin through app, or without APP_CONTEXT=stdin");
-            return 1;
-        }
-    };
-    // Log lines follow `app --log` and `--log-format` (text or JSON).
-    app_plugin::log::init_from_context(&ctx);
+fn run(call: Call) -> u8 {
+    let args = call.words();
+    let ctx = call.context;
     app_plugin::debug!("context from {:?}", ctx.source);
     match args.first().map(String::as_str).unwrap_or("hello") {
         "hello" => {
             let who = args.get(1).map(String::as_str).unwrap_or("world");
-            let app_version = if ctx.app_bin.is_some() {
-                ctx.app_version.as_str()
-            } else {
-                "not used"
-            };
+            let app_version = ctx.app_version.as_deref().unwrap_or("not used");
             println!(
                 "hello {who} from {} {VERSION} (app {app_version}, log level {})",
-                ctx.plugin_name, ctx.log
+                ctx.plugin_name,
+                u8::from(ctx.log)
             );
         }
         "context" => println!("{}", ctx.to_json_line()),
@@ -68,7 +62,6 @@ fn run(args: &[String]) -> i32 {
     }
     0
 }
-
 /// `words` are those after the plugin name; the last one is being typed.
 fn complete(words: &[String]) -> Completion {
     if words.len() > 1 {
