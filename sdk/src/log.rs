@@ -298,7 +298,7 @@ macro_rules! warn { ($($t:tt)*) => { $crate::log!($crate::log::WARN, $($t)*) } }
 macro_rules! info { ($($t:tt)*) => { $crate::log!($crate::log::INFO, $($t)*) } }
 
 /// Logs a line shown at the default level but labelled info: a daemon's
-/// start-up summary ([`log::notice`](crate::log::notice)).
+/// start-up summary ([`log::notice`](crate::log::notice())).
 ///
 /// ```
 /// app_plugin::notice!("serving on {}", "/run/app/plugins/demo.sock");

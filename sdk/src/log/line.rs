@@ -102,7 +102,7 @@ pub(super) fn emit_as(
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
-/// One log line (without its newline), as [`write()`] prints it.
+/// One log line (without its newline), as [`write()`](super::write()) prints it.
 ///
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
