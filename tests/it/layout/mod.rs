@@ -28,8 +28,7 @@ const MAX_LINES: usize = 500;
 const KNOWN_CYCLES: &[(&str, &[&str])] = &[("bench/chaos/src", &["nemesis", "routes"])];
 
 /// Files over `MAX_LINES` not yet split, with the length they may not exceed.
-const LONG_FILES: &[(&str, usize)] = &[
-];
+const LONG_FILES: &[(&str, usize)] = &[];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
