@@ -6,7 +6,7 @@ use std::io::Write;
 use std::sync::OnceLock;
 use std::time::SystemTime;
 
-use super::{enabled, format, plugin_name, Format, Level};
+use super::{format, plugin_name, Format, Level};
 
 /// The syslog priority of a line at `level` (`notice` lines are 5).
 fn priority(level: Level) -> u8 {
@@ -76,7 +76,7 @@ pub(super) fn emit(level: Level, message: fmt::Arguments<'_>) {
 /// ([`log_bridge`](crate::log_bridge)).
 #[cfg(feature = "log-bridge")]
 pub(crate) fn write_target(level: Level, target: &str, message: fmt::Arguments<'_>) {
-    if enabled(level) {
+    if super::enabled(level) {
         emit_as(level, priority(level), Some(target), message);
     }
 }
