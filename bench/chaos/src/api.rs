@@ -7,6 +7,9 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
+use app_event_repeater_api::metric::Metric;
+use app_event_repeater_api::path;
+
 const TIMEOUT: Duration = Duration::from_secs(2);
 const MAX_ANSWER: u64 = 4 << 20;
 
@@ -68,25 +71,24 @@ fn dechunk(mut rest: &str) -> String {
     out
 }
 
-/// `GET /metrics` as `sample name{labels}` → value, without the prefix.
+/// `GET /metrics` as `sample name{labels}` → value.
 pub fn metrics(socket: &Path) -> Result<BTreeMap<String, f64>, String> {
-    let (status, body) = request(socket, "GET", "/metrics", None)?;
+    let (status, body) = request(socket, "GET", path::METRICS, None)?;
     if status != 200 {
-        return Err(format!("GET /metrics: {status}"));
+        return Err(format!("GET {}: {status}", path::METRICS));
     }
     Ok(body
         .lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| l.rsplit_once(' '))
-        .filter_map(|(k, v)| {
-            let k = k.strip_prefix("app_event_repeater_")?;
-            Some((k.to_string(), v.parse().ok()?))
-        })
+        .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
         .collect())
 }
 
-/// The sum of every series of `name` (all label sets).
-pub fn sum(m: &BTreeMap<String, f64>, name: &str) -> f64 {
+/// The sum of every series of `family` (all label sets).
+pub fn sum(m: &BTreeMap<String, f64>, family: Metric) -> f64 {
+    let name = family.sample();
+    let name = name.as_str();
     m.iter()
         .filter(|(k, _)| *k == name || k.strip_prefix(name).is_some_and(|r| r.starts_with('{')))
         .map(|(_, v)| v)
@@ -96,21 +98,22 @@ pub fn sum(m: &BTreeMap<String, f64>, name: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use app_event_repeater_api::metric;
 
     #[test]
     fn chunked_bodies_and_label_sums() {
         assert_eq!(dechunk("3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"), "abcde");
         let m: BTreeMap<String, f64> = [
-            ("events_failed_total{reason=\"a\"}", 2.0),
-            ("events_failed_total{reason=\"b\"}", 3.0),
-            ("events_failed_totalx", 100.0),
-            ("events_acked_total", 7.0),
+            ("app_event_repeater_events_failed_total{reason=\"a\"}", 2.0),
+            ("app_event_repeater_events_failed_total{reason=\"b\"}", 3.0),
+            ("app_event_repeater_events_failed_totalx", 100.0),
+            ("app_event_repeater_events_acked_total", 7.0),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
-        assert_eq!(sum(&m, "events_failed_total"), 5.0);
-        assert_eq!(sum(&m, "events_acked_total"), 7.0);
-        assert_eq!(sum(&m, "events_dropped_total"), 0.0);
+        assert_eq!(sum(&m, metric::EVENTS_FAILED), 5.0);
+        assert_eq!(sum(&m, metric::EVENTS_ACKED), 7.0);
+        assert_eq!(sum(&m, metric::EVENTS_DROPPED), 0.0);
     }
 }

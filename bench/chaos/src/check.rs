@@ -6,13 +6,14 @@
 
 use std::time::{Duration, Instant};
 
+use app_event_repeater_api::metric::{self, Metric};
 use serde_json::Value;
 
 use crate::api;
 use crate::brokers::{Sink, SUB_WINDOW};
 use crate::config::Config;
-use crate::nemesis::Record;
 use crate::proc::{Proc, Spec};
+use crate::record::Record;
 use crate::world::{tail, World};
 
 pub struct Outcome {
@@ -48,7 +49,8 @@ fn settle(world: &mut World, cfg: &Config, failures: &mut Vec<String>) -> bool {
         let ids: Vec<u64> = world.repeaters.iter().map(|r| r.checkpoint_id()).collect();
         let idle = world.repeaters.iter().all(|r| {
             api::metrics(&r.socket).is_ok_and(|m| {
-                api::sum(&m, "events_buffered") == 0.0 && api::sum(&m, "events_inflight") == 0.0
+                api::sum(&m, metric::EVENTS_BUFFERED) == 0.0
+                    && api::sum(&m, metric::EVENTS_INFLIGHT) == 0.0
             })
         });
         if idle && ids.iter().all(|&id| id >= n) {
@@ -161,22 +163,22 @@ fn identities(world: &World, failures: &mut Vec<String>) {
                 continue;
             }
         };
-        let v = |name: &str| api::sum(&m, name) as u64;
+        let v = |family: Metric| api::sum(&m, family) as u64;
         let (received, accepted, acked) = (
-            v("events_received_total"),
-            v("events_accepted_total"),
-            v("events_acked_total"),
+            v(metric::EVENTS_RECEIVED),
+            v(metric::EVENTS_ACCEPTED),
+            v(metric::EVENTS_ACKED),
         );
         let (invalid, unrouted, failed, dropped) = (
-            v("events_invalid_total"),
-            v("events_unrouted_total"),
-            v("events_failed_total"),
-            v("events_dropped_total"),
+            v(metric::EVENTS_INVALID),
+            v(metric::EVENTS_UNROUTED),
+            v(metric::EVENTS_FAILED),
+            v(metric::EVENTS_DROPPED),
         );
         let (buffered, inflight, missed) = (
-            v("events_buffered"),
-            v("events_inflight"),
-            v("events_missed_total"),
+            v(metric::EVENTS_BUFFERED),
+            v(metric::EVENTS_INFLIGHT),
+            v(metric::EVENTS_MISSED),
         );
         println!(
             "chaos: {} (its last life): received {received} = invalid {invalid} + unrouted {unrouted} + accepted {accepted} (+ failed {failed}); accepted = acked {acked} + dropped {dropped} + buffered {buffered} + inflight {inflight}",

@@ -4,10 +4,11 @@
 //! must list exactly what the change promised; a change refused because the
 //! disk is full (500) must have changed nothing.
 
+use app_event_repeater_api::path;
 use serde_json::{json, Value};
 
 use crate::api;
-use crate::nemesis::Record;
+use crate::record::Record;
 use crate::world::{World, SOURCE_TOPIC};
 
 type Table = Vec<(String, String)>;
@@ -25,35 +26,30 @@ fn pick_change(table: &Table, pick: u32) -> (&'static str, String, Value, Table)
     match pick % 5 {
         0 => (
             "PUT",
-            "/events?replace=true".into(),
+            path::events_replace(),
             json!([{"sourcetopic": SOURCE_TOPIC, "sinktopic": "chaos/a"}]),
             vec![route(SOURCE_TOPIC, "chaos/a")],
         ),
         1 => (
             "PUT",
-            "/events?replace=true".into(),
+            path::events_replace(),
             json!([{"sourcetopic": "bench/", "sinktopic": "chaos/b/{suffix}"}]),
             vec![route("bench/", "chaos/b/{suffix}")],
         ),
         3 => (
             "PUT",
-            "/events".into(),
+            path::EVENTS.into(),
             json!([{"sourcetopic": ".", "sinktopic": "chaos/dot/{topic}"}]),
             upsert(table.clone(), route(".", "chaos/dot/{topic}")),
         ),
         4 if covered_elsewhere && table.iter().any(|(s, _)| s == SOURCE_TOPIC) => {
             let mut after = table.clone();
             after.retain(|(s, _)| s != SOURCE_TOPIC);
-            (
-                "DELETE",
-                format!("/events/{SOURCE_TOPIC}"),
-                Value::Null,
-                after,
-            )
+            ("DELETE", path::event(SOURCE_TOPIC), Value::Null, after)
         }
         _ => (
             "PUT",
-            format!("/events/{SOURCE_TOPIC}"),
+            path::event(SOURCE_TOPIC),
             json!({"sinktopic": "chaos/c/{topic}"}),
             upsert(table.clone(), route(SOURCE_TOPIC, "chaos/c/{topic}")),
         ),
@@ -62,7 +58,7 @@ fn pick_change(table: &Table, pick: u32) -> (&'static str, String, Value, Table)
 
 /// The table as `GET /events` lists it.
 fn read_table(socket: &std::path::Path) -> Result<Table, String> {
-    let (status, body) = api::request(socket, "GET", "/events", None)?;
+    let (status, body) = api::request(socket, "GET", path::EVENTS, None)?;
     if status != 200 {
         return Err(format!("GET /events: {status} {body}"));
     }

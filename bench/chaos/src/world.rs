@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use app_event_repeater_api::path;
+
 use crate::api;
 use crate::brokers::{Brokers, Sink};
 use crate::config::Config;
@@ -176,7 +178,7 @@ impl Repeater {
                 ));
             }
             if matches!(
-                api::request(&self.socket, "GET", "/healthz", None),
+                api::request(&self.socket, "GET", path::HEALTHZ, None),
                 Ok((200, _))
             ) {
                 return Ok(());
