@@ -91,8 +91,9 @@ impl std::fmt::Display for FetchError {
 
 /// Downloads `url` into memory, as `options` say.
 pub fn download(url: &str, options: &Options) -> Result<Vec<u8>, FetchError> {
-    let agent = agent(options)?;
-    let mut response = get(&agent, url, options.bearer)?;
+    let limits = Limits::new(options)?;
+    let mut response =
+        get(&limits.agent(), url, options.bearer).map_err(|e| limits.name_timeout(e))?;
     let status = response.status().as_u16();
     if !(200..300).contains(&status) {
         return Err(FetchError::Status(status));
@@ -100,24 +101,60 @@ pub fn download(url: &str, options: &Options) -> Result<Vec<u8>, FetchError> {
     read_body(&mut response, &url::redact(url), options.limit)
 }
 
-/// An HTTP client with the timeouts in force, following no redirect itself.
-fn agent(options: &Options) -> Result<ureq::Agent, FetchError> {
-    let (connect, silence, total) = match timeout_override()? {
-        Some(t) => (CONNECT_TIMEOUT.min(t), t, options.total.map(|_| t)),
-        None => (CONNECT_TIMEOUT, READ_TIMEOUT, options.total),
-    };
-    Ok(ureq::Agent::config_builder()
-        .timeout_global(total)
-        .http_status_as_error(false)
-        .timeout_connect(Some(connect))
-        .timeout_recv_response(Some(silence))
-        .timeout_recv_body(Some(silence))
-        // app_fetch ships with `app`, under the same version.
-        .user_agent(format!("app/{}", env!("CARGO_PKG_VERSION")))
-        // Redirects are followed in `get`, so that each target is checked.
-        .max_redirects(0)
-        .build()
-        .into())
+/// The timeouts in force: [`TIMEOUT_VAR`] or the defaults.
+struct Limits {
+    connect: Duration,
+    silence: Duration,
+    total: Option<Duration>,
+}
+
+impl Limits {
+    fn new(options: &Options) -> Result<Limits, FetchError> {
+        let (connect, silence, total) = match timeout_override()? {
+            Some(t) => (CONNECT_TIMEOUT.min(t), t, options.total.map(|_| t)),
+            None => (CONNECT_TIMEOUT, READ_TIMEOUT, options.total),
+        };
+        Ok(Limits {
+            connect,
+            silence,
+            total,
+        })
+    }
+
+    /// An HTTP client with these timeouts, following no redirect itself.
+    fn agent(&self) -> ureq::Agent {
+        ureq::Agent::config_builder()
+            .timeout_global(self.total)
+            .http_status_as_error(false)
+            .timeout_connect(Some(self.connect))
+            .timeout_recv_response(Some(self.silence))
+            .timeout_recv_body(Some(self.silence))
+            // app_fetch ships with `app`, under the same version.
+            .user_agent(format!("app/{}", env!("CARGO_PKG_VERSION")))
+            // Redirects are followed in `get`, so that each target is checked.
+            .max_redirects(0)
+            .build()
+            .into()
+    }
+
+    /// ureq's "timeout: connect" says which limit ran out but not how long
+    /// it was nor how to change it: both are added.
+    fn name_timeout(&self, e: FetchError) -> FetchError {
+        match e {
+            FetchError::Transport(why) if why.starts_with("timeout: ") => {
+                let total = match self.total {
+                    Some(t) => format!(", {} s in all", t.as_secs()),
+                    None => String::new(),
+                };
+                FetchError::Transport(format!(
+                    "{why} (limits: {} s to connect, {} s of silence{total}; see {TIMEOUT_VAR})",
+                    self.connect.as_secs(),
+                    self.silence.as_secs(),
+                ))
+            }
+            e => e,
+        }
+    }
 }
 
 /// GETs `url`, following at most [`MAX_REDIRECTS`] redirects, each to an

@@ -6,5 +6,6 @@
 //! `indexes.json`, a cached index, a `.minisig`).
 
 mod by_name;
+mod connect_timeout;
 mod git;
 mod limits;
