@@ -47,7 +47,10 @@
 //! - `usage` (feature `clap`): a clap usage error as one log line that
 //!   keeps its point (the missing argument, the valid values);
 //! - `http` (feature `tokio`): JSON answers for requests an HTTP server
-//!   could not parse, for plugins that serve an API.
+//!   could not parse, for plugins that serve an API;
+//! - `daemon` (feature `daemon`, HTTPS with `tls`): the scaffold of a plugin
+//!   that serves HTTP on its instance socket and TCP: listeners, one serve
+//!   loop with its limits, the shutdown type and the error shape.
 
 #![warn(missing_docs)]
 
@@ -60,6 +63,8 @@ compile_error!("app-plugin supports unix only (Linux, macOS, the BSDs)");
 pub mod cli;
 pub mod complete;
 pub mod context;
+#[cfg(feature = "daemon")]
+pub mod daemon;
 pub mod file;
 #[cfg(feature = "tokio")]
 pub mod http;

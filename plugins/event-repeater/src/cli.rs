@@ -204,7 +204,7 @@ pub struct RunArgs {
     pub plain_http: bool,
 
     /// Connections served at once per API listener (TCP and the unix socket each).
-    #[arg(long, value_name = "N", default_value_t = crate::serve::DEFAULT_MAX_CONNECTIONS as u32, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS as u32, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,
 
     /// How long an API client may take to send a request head, then its
@@ -238,6 +238,9 @@ pub enum Switch {
     On,
     Off,
 }
+
+/// The default of `--max-connections`, per API listener.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 /// The longest `--drain-timeout`: a stop that waits longer than this is a
 /// hang to whoever stops the repeater.

@@ -13,7 +13,8 @@
 //! Around it: [`api`] (REST: the types, paths and metric names both it and
 //! the manager use are the [`app_event_repeater_api`] crate's; bodies read
 //! by [`api_body`], errors in [`api_error`]), [`state`] (the routes
-//! file), [`metrics`], [`app_plugin::instance`] (socket, pid, listen files),
+//! file), [`metrics`], [`app_plugin::daemon`] (socket, pid, listen files, listeners, the serve
+//! loop, the stop signals),
 //! [`daemon`] (lifecycle and shutdown), and the command line in [`cli`],
 //! [`config`] and [`complete`]; [`files`] reads and writes the repeater's
 //! files for all of them.
@@ -43,13 +44,11 @@ pub mod metrics;
 pub mod overflow;
 pub mod relay;
 pub mod routes;
-pub mod serve;
 pub mod sink;
 pub mod source;
 pub mod sse;
 pub mod state;
 pub mod status;
-pub mod write_timeout;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -125,6 +124,6 @@ fn command(call: app_plugin::plugin::Call) -> u8 {
 /// `run`: the configuration, then the daemon until a signal.
 fn start(run_args: &cli::RunArgs, ctx: &app_plugin::context::Context) -> Result<(), error::Error> {
     let password = std::env::var("APP_MQTT_PASSWORD").ok();
-    let cfg = config::Config::new(run_args, ctx, password).map_err(error::Error::Usage)?;
+    let cfg = config::Config::new(run_args, ctx, password).map_err(error::usage)?;
     daemon::run(cfg)
 }

@@ -3,8 +3,8 @@
 //! socket and, optionally, TCP. `docs/event-time.md` is the user's guide.
 //!
 //! The modules, in the order data flows:
-//! [`cli`] (flags → [`cli::Config`]) → [`app_plugin::instance`] (socket, pid and
-//! listen files) → [`sources`] (timers and `--rate` publish) → [`hub`] (numbering,
+//! [`cli`] (flags → [`cli::Config`]) → [`app_plugin::daemon`] (socket, pid and
+//! listen files, the listeners, the serve loop, the stop) → [`sources`] (timers and `--rate` publish) → [`hub`] (numbering,
 //! history, fan-out) → [`sse`] (one subscriber's stream) → [`server`] (routes).
 //! [`topics`] holds the catalogue and the matching rules, [`event`] the event
 //! format, [`complete`] the plugin protocol answers; logging is the SDK's
@@ -26,11 +26,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app_plugin::context::Context;
-use app_plugin::instance::InstanceFiles;
+use app_plugin::daemon::{self, Limits, Listeners, Shutdown, Tcp};
 use app_plugin::plugin::Call;
 use app_plugin::Plugin;
 use clap::Parser;
-use tokio::signal::unix::{signal, SignalKind};
 
 use crate::cli::{Cli, Config};
 use crate::hub::Hub;
@@ -85,17 +84,9 @@ fn serve_call(program: OsString, call: Call) -> ExitCode {
 /// The configuration, then the server until a signal.
 fn start(cli: Cli, ctx: &Context) -> Result<(), Error> {
     let config =
-        Config::new(cli, ctx.dirs().plugin_runtime_dir(), ctx.log).map_err(Error::Usage)?;
+        Config::new(cli, ctx.dirs().plugin_runtime_dir(), ctx.log).map_err(error::usage)?;
     log::set_level(config.log);
-    app_plugin::instance::unblock_stop_signals();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|source| Error::Runtime {
-            what: "start the async runtime",
-            source,
-        })?;
+    let runtime = daemon::runtime()?;
     let result = runtime.block_on(serve(config));
     // Open streams never end by themselves; drop them rather than wait.
     runtime.shutdown_timeout(Duration::from_millis(200));
@@ -106,71 +97,20 @@ fn start(cli: Cli, ctx: &Context) -> Result<(), Error> {
 /// then removes the runtime files.
 pub async fn serve(config: Config) -> Result<(), Error> {
     // Handlers first, so that a signal during start-up still cleans up.
-    let mut term = signal(SignalKind::terminate()).map_err(|source| Error::Runtime {
-        what: "handle SIGTERM",
-        source,
-    })?;
-    let mut int = signal(SignalKind::interrupt()).map_err(|source| Error::Runtime {
-        what: "handle SIGINT",
-        source,
-    })?;
-
-    // Refuse before touching anything if another instance runs under this name.
-    let mut files = InstanceFiles::claim(&config.runtime_dir, &config.name)
-        .map_err(|e| Error::Instance(e.to_string()))?;
-    if files.replaced_stale() {
-        app_plugin::log!(
-            INFO,
-            "replaced the stale socket {} left by a process that is gone",
-            files.socket().display()
-        );
+    let shutdown = Shutdown::on_stop_signals()?;
+    let tcp = config.listen.map(|addr| Tcp::new(addr.to_string()));
+    let Listeners { files, unix, tcp } =
+        daemon::claim(&config.runtime_dir, &config.name, "instance")?
+            .listen(tcp)
+            .await?;
+    if let Some(local) = tcp
+        .as_ref()
+        .map(|t| t.local)
+        .filter(|l| !l.ip().is_loopback())
+    {
+        app_plugin::log!(WARN, "serving on {local}, which is not a loopback address: anyone who can reach it can read the events");
     }
-    let tcp = match config.listen {
-        None => None,
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|source| Error::Listen {
-                    what: addr.to_string(),
-                    source,
-                })?;
-            let local = listener.local_addr().map_err(|source| Error::Listen {
-                what: addr.to_string(),
-                source,
-            })?;
-            files
-                .write_listen(&format!("http://{local}"))
-                .map_err(|e| Error::Instance(e.to_string()))?;
-            if !local.ip().is_loopback() {
-                app_plugin::log!(WARN, "serving on {local}, which is not a loopback address: anyone who can reach it can read the events");
-            }
-            Some((listener, local))
-        }
-    };
-    files
-        .write_pid()
-        .map_err(|e| Error::Instance(e.to_string()))?;
-    // The socket comes last: whoever sees it finds the other files in place.
-    let unix = files.bind().map_err(|e| Error::Instance(e.to_string()))?;
-    let unix = unix
-        .set_nonblocking(true)
-        .and_then(|()| tokio::net::UnixListener::from_std(unix))
-        .map_err(|source| Error::Listen {
-            what: files.socket().display().to_string(),
-            source,
-        })?;
-
-    let catalogue = Arc::new(Catalogue::new(config.rate.is_some()));
-    let hub = Arc::new(Hub::new(config.history));
-    sources::spawn_timers(&hub, &catalogue, &app_plugin::notify::Watchdog::from_env());
-    if let Some(rate) = config.rate {
-        sources::spawn_numbered(&hub, &catalogue, rate, config.count);
-    }
-    let app = server::router(AppState {
-        hub,
-        catalogue,
-        keep_alive: config.keep_alive,
-    });
+    let app = start_sources(&config);
     // One line at the default level, so that a running source does not look dead.
     app_plugin::notice!(
         "event-time {:?} serving timer events{} on {}{} (pid {})",
@@ -182,26 +122,16 @@ pub async fn serve(config: Config) -> Result<(), Error> {
         },
         files.socket().display(),
         tcp.as_ref()
-            .map(|(_, local)| format!(" and http://{local}"))
+            .map(|t| format!(" and {}", t.url))
             .unwrap_or_default(),
         std::process::id()
     );
 
-    let unix_server = server::serve(
-        || async { unix.accept().await.map(|(s, _)| s) },
-        app.clone(),
-    );
-    let tcp_server = async move {
+    let limits = Limits::new(server::REQUEST_TIMEOUT).max_buf_size(server::MAX_CONN_BUFFER);
+    let unix_server = daemon::serve(unix, app.clone(), limits.clone(), shutdown.clone());
+    let tcp_server = async {
         match tcp {
-            Some((l, _)) => {
-                let accept = || async {
-                    let (s, _) = l.accept().await?;
-                    // Events are small writes; don't let Nagle hold them back.
-                    let _ = s.set_nodelay(true);
-                    Ok(s)
-                };
-                server::serve(accept, app).await
-            }
+            Some(t) => daemon::serve(t.listener, app, limits, shutdown.clone()).await,
             None => std::future::pending().await,
         }
     };
@@ -211,12 +141,29 @@ pub async fn serve(config: Config) -> Result<(), Error> {
         files.socket().display()
     ));
     let outcome = tokio::select! {
-        _ = term.recv() => { app_plugin::log!(INFO, "SIGTERM: stopping"); Ok(()) }
-        _ = int.recv() => { app_plugin::log!(INFO, "SIGINT: stopping"); Ok(()) }
-        source = unix_server => Err(Error::Stopped { what: "unix socket", source }),
-        source = tcp_server => Err(Error::Stopped { what: "TCP", source }),
+        // First: the servers return too once the stop fires.
+        biased;
+        why = shutdown.recv() => { app_plugin::log!(INFO, "{why}: stopping"); Ok(()) }
+        r = unix_server => r.map_err(|source| Error::Stopped { what: "unix socket", source }),
+        r = tcp_server => r.map_err(|source| Error::Stopped { what: "TCP", source }),
     };
     app_plugin::notify::stopping("stopping: closing the streams");
     drop(files);
     outcome
+}
+
+/// The hub, its timers (and `--rate`'s numbered stream), and the routes
+/// that serve them.
+fn start_sources(config: &Config) -> axum::Router {
+    let catalogue = Arc::new(Catalogue::new(config.rate.is_some()));
+    let hub = Arc::new(Hub::new(config.history));
+    sources::spawn_timers(&hub, &catalogue, &app_plugin::notify::Watchdog::from_env());
+    if let Some(rate) = config.rate {
+        sources::spawn_numbered(&hub, &catalogue, rate, config.count);
+    }
+    server::router(AppState {
+        hub,
+        catalogue,
+        keep_alive: config.keep_alive,
+    })
 }

@@ -6,10 +6,10 @@
 //! request hyper cannot parse (a head over [`MAX_CONN_BUFFER`]) gets a JSON
 //! `431`/`414`/`400` too ([`app_plugin::http::JsonParseErrors`]).
 //!
-//! Connections are served by hyper directly (not `axum::serve`) so that each
-//! one's write buffer is capped at [`MAX_CONN_BUFFER`]: a subscriber that
-//! stops reading holds that much plus one chunk, not hyper's default of
-//! about 400 KiB.
+//! Connections are served by the SDK's loop ([`app_plugin::daemon::serve`],
+//! not `axum::serve`) so that each one's write buffer is capped at
+//! [`MAX_CONN_BUFFER`]: a subscriber that stops reading holds that much plus
+//! one chunk, not hyper's default of about 400 KiB.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,55 +31,9 @@ use app_plugin::log::{DEBUG, INFO};
 /// from the event stream (hyper's minimum is 8 KiB).
 pub const MAX_CONN_BUFFER: usize = 16 * 1024;
 
-/// Serves `app` on every connection `accept` yields; returns only on a
-/// persistent accept error. Running out of file descriptors is waited out.
-pub async fn serve<S, F, Fut>(mut accept: F, app: Router) -> std::io::Error
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = std::io::Result<S>>,
-{
-    loop {
-        let io = match accept().await {
-            Ok(io) => io,
-            Err(e) if is_transient(&e) => {
-                app_plugin::log!(
-                    app_plugin::log::WARN,
-                    "cannot accept a connection: {e}; retrying"
-                );
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-            Err(e) => return e,
-        };
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        tokio::spawn(async move {
-            let _ = hyper::server::conn::http1::Builder::new()
-                .max_buf_size(MAX_CONN_BUFFER)
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(30))
-                .serve_connection(
-                    hyper_util::rt::TokioIo::new(app_plugin::http::JsonParseErrors::new(io)),
-                    service,
-                )
-                .await;
-        });
-    }
-}
-
-fn is_transient(e: &std::io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(
-            libc::EMFILE
-                | libc::ENFILE
-                | libc::ENOBUFS
-                | libc::ENOMEM
-                | libc::ECONNABORTED
-                | libc::EINTR
-        )
-    ) || e.kind() == std::io::ErrorKind::ConnectionAborted
-}
+/// How long a client may take to send a request head, counted from the
+/// connection's start.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the handlers share.
 #[derive(Debug, Clone)]

@@ -7,7 +7,9 @@
 //! the write pending, and its connection slot taken, for ever; enough such
 //! clients fill `--max-connections`. [`WriteTimeout`] fails a write (or
 //! flush) that has made no progress for its timeout, which ends the
-//! connection and frees the slot.
+//! connection and frees the slot. [`super::serve`] uses it when
+//! [`super::Limits::write_timeout`] is set; the message names the flag a
+//! daemon sets it with, `--request-timeout`.
 
 use std::future::Future;
 use std::io;
@@ -19,16 +21,36 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
 /// `inner` whose writes fail with `TimedOut` after `timeout` without
-/// progress.
+/// progress (with no timeout, `inner` as it is).
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// use std::time::Duration;
+/// use tokio::io::AsyncWriteExt;
+/// use app_plugin::daemon::WriteTimeout;
+///
+/// let (a, _nobody_reads) = tokio::io::duplex(16);
+/// let mut io = WriteTimeout::new(a, Some(Duration::from_millis(50)));
+/// let err = io.write_all(&[0u8; 64]).await.unwrap_err();
+/// assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+/// # });
+/// ```
+#[derive(Debug)]
 pub struct WriteTimeout<I> {
     inner: I,
-    timeout: Duration,
+    timeout: Option<Duration>,
     /// Armed while a write is pending; reset by any progress.
     stalled: Option<Pin<Box<Sleep>>>,
 }
 
 impl<I> WriteTimeout<I> {
-    pub fn new(inner: I, timeout: Duration) -> WriteTimeout<I> {
+    /// Wraps `inner`; `None` never times out.
+    ///
+    /// ```
+    /// let (a, _b) = tokio::io::duplex(16);
+    /// let _io = app_plugin::daemon::WriteTimeout::new(a, None);
+    /// ```
+    pub fn new(inner: I, timeout: Option<Duration>) -> WriteTimeout<I> {
         WriteTimeout {
             inner,
             timeout,
@@ -38,11 +60,13 @@ impl<I> WriteTimeout<I> {
 
     /// Passes `r` on, and turns a write pending for `timeout` into an error.
     fn watch<T>(&mut self, cx: &mut Context<'_>, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        let Some(timeout) = self.timeout else {
+            return r;
+        };
         if r.is_ready() {
             self.stalled = None;
             return r;
         }
-        let timeout = self.timeout;
         let sleep = self
             .stalled
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
@@ -111,7 +135,7 @@ mod tests {
     #[tokio::test]
     async fn a_write_nobody_reads_fails_after_the_timeout_one_that_is_read_does_not() {
         let (a, mut b) = tokio::io::duplex(1024);
-        let mut io = WriteTimeout::new(a, Duration::from_millis(300));
+        let mut io = WriteTimeout::new(a, Some(Duration::from_millis(300)));
         let err = io.write_all(&[0u8; 4096]).await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::TimedOut);
         assert!(err.to_string().contains("--request-timeout"), "{err}");
@@ -119,7 +143,7 @@ mod tests {
         // A reader slower than the timeout in total, but never stalled
         // that long, gets everything.
         let (a, mut b2) = tokio::io::duplex(1024);
-        let mut io = WriteTimeout::new(a, Duration::from_millis(300));
+        let mut io = WriteTimeout::new(a, Some(Duration::from_millis(300)));
         let reader = tokio::spawn(async move {
             let mut got = Vec::new();
             let mut chunk = [0u8; 512];
