@@ -69,6 +69,41 @@ enum Turn {
     PreferredBack,
 }
 
+/// What the sink loop carries from turn to turn.
+struct State {
+    brokers: Vec<Endpoint>,
+    failover: bool,
+    /// The broker in use: its index in `brokers`, and its URL.
+    active: usize,
+    url: String,
+    /// Never used to publish (see the module docs), but it must live: the
+    /// event loop ends when every client is gone.
+    client: AsyncClient,
+    el: EventLoop,
+    book: Book,
+    link: Link,
+    /// The drain deadline, once the stop fired.
+    deadline: Option<tokio::time::Instant>,
+    /// Notified by the prober when the preferred broker answers again.
+    back: Arc<tokio::sync::Notify>,
+    prober: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Says goodbye so the broker does not publish a will or wait for the
+/// keep-alive; bounded, as the broker may be gone.
+async fn goodbye(client: &AsyncClient, el: &mut EventLoop) {
+    let _ = client.try_disconnect();
+    let _ = tokio::time::timeout(Duration::from_millis(500), async {
+        loop {
+            match el.poll().await {
+                Ok(Event::Outgoing(Outgoing::Disconnect)) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+}
+
 /// Tries, every 5 s, an MQTT connection to the preferred broker; notifies
 /// `back` once one is acknowledged (CONNACK) and ends.
 async fn probe(options: MqttOptions, back: Arc<tokio::sync::Notify>) {
@@ -114,187 +149,207 @@ impl MqttSink {
 
     /// Runs until the drain ends; returns the number of undelivered events.
     pub async fn run(self, drain: Drain) -> usize {
-        let brokers = self.cfg.endpoints();
-        let failover = brokers.len() > 1;
-        let mut active = 0;
-        // The client is never used to publish (see the module docs), but it
-        // must live: the event loop ends when every client is gone.
-        let (mut client, mut el) = match self.event_loop(&brokers, active) {
-            Ok(pair) => pair,
-            Err(e) => {
-                app_plugin::error!("{e}");
-                drain.stop.cancelled().await;
-                return self.buffer.stats().queued;
-            }
+        let Some(mut st) = self.start() else {
+            drain.stop.cancelled().await;
+            return self.buffer.stats().queued;
         };
-        let mut book = Book::new(qos(self.cfg.qos), self.cfg.retain, self.cfg.inflight);
-        let mut link = Link {
-            connected: false,
-            ever_connected: false,
-            down_since: None,
-            backoff: Backoff::network(),
-            last_heard: Instant::now(),
-        };
-        let mut url = brokers[active].url();
-        let back = Arc::new(tokio::sync::Notify::new());
-        let mut prober: Option<tokio::task::JoinHandle<()>> = None;
-        let mut deadline = None;
         loop {
             drain.beat();
-            let dl = drain.deadline(&mut deadline);
-            if dl.is_some() && book.len() == 0 && self.buffer.is_queue_empty() {
+            let dl = drain.deadline(&mut st.deadline);
+            if self.drained(&st, dl) {
                 break;
             }
-            if dl.is_some_and(|d| tokio::time::Instant::now() >= d) {
-                break;
-            }
-            // Stopping while the broker is down: nothing can drain, and
-            // what is not acknowledged stays after the checkpoint.
-            if dl.is_some() && !link.connected && link.down_since.is_some() {
-                break;
-            }
-            if link.connected {
-                self.fill(&mut book, &mut el);
-            }
-            // Write what `fill` queued ourselves: `poll()` would send the
-            // pending queue one request per call, each after a zero-length
-            // `sleep`, which tokio rounds up to its next 1 ms timer tick.
-            let written = if link.connected {
-                write_pending(&mut el).await
-            } else {
-                Ok(())
-            };
-            // Dropping the poll future is safe only with nothing pending.
-            let can_interrupt = !link.connected || el.pending.is_empty();
-            let want_work = link.connected && book.has_room();
-            // A broker that holds publishes unacknowledged this long is hung.
-            let hang_check = failover && link.connected && book.used > 0;
-            let hung_at = tokio::time::Instant::from_std(link.last_heard + self.cfg.ack_timeout);
-            let turn = match written {
-                Err(e) => {
-                    el.clean();
-                    Turn::Lost(e)
-                }
-                Ok(()) => tokio::select! {
-                    biased;
-                    r = el.poll() => match r {
-                        Ok(event) => Turn::Event(event),
-                        Err(e) => Turn::Lost(e),
-                    },
-                    _ = self.buffer.ready(), if can_interrupt && want_work => Turn::Nothing,
-                    _ = drain.stop.cancelled(), if can_interrupt && dl.is_none() => Turn::Nothing,
-                    _ = until(dl) => Turn::Nothing,
-                    // Leaving this event loop for good: it may be dropped
-                    // mid-write, the book holds everything not acknowledged.
-                    _ = tokio::time::sleep_until(hung_at), if hang_check => Turn::Hung,
-                    _ = back.notified(), if active != 0 => Turn::PreferredBack,
-                    _ = drain.watchdog_due(), if can_interrupt => Turn::Nothing,
-                },
-            };
-            let next = match turn {
-                Turn::Nothing => None,
-                Turn::Event(event) => {
-                    self.event(event, &mut book, &mut el, &mut link, &url);
-                    // Every event rumqttc has queued already (one per
-                    // publish written): poll() would hand them out one per
-                    // turn, and each turn writes and flushes what arrived
-                    // meanwhile, about one write syscall per event under
-                    // load. Taken together, the next turn writes all that
-                    // arrived in one flush; at a low rate nothing waits.
-                    while let Some(ev) = el.state.events.pop_front() {
-                        self.event(ev, &mut book, &mut el, &mut link, &url);
-                    }
-                    None
-                }
-                Turn::Lost(e) => {
-                    // Events rumqttc had queued before the error are real:
-                    // handle them before anything is republished.
-                    while let Some(ev) = el.state.events.pop_front() {
-                        self.event(ev, &mut book, &mut el, &mut link, &url);
-                    }
-                    self.lost(&e, &mut link, &url);
-                    if failover {
-                        Some(((active + 1) % brokers.len(), true))
-                    } else {
-                        self.pause(&mut link, &drain, &mut deadline).await;
-                        None
-                    }
-                }
-                Turn::Hung => {
-                    warn!(
-                        "the broker {url} left {} publishes unacknowledged for {:?} (--ack-timeout); moving to the next broker",
-                        book.used, self.cfg.ack_timeout
-                    );
-                    self.down(&mut link);
-                    Some(((active + 1) % brokers.len(), true))
-                }
-                Turn::PreferredBack => {
-                    warn!(
-                        "the preferred broker {} answers again; moving back to it from {url}",
-                        brokers[0].url()
-                    );
-                    self.down(&mut link);
-                    Some((0, false))
-                }
-            };
-            let Some((to, failed)) = next else {
+            let turn = self.turn(&mut st, &drain, dl).await;
+            let Some((to, failed)) = self.follow(turn, &mut st, &drain).await else {
                 continue;
             };
             // A full round of brokers failed: back off before the next one.
             if to == 0 && failed {
-                self.pause(&mut link, &drain, &mut deadline).await;
+                self.pause(&mut st.link, &drain, &mut st.deadline).await;
             }
-            let (c, e) = match self.event_loop(&brokers, to) {
-                Ok(pair) => pair,
-                Err(e) => {
-                    app_plugin::error!("{e}");
-                    continue;
-                }
-            };
-            let _ = client.try_disconnect();
-            (client, el) = (c, e);
-            if active != to {
-                info!("switching to the broker {} (was {url})", brokers[to].url());
-            }
-            active = to;
-            url = brokers[active].url();
-            link.last_heard = Instant::now();
-            link.down_since = None;
-            if active == 0 {
-                if let Some(p) = prober.take() {
-                    p.abort();
-                }
-            } else if prober.is_none() {
-                match options_for(
-                    &self.cfg,
-                    &brokers[0],
-                    &format!("{}-probe", self.cfg.client_id),
-                ) {
-                    Ok(o) => prober = Some(tokio::spawn(probe(o, back.clone()))),
-                    Err(e) => app_plugin::error!("{e}"),
-                }
-            }
+            self.switch(&mut st, to);
         }
-        if let Some(p) = prober.take() {
+        if let Some(p) = st.prober.take() {
             p.abort();
         }
-        let undelivered = book.len() + self.buffer.stats().queued;
-        if link.connected {
-            // Say goodbye so the broker does not publish a will or wait for
-            // the keep-alive; bounded, as the broker may be gone.
-            let _ = client.try_disconnect();
-            let _ = tokio::time::timeout(Duration::from_millis(500), async {
-                loop {
-                    match el.poll().await {
-                        Ok(Event::Outgoing(Outgoing::Disconnect)) | Err(_) => break,
-                        Ok(_) => {}
-                    }
-                }
-            })
-            .await;
+        let undelivered = st.book.len() + self.buffer.stats().queued;
+        if st.link.connected {
+            goodbye(&st.client, &mut st.el).await;
         }
         self.metrics.sink_connected.store(false, Ordering::Relaxed);
         undelivered
+    }
+
+    /// The loop's state on the first broker; `None` (logged) if its
+    /// options cannot be made.
+    fn start(&self) -> Option<State> {
+        let brokers = self.cfg.endpoints();
+        let (client, el) = match self.event_loop(&brokers, 0) {
+            Ok(pair) => pair,
+            Err(e) => {
+                app_plugin::error!("{e}");
+                return None;
+            }
+        };
+        Some(State {
+            url: brokers[0].url(),
+            failover: brokers.len() > 1,
+            brokers,
+            active: 0,
+            client,
+            el,
+            book: Book::new(qos(self.cfg.qos), self.cfg.retain, self.cfg.inflight),
+            link: Link {
+                connected: false,
+                ever_connected: false,
+                down_since: None,
+                backoff: Backoff::network(),
+                last_heard: Instant::now(),
+            },
+            deadline: None,
+            back: Arc::new(tokio::sync::Notify::new()),
+            prober: None,
+        })
+    }
+
+    /// Whether the drain is over: all delivered, the deadline passed, or
+    /// the broker down.
+    fn drained(&self, st: &State, dl: Option<tokio::time::Instant>) -> bool {
+        let Some(d) = dl else {
+            return false;
+        };
+        (st.book.len() == 0 && self.buffer.is_queue_empty())
+            || tokio::time::Instant::now() >= d
+            // Stopping while the broker is down: nothing can drain, and
+            // what is not acknowledged stays after the checkpoint.
+            || (!st.link.connected && st.link.down_since.is_some())
+    }
+
+    /// One turn: hands buffered events over, writes them, and waits for
+    /// whichever comes first.
+    async fn turn(&self, st: &mut State, drain: &Drain, dl: Option<tokio::time::Instant>) -> Turn {
+        let connected = st.link.connected;
+        if connected {
+            self.fill(&mut st.book, &mut st.el);
+            // Write what `fill` queued ourselves: `poll()` would send the
+            // pending queue one request per call, each after a zero-length
+            // `sleep`, which tokio rounds up to its next 1 ms timer tick.
+            if let Err(e) = write_pending(&mut st.el).await {
+                st.el.clean();
+                return Turn::Lost(e);
+            }
+        }
+        // Dropping the poll future is safe only with nothing pending.
+        let can_interrupt = !connected || st.el.pending.is_empty();
+        let want_work = connected && st.book.has_room();
+        // A broker that holds publishes unacknowledged this long is hung.
+        let hang_check = st.failover && connected && st.book.used > 0;
+        let hung_at = tokio::time::Instant::from_std(st.link.last_heard + self.cfg.ack_timeout);
+        tokio::select! {
+            biased;
+            r = st.el.poll() => match r {
+                Ok(event) => Turn::Event(event),
+                Err(e) => Turn::Lost(e),
+            },
+            _ = self.buffer.ready(), if can_interrupt && want_work => Turn::Nothing,
+            _ = drain.stop.cancelled(), if can_interrupt && dl.is_none() => Turn::Nothing,
+            _ = until(dl) => Turn::Nothing,
+            // Leaving this event loop for good: it may be dropped
+            // mid-write, the book holds everything not acknowledged.
+            _ = tokio::time::sleep_until(hung_at), if hang_check => Turn::Hung,
+            _ = st.back.notified(), if st.active != 0 => Turn::PreferredBack,
+            _ = drain.watchdog_due(), if can_interrupt => Turn::Nothing,
+        }
+    }
+
+    /// Acts on what a turn brought; `Some((broker, failed))` to move to
+    /// another broker (or the same one again).
+    async fn follow(&self, turn: Turn, st: &mut State, drain: &Drain) -> Option<(usize, bool)> {
+        let next = (st.active + 1) % st.brokers.len();
+        match turn {
+            Turn::Nothing => None,
+            Turn::Event(event) => {
+                self.event(event, &mut st.book, &mut st.el, &mut st.link, &st.url);
+                // Every event rumqttc has queued already (one per publish
+                // written): poll() would hand them out one per turn, and
+                // each turn writes and flushes what arrived meanwhile, about
+                // one write syscall per event under load. Taken together,
+                // the next turn writes all that arrived in one flush; at a
+                // low rate nothing waits.
+                self.queued_events(st);
+                None
+            }
+            Turn::Lost(e) => {
+                // Events rumqttc had queued before the error are real:
+                // handle them before anything is republished.
+                self.queued_events(st);
+                self.lost(&e, &mut st.link, &st.url);
+                if st.failover {
+                    return Some((next, true));
+                }
+                self.pause(&mut st.link, drain, &mut st.deadline).await;
+                None
+            }
+            Turn::Hung => {
+                warn!(
+                    "the broker {} left {} publishes unacknowledged for {:?} (--ack-timeout); moving to the next broker",
+                    st.url, st.book.used, self.cfg.ack_timeout
+                );
+                self.down(&mut st.link);
+                Some((next, true))
+            }
+            Turn::PreferredBack => {
+                warn!(
+                    "the preferred broker {} answers again; moving back to it from {}",
+                    st.brokers[0].url(),
+                    st.url
+                );
+                self.down(&mut st.link);
+                Some((0, false))
+            }
+        }
+    }
+
+    fn queued_events(&self, st: &mut State) {
+        while let Some(ev) = st.el.state.events.pop_front() {
+            self.event(ev, &mut st.book, &mut st.el, &mut st.link, &st.url);
+        }
+    }
+
+    /// Moves to broker `to` with a new event loop, and probes the preferred
+    /// broker while on another one.
+    fn switch(&self, st: &mut State, to: usize) {
+        let (client, el) = match self.event_loop(&st.brokers, to) {
+            Ok(pair) => pair,
+            Err(e) => {
+                app_plugin::error!("{e}");
+                return;
+            }
+        };
+        let _ = st.client.try_disconnect();
+        (st.client, st.el) = (client, el);
+        if st.active != to {
+            info!(
+                "switching to the broker {} (was {})",
+                st.brokers[to].url(),
+                st.url
+            );
+        }
+        st.active = to;
+        st.url = st.brokers[to].url();
+        st.link.last_heard = Instant::now();
+        st.link.down_since = None;
+        if to == 0 {
+            if let Some(p) = st.prober.take() {
+                p.abort();
+            }
+        } else if st.prober.is_none() {
+            let probe_id = format!("{}-probe", self.cfg.client_id);
+            match options_for(&self.cfg, &st.brokers[0], &probe_id) {
+                Ok(o) => st.prober = Some(tokio::spawn(probe(o, st.back.clone()))),
+                Err(e) => app_plugin::error!("{e}"),
+            }
+        }
     }
 
     /// Moves buffered events into the event loop while the window has room.
