@@ -34,6 +34,39 @@ use crate::log::{DEBUG, WARN};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// What [`serve`] asks of the service, named once for the private
+/// functions it hands connections to (the blanket impl makes it an alias).
+trait HttpService<B>:
+    tower_service::Service<
+        Request<Incoming>,
+        Response = Response<B>,
+        Future: Send + 'static,
+        Error: Into<BoxError>,
+    > + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<S, B> HttpService<B> for S
+where
+    S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+{
+}
+
+/// What [`serve`] asks of a response body; an alias like [`HttpService`].
+trait HttpBody: Body<Data: Send, Error: Into<BoxError>> + Send + 'static {}
+
+impl<B> HttpBody for B
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+}
+
 /// A listener the loop accepts from: tokio's TCP and unix listeners.
 pub trait Accept: Send + 'static {
     /// A connection.
@@ -264,12 +297,8 @@ async fn connection<I, S, B>(
     _slot: tokio::sync::OwnedSemaphorePermit,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<BoxError>,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
+    S: HttpService<B>,
+    B: HttpBody,
 {
     #[cfg(feature = "tls")]
     if let Some(acceptor) = &limits.tls {
@@ -286,12 +315,8 @@ async fn connection<I, S, B>(
 async fn http<I, S, B>(io: I, service: S, limits: &Limits, shutdown: Shutdown)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    S: tower_service::Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<BoxError>,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<BoxError>,
+    S: HttpService<B>,
+    B: HttpBody,
 {
     let mut builder = http1::Builder::new();
     builder
