@@ -79,3 +79,29 @@ pub fn skip(why: &str) {
     };
     let _ = std::io::stderr().write_all(line.as_bytes());
 }
+
+/// Makes the network namespace `name` with `ip netns add` and returns the
+/// path of `ip`; `None` (after one line saying why) where namespaces cannot
+/// be made, unless `APP_TEST_REQUIRE_NETNS=1`, which makes that a failure.
+pub fn netns_add(name: &str) -> Option<std::path::PathBuf> {
+    let why = match find_program("ip") {
+        None => "ip is not installed (apt-get install iproute2)".to_string(),
+        Some(ip) => match std::process::Command::new(&ip)
+            .args(["netns", "add", name])
+            .stderr(std::process::Stdio::piped())
+            .output()
+        {
+            Ok(out) if out.status.success() => return Some(ip),
+            Ok(out) => format!(
+                "cannot make a network namespace (needs root): {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            Err(e) => format!("cannot run ip: {e}"),
+        },
+    };
+    if std::env::var("APP_TEST_REQUIRE_NETNS").as_deref() == Ok("1") {
+        panic!("APP_TEST_REQUIRE_NETNS=1 but {why}");
+    }
+    skip(&why);
+    None
+}

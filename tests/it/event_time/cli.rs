@@ -7,6 +7,16 @@ use serde_json::Value;
 
 use super::run_to_end;
 
+/// The flags of `app-event-time` (besides `--help`).
+const FLAGS: [&str; 6] = [
+    "--name",
+    "--listen",
+    "--log",
+    "--rate",
+    "--count",
+    "--history",
+];
+
 #[test]
 fn metadata_and_completion_follow_the_plugin_protocol() {
     let sb = Sandbox::new();
@@ -39,15 +49,7 @@ fn metadata_and_completion_follow_the_plugin_protocol() {
         out
     };
     let flags = complete(&[""]);
-    for flag in [
-        "--name",
-        "--listen",
-        "--log",
-        "--rate",
-        "--count",
-        "--history",
-        "--help",
-    ] {
+    for flag in FLAGS.into_iter().chain(["--help"]) {
         assert!(
             flags.lines().any(|l| l.starts_with(&format!("{flag}\t"))),
             "{flag} in {flags}"
@@ -72,15 +74,7 @@ fn help_lists_flags_and_exit_codes_and_bad_flags_exit_2() {
     let bin = plugin_bin("app-event-time");
     let (code, out, _) = run_to_end(sb.command(&bin).arg("--help"));
     assert_eq!(code, 0);
-    for word in [
-        "--name",
-        "--listen",
-        "--log",
-        "--rate",
-        "--count",
-        "--history",
-        "Exit codes",
-    ] {
+    for word in FLAGS.into_iter().chain(["Exit codes"]) {
         assert!(out.contains(word), "--help mentions {word}:\n{out}");
     }
     for args in [

@@ -58,32 +58,10 @@ impl Netns {
     /// `None` (after one line saying why) where namespaces cannot be made,
     /// unless `APP_TEST_REQUIRE_NETNS=1`, which makes that a failure.
     fn require() -> Option<PathBuf> {
-        let why = match common::broker::find_program("ip") {
-            None => "ip is not installed (apt-get install iproute2)".to_string(),
-            Some(ip) => {
-                let probe = format!("appfleet-probe-{}", std::process::id());
-                let made = Command::new(&ip)
-                    .args(["netns", "add", &probe])
-                    .stderr(Stdio::piped())
-                    .output();
-                match made {
-                    Ok(out) if out.status.success() => {
-                        let _ = Command::new(&ip).args(["netns", "del", &probe]).status();
-                        return Some(ip);
-                    }
-                    Ok(out) => format!(
-                        "cannot make a network namespace (needs root): {}",
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    ),
-                    Err(e) => format!("cannot run ip: {e}"),
-                }
-            }
-        };
-        if std::env::var("APP_TEST_REQUIRE_NETNS").as_deref() == Ok("1") {
-            panic!("APP_TEST_REQUIRE_NETNS=1 but {why}");
-        }
-        common::tools::skip(&why);
-        None
+        let probe = format!("appfleet-probe-{}", std::process::id());
+        let ip = common::tools::netns_add(&probe)?;
+        let _ = Command::new(&ip).args(["netns", "del", &probe]).status();
+        Some(ip)
     }
 
     /// A namespace `name` reachable at `10.<net>.<sub>.2` from the test,

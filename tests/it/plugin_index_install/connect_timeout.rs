@@ -32,30 +32,10 @@ impl Namespace {
     /// a failure.
     fn make() -> Option<Namespace> {
         let name = format!("appct{}", std::process::id());
-        let why = match common::tools::find_program("ip") {
-            None => "ip is not installed (apt-get install iproute2)".to_string(),
-            Some(ip) => match Command::new(&ip)
-                .args(["netns", "add", &name])
-                .stderr(Stdio::piped())
-                .output()
-            {
-                Ok(out) if out.status.success() => {
-                    let ns = Namespace { ip, name };
-                    ns.wire();
-                    return Some(ns);
-                }
-                Ok(out) => format!(
-                    "cannot make a network namespace (needs root): {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ),
-                Err(e) => format!("cannot run ip: {e}"),
-            },
-        };
-        if std::env::var("APP_TEST_REQUIRE_NETNS").as_deref() == Ok("1") {
-            panic!("APP_TEST_REQUIRE_NETNS=1 but {why}");
-        }
-        common::tools::skip(&why);
-        None
+        let ip = common::tools::netns_add(&name)?;
+        let ns = Namespace { ip, name };
+        ns.wire();
+        Some(ns)
     }
 
     /// Loopback up; a veth pair with both ends inside, `10.251.0.1/24` on

@@ -105,7 +105,7 @@ fn check_skeleton(t: &T, name: &str, executable: &Path) {
 
 fn new_skeleton(t: &T, name: &str, lang: &str) -> PathBuf {
     let dir = t.sb.path().join(format!("new-{lang}"));
-    let out = ok(t.app(&[
+    let args = [
         "plugin",
         "new",
         name,
@@ -113,19 +113,12 @@ fn new_skeleton(t: &T, name: &str, lang: &str) -> PathBuf {
         lang,
         "--dir",
         dir.to_str().unwrap(),
-    ]));
+    ];
+    let out = ok(t.app(&args));
     assert!(out.contains("app plugin install"), "{out}");
     assert!(dir.join("README.md").is_file());
     // A second time into the same, now busy, directory is refused.
-    let again = t.app(&[
-        "plugin",
-        "new",
-        name,
-        "--lang",
-        lang,
-        "--dir",
-        dir.to_str().unwrap(),
-    ]);
+    let again = t.app(&args);
     assert_eq!(again.status.code(), Some(2));
     dir
 }

@@ -6,20 +6,27 @@ use crate::common;
 
 use std::fs;
 
+use common::event_time::EventTime;
 use common::{wait_for, Sandbox};
 use serde_json::{json, Value};
 
 use super::{api, call, event_time, metrics, repeater, seed_routes, SECS};
 
-#[test]
-fn stderr_sink_prints_one_json_line_per_event() {
-    let sb = Sandbox::new();
+/// The route `test/seq` → `out/{topic}`, seeded before the repeater
+/// starts, and a source of numbered `test/seq` events at 50 a second.
+fn seq_source(sb: &Sandbox) -> EventTime {
     seed_routes(
-        &sb,
+        sb,
         "event-repeater",
         json!([{"sourcetopic":"test/seq","sinktopic":"out/{topic}"}]),
     );
-    let _src = event_time(&sb, &["--rate", "50"]);
+    event_time(sb, &["--rate", "50"])
+}
+
+#[test]
+fn stderr_sink_prints_one_json_line_per_event() {
+    let sb = Sandbox::new();
+    let _src = seq_source(&sb);
     let mut rep = repeater(&sb, &["--sinkprotocol", "stderr"]);
     let lines = wait_for(SECS(15), || {
         let lines: Vec<Value> = rep
@@ -56,12 +63,7 @@ fn stderr_sink_prints_one_json_line_per_event() {
 #[test]
 fn metrics_are_openmetrics_with_the_same_names_and_moving_values() {
     let sb = Sandbox::new();
-    seed_routes(
-        &sb,
-        "event-repeater",
-        json!([{"sourcetopic":"test/seq","sinktopic":"out/{topic}"}]),
-    );
-    let _src = event_time(&sb, &["--rate", "50"]);
+    let _src = seq_source(&sb);
     let rep = repeater(&sb, &["--sinkprotocol", "stderr", "--allowall"]);
     let resp = common::http::get(&api(&rep), "/metrics");
     assert_eq!(resp.status, 200, "{}", resp.body);

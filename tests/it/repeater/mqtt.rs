@@ -15,6 +15,14 @@ use serde_json::{json, Value};
 
 use super::{call, event_time, metrics, repeater, seed_routes, SECS};
 
+/// A mosquitto and a subscriber to `topic` on it; `None` (after one line
+/// saying why) where mosquitto or its clients are not installed.
+fn broker_and_subscriber(topic: &str) -> Option<(Broker, Subscriber)> {
+    let broker = Broker::start()?;
+    let sub = Subscriber::start(&broker, topic, None)?;
+    Some((broker, sub))
+}
+
 fn metric(p: &Repeater, name: &str) -> u64 {
     metrics(p)
         .get(name)
@@ -49,10 +57,7 @@ fn audit(seqs: &[u64], last: u64) -> (Vec<u64>, usize, usize) {
 
 #[test]
 fn events_flow_from_event_time_into_mosquitto_under_mapped_topics() {
-    let Some(broker) = Broker::start() else {
-        return;
-    };
-    let Some(sub) = Subscriber::start(&broker, "#", None) else {
+    let Some((broker, sub)) = broker_and_subscriber("#") else {
         return;
     };
     let sb = Sandbox::new();
@@ -91,10 +96,7 @@ fn events_flow_from_event_time_into_mosquitto_under_mapped_topics() {
 
 #[test]
 fn allowall_and_prefix_routes_with_suffix() {
-    let Some(broker) = Broker::start() else {
-        return;
-    };
-    let Some(sub) = Subscriber::start(&broker, "#", None) else {
+    let Some((broker, sub)) = broker_and_subscriber("#") else {
         return;
     };
     let sb = Sandbox::new();
@@ -134,10 +136,7 @@ fn allowall_and_prefix_routes_with_suffix() {
 
 #[test]
 fn routes_changed_and_removed_while_events_flow() {
-    let Some(broker) = Broker::start() else {
-        return;
-    };
-    let Some(sub) = Subscriber::start(&broker, "#", None) else {
+    let Some((broker, sub)) = broker_and_subscriber("#") else {
         return;
     };
     let sb = Sandbox::new();
@@ -202,10 +201,7 @@ fn routes_changed_and_removed_while_events_flow() {
 
 #[test]
 fn buffer_smaller_than_the_outage_drops_are_counted_exactly() {
-    let Some(mut broker) = Broker::start() else {
-        return;
-    };
-    let Some(sub) = Subscriber::start(&broker, "out/#", None) else {
+    let Some((mut broker, sub)) = broker_and_subscriber("out/#") else {
         return;
     };
     let sb = Sandbox::new();
@@ -269,10 +265,7 @@ fn rss_kib(pid: u32) -> u64 {
 
 #[test]
 fn source_stopped_and_started_the_repeater_resumes() {
-    let Some(broker) = Broker::start() else {
-        return;
-    };
-    let Some(sub) = Subscriber::start(&broker, "out/#", None) else {
+    let Some((broker, sub)) = broker_and_subscriber("out/#") else {
         return;
     };
     let sb = Sandbox::new();

@@ -76,29 +76,14 @@ fn runtime_files_modes_live_instance_and_tcp_token() {
     let url = fs::read_to_string(dir.join("r1.listen")).unwrap();
     assert_eq!(url.trim(), format!("http://{listen}"));
     let tcp = Addr::from_url(url.trim());
-    assert_eq!(call_with(&tcp, "GET", "/events", None, "").0, 401);
-    assert_eq!(
-        call_with(
-            &tcp,
-            "GET",
-            "/events",
-            None,
-            "Authorization: Bearer nope\r\n"
-        )
-        .0,
-        401
-    );
-    assert_eq!(
-        call_with(
-            &tcp,
-            "GET",
-            "/events",
-            None,
-            "Authorization: Bearer s3cret\r\n"
-        )
-        .0,
-        200
-    );
+    for (headers, status) in [
+        ("", 401),
+        ("Authorization: Bearer nope\r\n", 401),
+        ("Authorization: Bearer s3cret\r\n", 200),
+    ] {
+        let got = call_with(&tcp, "GET", "/events", None, headers).0;
+        assert_eq!(got, status, "GET /events with {headers:?}");
+    }
     // A second instance with the same name is refused, naming the first.
     let out = sb
         .command(plugin_bin("app-event-repeater"))
