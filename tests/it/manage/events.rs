@@ -17,6 +17,11 @@ fn routes_set_by_the_manager_steer_the_events() {
     let sb = Sandbox::new();
     let _source = EventTime::start(&sb, &[]);
     let rep = repeater(&sb, "flow").source("event-time").start();
+    // timer/msec/100 routed to `sinktopic` by the manager.
+    let route_to = |sinktopic: &str| {
+        let value = format!(r#"{{"sourcetopic":"timer/msec/100","sinktopic":"{sinktopic}"}}"#);
+        manage(&sb, &["post", "--name", "flow", "--value", &value]).ok();
+    };
     let seen = |topic: &str| {
         let topic = topic.to_string();
         wait_for(Duration::from_secs(15), || {
@@ -25,17 +30,7 @@ fn routes_set_by_the_manager_steer_the_events() {
         .is_some()
     };
 
-    manage(
-        &sb,
-        &[
-            "post",
-            "--name",
-            "flow",
-            "--value",
-            r#"{"sourcetopic":"timer/msec/100","sinktopic":"/fast"}"#,
-        ],
-    )
-    .ok();
+    route_to("/fast");
     assert!(seen("/fast"), "no event under /fast: {}", rep.log());
 
     let file = write(
@@ -76,17 +71,7 @@ fn routes_set_by_the_manager_steer_the_events() {
         rep.log()
     );
     // The same events, routed again, are seen: the silence was the delete's.
-    manage(
-        &sb,
-        &[
-            "post",
-            "--name",
-            "flow",
-            "--value",
-            r#"{"sourcetopic":"timer/msec/100","sinktopic":"/again"}"#,
-        ],
-    )
-    .ok();
+    route_to("/again");
     assert!(seen("/again"), "no event under /again: {}", rep.log());
 }
 
