@@ -10,6 +10,7 @@
 //! API listens, `STATUS=`, `STOPPING=1`; see [`crate::status`]) and the
 //! sink loop pings the watchdog (see [`crate::sink`]).
 
+use app_plugin::log::{error, info, notice, warn};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;

@@ -52,9 +52,8 @@ mod tests {
     use std::io;
 
     #[test]
-    fn usage_and_context_errors_exit_2_the_others_1() {
+    fn usage_errors_exit_2_the_others_1() {
         assert_eq!(usage("x".into()).exit_code(), 2);
-        assert_eq!(Error::Context("x".into()).exit_code(), 2);
         assert_eq!(Error::from(Failure::State("x".into())).exit_code(), 1);
         let e = Error::Listen {
             what: "127.0.0.1:1".into(),

@@ -18,6 +18,7 @@
 //!
 //! Afterwards the router's only cost is one relaxed load of a flag.
 
+use app_plugin::log::{error, info};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 

@@ -19,10 +19,6 @@
 //! [`config`] and [`complete`]; [`files`] reads and writes the repeater's
 //! files for all of them.
 
-// The SDK's logger (`info!`, `warn!` …), honouring APP_LOG and APP_LOG_FORMAT.
-#[macro_use]
-extern crate app_plugin;
-
 pub mod addr;
 pub mod api;
 pub mod api_body;

@@ -14,6 +14,7 @@
 //! cover the new one. Lock files are left in place at exit: removing one
 //! could let two processes lock two different files of the same name.
 
+use app_plugin::log::info;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;

@@ -22,6 +22,7 @@
 //! `Last-Event-ID`, so what the source sends once it moves again is not
 //! lost. The stall ends when a subscription is answered.
 
+use app_plugin::log::{info, warn};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -25,7 +25,6 @@ mod tests {
         assert!(usage("bad".into())
             .to_string()
             .ends_with("; see app-event-time --help"));
-        assert_eq!(Error::Context("x".into()).exit_code(), 2);
         assert_eq!(Error::Instance("x".into()).exit_code(), 1);
         let e = Error::Stopped {
             what: "unix socket",

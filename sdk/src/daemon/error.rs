@@ -45,8 +45,6 @@ pub enum Error<E = Infallible> {
     /// A flag or value is wrong (checked before anything is opened); the
     /// message says where help is.
     Usage(String),
-    /// The app context (`APP_*` variables, the config file) cannot be used.
-    Context(String),
     /// Another instance runs under this name, or a runtime file (socket,
     /// pid, listen, a lock) cannot be written.
     Instance(String),
@@ -85,18 +83,18 @@ pub enum Error<E = Infallible> {
 }
 
 impl<E> Error<E> {
-    /// The exit code: [`code::USAGE`] for usage and context errors,
-    /// [`code::FAILURE`] for the others.
+    /// The exit code: [`code::USAGE`] for usage errors, [`code::FAILURE`]
+    /// for the others.
     ///
     /// ```
     /// use app_plugin::daemon::Error;
     /// let e: Error = Error::Instance("another instance is already running".into());
     /// assert_eq!(e.exit_code(), 1);
-    /// assert_eq!(Error::<()>::Context("APP_LOG".into()).exit_code(), 2);
+    /// assert_eq!(Error::<()>::Usage("--port: not a number".into()).exit_code(), 2);
     /// ```
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Usage(_) | Error::Context(_) => code::USAGE,
+            Error::Usage(_) => code::USAGE,
             _ => code::FAILURE,
         }
     }
@@ -105,9 +103,7 @@ impl<E> Error<E> {
 impl<E: fmt::Display> fmt::Display for Error<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::Context(m) | Error::Instance(m) | Error::Tls(m) => {
-                f.write_str(m)
-            }
+            Error::Usage(m) | Error::Instance(m) | Error::Tls(m) => f.write_str(m),
             Error::Bind { addr, source } => write!(
                 f,
                 "cannot listen on {addr}: {source}; choose another --listen address"
@@ -137,9 +133,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn usage_and_context_exit_2_the_others_1() {
+    fn usage_exits_2_the_others_1() {
         assert_eq!(Error::<Infallible>::Usage("x".into()).exit_code(), 2);
-        assert_eq!(Error::<Infallible>::Context("x".into()).exit_code(), 2);
         assert_eq!(Error::<Infallible>::Instance("x".into()).exit_code(), 1);
         assert_eq!(Error::<&str>::Other("x").exit_code(), 1);
         let e: Error = Error::Stopped {

@@ -1,6 +1,7 @@
 //! The MQTT sink's loop: polls the rumqttc event loop, hands it buffered
 //! events, follows acknowledgements, reconnects and fails over.
 
+use app_plugin::log::{debug, info, warn};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
 //! QoS 1 and 2: JetStream publishes, done when the stream acknowledged
 //! them; failed ones are sent again after a backoff, oldest first.
 
+use app_plugin::log::warn;
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 

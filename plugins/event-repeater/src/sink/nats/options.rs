@@ -1,6 +1,7 @@
 //! The async-nats client options: credentials, TLS, reconnection, and the
 //! connection events the sink logs and counts.
 
+use app_plugin::log::{debug, info, warn};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;

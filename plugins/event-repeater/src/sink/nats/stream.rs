@@ -2,6 +2,7 @@
 //! extended so that it captures every subject (see the module docs of
 //! [`crate::sink::nats`]).
 
+use app_plugin::log::info;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, stream};
@@ -69,71 +70,93 @@ impl NatsSink {
         let token = first_token(subject);
         let wanted = [token.to_string(), format!("{token}.>")];
         match js.get_stream(name).await {
-            Ok(mut s) => {
-                let info = s.cached_info().clone();
-                book.set_subjects(info.config.subjects.clone());
-                book.own = info.config.description.as_deref() == Some(OWN_STREAM);
-                book.known = true;
-                if book.captures(subject) {
-                    return Ready::Go;
-                }
-                if !book.own {
-                    return Ready::Refuse(format!(
-                        "the stream {name} (not created by the repeater, used as it is) does not capture the subject {subject} (its subjects: {})",
-                        book.subjects.join(" ")
-                    ));
-                }
-                let mut config = info.config;
-                for w in wanted {
-                    if !config.subjects.contains(&w) {
-                        config.subjects.push(w);
-                    }
-                }
-                match js.update_stream(&config).await {
-                    Ok(info) => {
-                        info!(
-                            "stream {name} now captures {}",
-                            info.config.subjects.join(" ")
-                        );
-                        book.set_subjects(info.config.subjects);
-                        let _ = s.info().await;
-                        Ready::Go
-                    }
-                    Err(e) => {
-                        book.known = false;
-                        Ready::Later(format!("cannot add {token} to the stream {name}: {e}"))
-                    }
-                }
-            }
-            Err(e) if is_not_found(&e) => {
-                let config = stream::Config {
-                    name: name.clone(),
-                    description: Some(OWN_STREAM.to_string()),
-                    subjects: wanted.to_vec(),
-                    retention: stream::RetentionPolicy::Limits,
-                    storage: stream::StorageType::File,
-                    max_age: self.cfg.stream_max_age,
-                    duplicate_window: Duration::from_secs(120),
-                    num_replicas: self.cfg.stream_replicas,
-                    ..Default::default()
-                };
-                match js.create_stream(config).await {
-                    Ok(s) => {
-                        let info = s.cached_info();
-                        info!(
-                            "created the stream {name} capturing {}",
-                            info.config.subjects.join(" ")
-                        );
-                        book.set_subjects(info.config.subjects.clone());
-                        book.own = true;
-                        book.known = true;
-                        Ready::Go
-                    }
-                    // Another repeater may have created it just now.
-                    Err(e) => Ready::Later(format!("cannot create the stream {name}: {e}")),
-                }
-            }
+            Ok(s) => self.extend(js, book, s, subject, wanted).await,
+            Err(e) if is_not_found(&e) => self.create(js, book, wanted).await,
             Err(e) => Ready::Later(format!("cannot look up the stream {name}: {e}")),
+        }
+    }
+
+    /// The stream exists: reads its subjects, and adds `wanted` if it is
+    /// the repeater's own and does not capture `subject`.
+    async fn extend(
+        &self,
+        js: &jetstream::Context,
+        book: &mut StreamBook,
+        mut s: stream::Stream,
+        subject: &str,
+        wanted: [String; 2],
+    ) -> Ready {
+        let name = &self.cfg.stream;
+        let info = s.cached_info().clone();
+        book.set_subjects(info.config.subjects.clone());
+        book.own = info.config.description.as_deref() == Some(OWN_STREAM);
+        book.known = true;
+        if book.captures(subject) {
+            return Ready::Go;
+        }
+        if !book.own {
+            return Ready::Refuse(format!(
+                "the stream {name} (not created by the repeater, used as it is) does not capture the subject {subject} (its subjects: {})",
+                book.subjects.join(" ")
+            ));
+        }
+        let mut config = info.config;
+        for w in wanted {
+            if !config.subjects.contains(&w) {
+                config.subjects.push(w);
+            }
+        }
+        match js.update_stream(&config).await {
+            Ok(info) => {
+                info!(
+                    "stream {name} now captures {}",
+                    info.config.subjects.join(" ")
+                );
+                book.set_subjects(info.config.subjects);
+                let _ = s.info().await;
+                Ready::Go
+            }
+            Err(e) => {
+                book.known = false;
+                let token = first_token(subject);
+                Ready::Later(format!("cannot add {token} to the stream {name}: {e}"))
+            }
+        }
+    }
+
+    /// No stream yet: creates the repeater's own, capturing `wanted`.
+    async fn create(
+        &self,
+        js: &jetstream::Context,
+        book: &mut StreamBook,
+        wanted: [String; 2],
+    ) -> Ready {
+        let name = &self.cfg.stream;
+        let config = stream::Config {
+            name: name.clone(),
+            description: Some(OWN_STREAM.to_string()),
+            subjects: wanted.to_vec(),
+            retention: stream::RetentionPolicy::Limits,
+            storage: stream::StorageType::File,
+            max_age: self.cfg.stream_max_age,
+            duplicate_window: Duration::from_secs(120),
+            num_replicas: self.cfg.stream_replicas,
+            ..Default::default()
+        };
+        match js.create_stream(config).await {
+            Ok(s) => {
+                let info = s.cached_info();
+                info!(
+                    "created the stream {name} capturing {}",
+                    info.config.subjects.join(" ")
+                );
+                book.set_subjects(info.config.subjects.clone());
+                book.own = true;
+                book.known = true;
+                Ready::Go
+            }
+            // Another repeater may have created it just now.
+            Err(e) => Ready::Later(format!("cannot create the stream {name}: {e}")),
         }
     }
 }

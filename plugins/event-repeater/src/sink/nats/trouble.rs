@@ -21,6 +21,7 @@
 //! accepted is dropped for it. Refused publishes into a full stream are
 //! counted in `sink_refused_total{reason="stream_full"}`.
 
+use app_plugin::log::{info, warn};
 use std::sync::Arc;
 use std::time::Duration;
 
