@@ -24,9 +24,11 @@
 //! ```
 
 mod level;
+mod line;
 
 use ::clap::{Arg, ArgAction, Command, ValueHint};
 
+use self::line::{find_long, nth_positional, takes_value, Line};
 use crate::complete::{Candidate, Completion, Directive};
 use crate::metadata::Metadata;
 
@@ -145,68 +147,23 @@ pub fn complete(cmd: &Command, words: &[String], values: &dyn Values) -> Complet
         Some((last, before)) => (last.as_str(), before),
         None => ("", &[][..]),
     };
-    let mut at = &root;
-    let mut pending: Option<&Arg> = None;
-    let mut used: Vec<&str> = Vec::new();
-    let mut given: Vec<(String, String)> = Vec::new();
-    // A subcommand may follow only global flags (and other subcommands).
-    let mut subcommand_allowed = true;
-    // Positional words given to the current (sub)command.
-    let mut positionals = 0;
+    let mut line = Line::new(&root);
     for word in before {
-        if let Some(arg) = pending.take() {
-            given.push((arg.get_id().to_string(), word.clone()));
-            continue;
-        }
-        if let Some(flag) = word.strip_prefix("--").filter(|f| !f.is_empty()) {
-            let (name, value) = match flag.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (flag, None),
-            };
-            if let Some(arg) = find_long(at, name) {
-                note_used(arg, &mut used, &mut subcommand_allowed);
-                match value {
-                    Some(v) => given.push((arg.get_id().to_string(), v.to_string())),
-                    None if takes_value(arg) => pending = Some(arg),
-                    None => {}
-                }
-            }
-            continue;
-        }
-        if let Some(shorts) = word.strip_prefix('-').filter(|s| !s.is_empty()) {
-            for (i, c) in shorts.char_indices() {
-                let Some(arg) = at.get_arguments().find(|a| a.get_short() == Some(c)) else {
-                    break;
-                };
-                note_used(arg, &mut used, &mut subcommand_allowed);
-                if takes_value(arg) {
-                    let rest = &shorts[i + c.len_utf8()..];
-                    let rest = rest.strip_prefix('=').unwrap_or(rest);
-                    if rest.is_empty() {
-                        pending = Some(arg);
-                    } else {
-                        given.push((arg.get_id().to_string(), rest.to_string()));
-                    }
-                    break;
-                }
-            }
-            continue;
-        }
-        match subcommand_allowed
-            .then(|| find_subcommand(at, word))
-            .flatten()
-        {
-            Some(sub) => {
-                at = sub;
-                positionals = 0;
-            }
-            None => {
-                subcommand_allowed = false;
-                given.push((positional_id(at, positionals), word.clone()));
-                positionals += 1;
-            }
-        }
+        line.read(word);
     }
+    complete_at(line, current, values)
+}
+
+/// Candidates for `current`, the word being typed, where `line` left off.
+fn complete_at(line: Line, current: &str, values: &dyn Values) -> Completion {
+    let Line {
+        at,
+        pending,
+        used,
+        given,
+        subcommand_allowed,
+        positionals,
+    } = line;
     if let Some(arg) = pending {
         return value_of(arg, &query(arg, current, given), "", values);
     }
@@ -237,51 +194,12 @@ pub fn complete(cmd: &Command, words: &[String], values: &dyn Values) -> Complet
     }
 }
 
-/// The positional argument that takes the `n`th positional word (the last
-/// one when it takes several).
-fn nth_positional(cmd: &Command, n: usize) -> Option<&Arg> {
-    let all: Vec<&Arg> = cmd.get_positionals().collect();
-    all.get(n).copied().or_else(|| {
-        all.last()
-            .copied()
-            .filter(|a| a.get_num_args().is_some_and(|r| r.max_values() > 1))
-    })
-}
-
-fn positional_id(cmd: &Command, n: usize) -> String {
-    nth_positional(cmd, n).map_or_else(String::new, |a| a.get_id().to_string())
-}
-
 fn query<'a>(arg: &'a Arg, current: &'a str, given: Vec<(String, String)>) -> Query<'a> {
     Query {
         arg: arg.get_id().as_str(),
         current,
         given,
     }
-}
-
-fn note_used<'a>(arg: &'a Arg, used: &mut Vec<&'a str>, subcommand_allowed: &mut bool) {
-    used.push(arg.get_id().as_str());
-    if !arg.is_global_set() {
-        *subcommand_allowed = false;
-    }
-}
-
-fn takes_value(arg: &Arg) -> bool {
-    arg.get_num_args().is_some_and(|n| n.takes_values())
-}
-
-fn find_long<'a>(cmd: &'a Command, name: &str) -> Option<&'a Arg> {
-    cmd.get_arguments().find(|a| {
-        a.get_long() == Some(name)
-            || a.get_all_aliases()
-                .is_some_and(|aliases| aliases.contains(&name))
-    })
-}
-
-fn find_subcommand<'a>(cmd: &'a Command, name: &str) -> Option<&'a Command> {
-    cmd.get_subcommands()
-        .find(|s| s.get_name() == name || s.get_all_aliases().any(|a| a == name))
 }
 
 /// The visible subcommands of `cmd`, with their one-line help, as
