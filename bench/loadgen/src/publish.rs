@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rumqttc::{AsyncClient, Event, MqttOptions, Outgoing, Packet, QoS};
+use rumqttc::{AsyncClient, Event, EventLoop, MqttOptions, Outgoing, Packet, QoS};
 use serde_json::json;
 use tokio::time::Instant;
 
-use crate::cli::{host_port, PublishArgs};
+use crate::cli::{host_port, GenArgs, PublishArgs};
 use crate::payload::{event_json, min_fixed_size, now_ns, MAX_PACKET};
 
 /// What the event loop task has seen.
@@ -36,11 +36,7 @@ pub fn qos_of(q: u8) -> QoS {
 pub async fn run(args: PublishArgs) -> Result<(), String> {
     let (host, port) = host_port(&args.broker)?;
     let gen = &args.gen;
-    let size = if gen.size == 0 {
-        min_fixed_size(&gen.topic, 10_000_000)
-    } else {
-        gen.size
-    };
+    let size = payload_size(gen);
     let qos = qos_of(args.qos);
     if qos != QoS::AtMostOnce {
         return crate::pipelined::run(
@@ -58,44 +54,7 @@ pub async fn run(args: PublishArgs) -> Result<(), String> {
         )
         .await;
     }
-    let mut opts = MqttOptions::new(format!("loadgen-pub-{}", std::process::id()), host, port);
-    opts.set_keep_alive(Duration::from_secs(30))
-        .set_max_packet_size(MAX_PACKET, MAX_PACKET)
-        .set_inflight(args.inflight.max(1));
-    let (client, mut eventloop) = AsyncClient::new(opts, 1024);
-    // The instrument should not add Nagle delays of its own.
-    let mut net = rumqttc::NetworkOptions::new();
-    net.set_tcp_nodelay(true);
-    eventloop.set_network_options(net);
-    let progress = Arc::new(Progress::default());
-    let seen = Arc::clone(&progress);
-    tokio::spawn(async move {
-        loop {
-            match eventloop.poll().await {
-                Ok(Event::Incoming(Packet::ConnAck(_))) => {
-                    seen.connected.store(true, Ordering::Release)
-                }
-                Ok(Event::Outgoing(Outgoing::Publish(_))) => {
-                    seen.written.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(Event::Incoming(Packet::PubAck(_) | Packet::PubComp(_))) => {
-                    seen.acked.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(_) => {}
-                Err(_) if seen.closing.load(Ordering::Acquire) => return,
-                Err(e) => {
-                    seen.connected.store(false, Ordering::Release);
-                    eprintln!("loadgen publish: broker connection: {e}; retrying");
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-            }
-        }
-    });
-    wait_until(Duration::from_secs(30), || {
-        progress.connected.load(Ordering::Acquire)
-    })
-    .await
-    .ok_or("cannot connect to the broker within 30 s; is it running?")?;
+    let (client, progress) = connect(host, port, args.inflight).await?;
 
     let send = |seq: u64| {
         let client = client.clone();
@@ -132,23 +91,93 @@ pub async fn run(args: PublishArgs) -> Result<(), String> {
     progress.closing.store(true, Ordering::Release);
     let _ = client.disconnect().await;
     tokio::time::sleep(Duration::from_millis(50)).await;
+    print_summary(&args, size, &progress, queued, span);
+    finished
+        .map(|_| ())
+        .ok_or_else(|| "not every publish was written/acknowledged within 120 s".to_string())
+}
+
+/// The payload size asked for, or the smallest that fits every sequence number.
+fn payload_size(gen: &GenArgs) -> usize {
+    if gen.size == 0 {
+        min_fixed_size(&gen.topic, 10_000_000)
+    } else {
+        gen.size
+    }
+}
+
+/// Connects, with a task counting what the event loop writes and receives;
+/// returns once connected.
+async fn connect(
+    host: String,
+    port: u16,
+    inflight: u16,
+) -> Result<(AsyncClient, Arc<Progress>), String> {
+    let mut opts = MqttOptions::new(format!("loadgen-pub-{}", std::process::id()), host, port);
+    opts.set_keep_alive(Duration::from_secs(30))
+        .set_max_packet_size(MAX_PACKET, MAX_PACKET)
+        .set_inflight(inflight.max(1));
+    let (client, mut eventloop) = AsyncClient::new(opts, 1024);
+    // The instrument should not add Nagle delays of its own.
+    let mut net = rumqttc::NetworkOptions::new();
+    net.set_tcp_nodelay(true);
+    eventloop.set_network_options(net);
+    let progress = Arc::new(Progress::default());
+    tokio::spawn(watch(eventloop, Arc::clone(&progress)));
+    wait_until(Duration::from_secs(30), || {
+        progress.connected.load(Ordering::Acquire)
+    })
+    .await
+    .ok_or("cannot connect to the broker within 30 s; is it running?")?;
+    Ok((client, progress))
+}
+
+/// Drives the event loop, noting connection, writes and acknowledgements.
+async fn watch(mut eventloop: EventLoop, seen: Arc<Progress>) {
+    loop {
+        match eventloop.poll().await {
+            Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                seen.connected.store(true, Ordering::Release)
+            }
+            Ok(Event::Outgoing(Outgoing::Publish(_))) => {
+                seen.written.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(Event::Incoming(Packet::PubAck(_) | Packet::PubComp(_))) => {
+                seen.acked.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(_) => {}
+            Err(_) if seen.closing.load(Ordering::Acquire) => return,
+            Err(e) => {
+                seen.connected.store(false, Ordering::Release);
+                eprintln!("loadgen publish: broker connection: {e}; retrying");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+}
+
+fn print_summary(
+    args: &PublishArgs,
+    size: usize,
+    progress: &Progress,
+    queued: Duration,
+    span: Duration,
+) {
+    let count = args.gen.count;
     println!(
         "{}",
         json!({
             "mode": "publish",
             "qos": args.qos,
-            "count": gen.count,
+            "count": count,
             "payload_bytes": size,
             "written": progress.written.load(Ordering::Relaxed),
             "acked": progress.acked.load(Ordering::Relaxed),
             "queued_s": queued.as_secs_f64(),
             "span_s": span.as_secs_f64(),
-            "rate": (gen.count as f64 / span.as_secs_f64()).round(),
+            "rate": (count as f64 / span.as_secs_f64()).round(),
         })
     );
-    finished
-        .map(|_| ())
-        .ok_or_else(|| "not every publish was written/acknowledged within 120 s".to_string())
 }
 
 /// Sends `send(i)` for `i` in `0..count`, `rate` per second (0 = unpaced).
