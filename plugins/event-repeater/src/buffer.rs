@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use app_plugin::daemon::Shutdown;
 use bytes::Bytes;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 
 use crate::ledger::Ledger;
 use crate::metrics::{inc, Metrics};
@@ -141,7 +141,7 @@ impl Buffer {
         sink_topic: String,
         payload: Bytes,
         id: Option<&str>,
-        cancel: &CancellationToken,
+        cancel: &Shutdown,
     ) -> bool {
         let cost = payload.len() + sink_topic.len();
         loop {
@@ -191,7 +191,7 @@ impl Buffer {
             }
             tokio::select! {
                 _ = space => {}
-                _ = cancel.cancelled() => return false,
+                _ = cancel.recv() => return false,
             }
         }
     }
@@ -270,7 +270,7 @@ mod tests {
             "t".into(),
             Bytes::from(payload.to_string()),
             Some(payload),
-            &CancellationToken::new(),
+            &Shutdown::new(),
         )
         .await
     }
@@ -340,7 +340,7 @@ mod tests {
         b.release(&t[0]);
         assert!(waiter.await.unwrap());
         assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 0);
-        let cancel = CancellationToken::new();
+        let cancel = Shutdown::new();
         let b3 = b.clone();
         let c2 = cancel.clone();
         let waiter = tokio::spawn(async move {
@@ -348,7 +348,7 @@ mod tests {
                 .await
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
-        cancel.cancel();
+        cancel.trigger(app_plugin::daemon::Reason::Terminate);
         assert!(!waiter.await.unwrap());
     }
 

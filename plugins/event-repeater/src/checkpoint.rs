@@ -282,7 +282,7 @@ pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
 /// [`INTERVAL`] until it succeeds, whether or not the checkpoint moves: a
 /// repeater that went idle with the disk full must not keep the old id on
 /// disk once space returns (a later crash would replay all since then).
-pub async fn keep<F>(file: CheckpointFile, current: F, stop: tokio_util::sync::CancellationToken)
+pub async fn keep<F>(file: CheckpointFile, current: F, stop: app_plugin::daemon::Shutdown)
 where
     F: Fn() -> (Option<Arc<str>>, u64) + Send + 'static,
 {
@@ -294,7 +294,7 @@ where
     loop {
         let last = tokio::select! {
             _ = ticks.tick() => false,
-            _ = stop.cancelled() => true,
+            _ = stop.recv() => true,
         };
         let (id, version) = current();
         if !last && seen_version == Some(version) {
@@ -360,7 +360,7 @@ mod tests {
         let missing = dir.path().join("later");
         fs::write(&missing, "").unwrap();
         let f = CheckpointFile::beside(&missing.join("r.routes.json"), "http://a".into(), "mqtt");
-        let stop = tokio_util::sync::CancellationToken::new();
+        let stop = app_plugin::daemon::Shutdown::new();
         // One checkpoint that never moves after the failed write.
         let task = tokio::spawn(keep(f.clone(), || (Some(Arc::from("9")), 1), stop.clone()));
         tokio::time::sleep(INTERVAL * 3).await;
@@ -376,7 +376,7 @@ mod tests {
                 break;
             }
         }
-        stop.cancel();
+        stop.trigger(app_plugin::daemon::Reason::Terminate);
         task.await.unwrap();
         assert!(
             written,

@@ -1,7 +1,7 @@
 //! `run`: wires the tasks together and owns the lifecycle.
 //!
 //! SSE reader → router → bounded buffer → sink task, plus the API servers;
-//! joined by the buffer and cancellation tokens. The start-up steps shared
+//! joined by the buffer and one stop type, the SDK's [`Shutdown`]. The start-up steps shared
 //! with every plugin daemon (instance files, listeners, the serve loop, the
 //! stop signals) are the SDK's [`app_plugin::daemon`]. SIGTERM or SIGINT
 //! stops the reader (no more events are taken), lets the sink drain for at
@@ -19,7 +19,6 @@ use app_plugin::daemon::{self, Limits, Listeners, Reason, Shutdown, Tcp, TcpBoun
 use app_plugin::instance::InstanceFiles;
 use tokio::net::UnixListener;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use crate::api::{self, ApiState};
 use crate::buffer::Buffer;
@@ -70,7 +69,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
     });
 
     let why = shutdown.recv().await;
-    status.stop().await;
+    status.stop(why).await;
     tasks.drain(&cfg, &core, why).await;
     api.stop(why).await;
     drop(files);
@@ -257,22 +256,22 @@ async fn announce(cfg: &Config, state: &ApiState, files: &InstanceFiles, api: &A
 
 /// A background task with its own stop (the status line, the checkpoint).
 struct Stage {
-    stop: CancellationToken,
+    stop: Shutdown,
     task: JoinHandle<()>,
 }
 
 impl Stage {
     fn spawn<F: std::future::Future<Output = ()> + Send + 'static>(
-        start: impl FnOnce(CancellationToken) -> F,
+        start: impl FnOnce(Shutdown) -> F,
     ) -> Stage {
-        let stop = CancellationToken::new();
+        let stop = Shutdown::new();
         let task = tokio::spawn(start(stop.clone()));
         Stage { stop, task }
     }
 
     /// Stops the task and waits for it to end.
-    async fn stop(self) {
-        self.stop.cancel();
+    async fn stop(self, why: Reason) {
+        self.stop.trigger(why);
         let _ = self.task.await;
     }
 }
@@ -280,7 +279,7 @@ impl Stage {
 /// The relay's tasks: the reader, the sink, the checkpoint keeper.
 struct Tasks {
     /// Stops the reader and starts the sink's drain.
-    stop: CancellationToken,
+    stop: Shutdown,
     source: JoinHandle<()>,
     sink: JoinHandle<usize>,
     sink_url: String,
@@ -308,7 +307,7 @@ impl Tasks {
             replay: start.replay,
             idle_timeout: cfg.source_idle_timeout,
         };
-        let stop = CancellationToken::new();
+        let stop = Shutdown::new();
         let source = tokio::spawn(source.run(stop.clone()));
         let checkpoint = start.file.map(|file| {
             let b = core.buffer.clone();
@@ -349,7 +348,7 @@ impl Tasks {
             held.queued + held.inflight,
             cfg.drain_timeout
         ));
-        self.stop.cancel();
+        self.stop.trigger(why);
         let _ = self.source.await;
         let undelivered = self.sink.await.unwrap_or_else(|_| {
             let stats = core.buffer.stats();
@@ -360,7 +359,7 @@ impl Tasks {
             .fetch_add(undelivered as u64, Ordering::Relaxed);
         // Last checkpoint, synced; undelivered events stay after it.
         if let Some(checkpoint) = self.checkpoint {
-            let _ = tokio::time::timeout(Duration::from_secs(5), checkpoint.stop()).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), checkpoint.stop(why)).await;
         }
         report(cfg, &core.metrics, &self.sink_url, undelivered, sink_down);
     }

@@ -22,7 +22,7 @@ use app_plugin::log::{error, info};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
+use app_plugin::daemon::Shutdown;
 
 use crate::checkpoint::{CheckpointFile, INTERVAL};
 
@@ -54,7 +54,7 @@ impl FirstCheckpoint {
         before: Option<Arc<str>>,
         id: &str,
         event: &str,
-        cancel: &CancellationToken,
+        cancel: &Shutdown,
     ) -> bool {
         let (after, event) = match before {
             Some(before) => (before.to_string(), None),
@@ -88,7 +88,7 @@ impl FirstCheckpoint {
             }
             tokio::select! {
                 _ = tokio::time::sleep(INTERVAL) => {}
-                _ = cancel.cancelled() => return false,
+                _ = cancel.recv() => return false,
             }
         }
     }
@@ -105,7 +105,7 @@ mod tests {
         let state = dir.path().join("r.routes.json");
         let file = CheckpointFile::beside(&state, "http://a".into(), "mqtt");
         let first = FirstCheckpoint::new(file.clone());
-        let cancel = CancellationToken::new();
+        let cancel = Shutdown::new();
         assert!(first.needed());
         let event = r#"{"topic":"t","data":"x\"y"}"#;
         assert!(first.write(None, "7", event, &cancel).await);
@@ -148,11 +148,11 @@ mod tests {
         std::fs::write(&blocker, "").unwrap();
         let file = CheckpointFile::beside(&blocker.join("r.routes.json"), "s".into(), "mqtt");
         let first = FirstCheckpoint::new(file);
-        let cancel = CancellationToken::new();
+        let cancel = Shutdown::new();
         let c = cancel.clone();
         tokio::spawn(async move {
             tokio::time::sleep(INTERVAL * 3).await;
-            c.cancel();
+            c.trigger(app_plugin::daemon::Reason::Terminate);
         });
         let started = std::time::Instant::now();
         assert!(!first.write(None, "1", r#"{"topic":"t"}"#, &cancel).await);

@@ -8,8 +8,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use app_plugin::daemon::Shutdown;
 use bytes::Bytes;
-use tokio_util::sync::CancellationToken;
 
 use crate::buffer::Buffer;
 use crate::event::Event;
@@ -131,7 +131,7 @@ impl Relay {
     /// Routes one event's data (`id`: the SSE event id in force); waits
     /// only under `--overflow block`. Every event that is not accepted into
     /// the buffer is recorded as done for the checkpoint.
-    pub async fn handle(&self, data: String, id: Option<&str>, cancel: &CancellationToken) {
+    pub async fn handle(&self, data: String, id: Option<&str>, cancel: &Shutdown) {
         inc(&self.metrics.received);
         let event = match Event::parse(data) {
             Ok(e) => e,
@@ -253,7 +253,7 @@ mod tests {
         ));
         let sink = Rules::new(Arc::new(crate::sink::mqtt::MqttRules { max_packet: 200 }));
         let relay = Relay::new(table, buffer.clone(), metrics.clone(), sink);
-        let c = CancellationToken::new();
+        let c = Shutdown::new();
         relay
             .handle(r#"{"topic":"a","data":1}"#.into(), Some("1"), &c)
             .await;

@@ -27,13 +27,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use app_plugin::daemon::Shutdown;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpStream, UnixStream};
-use tokio_util::sync::CancellationToken;
 
 use crate::addr::{join_host_port, SourceAddr};
 use crate::backoff::Backoff;
@@ -115,7 +115,7 @@ struct Link {
 
 impl Source {
     /// Runs until `cancel` fires.
-    pub async fn run(self, cancel: CancellationToken) {
+    pub async fn run(self, cancel: Shutdown) {
         let mut parser = Parser::new(self.max_event, self.max_event);
         parser.set_last_id(self.resume_after.clone());
         let mut once = Once::default();
@@ -135,7 +135,7 @@ impl Source {
             let asked = parser.last_id().map(str::to_string);
             let response = tokio::select! {
                 r = self.subscribe(parser.last_id()) => r,
-                _ = cancel.cancelled() => return,
+                _ = cancel.recv() => return,
             };
             let end = match response {
                 Err(why) => End::Failed(why),
@@ -156,7 +156,7 @@ impl Source {
             let delay = backoff.next_delay();
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
-                _ = cancel.cancelled() => return,
+                _ = cancel.recv() => return,
             }
         }
     }
@@ -226,7 +226,7 @@ impl Source {
         parser: &mut Parser,
         mut asked: Option<String>,
         once: &mut Once,
-        cancel: &CancellationToken,
+        cancel: &Shutdown,
     ) -> End {
         let mut items = Vec::new();
         loop {
@@ -237,7 +237,7 @@ impl Source {
                     Ok(f) => f,
                     Err(_) => return End::Stalled,
                 },
-                _ = cancel.cancelled() => return End::Cancelled,
+                _ = cancel.recv() => return End::Cancelled,
             };
             let chunk = match frame {
                 None => return End::Lost("the stream ended".into()),
@@ -262,7 +262,7 @@ impl Source {
                             asked = None;
                         }
                         self.relay.handle(ev.data, ev.id.as_deref(), cancel).await;
-                        if cancel.is_cancelled() {
+                        if cancel.is_shutdown() {
                             return End::Cancelled;
                         }
                     }

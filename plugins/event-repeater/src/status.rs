@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio_util::sync::CancellationToken;
+use app_plugin::daemon::Shutdown;
 
 use crate::buffer::Buffer;
 use crate::metrics::Metrics;
@@ -36,12 +36,7 @@ pub fn line(sink: &str, connected: bool, per_second: f64, buffered: usize) -> St
 }
 
 /// Sends the status line every [`EVERY`] while it changes, until `stop`.
-pub async fn report(
-    sink: String,
-    metrics: Arc<Metrics>,
-    buffer: Arc<Buffer>,
-    stop: CancellationToken,
-) {
+pub async fn report(sink: String, metrics: Arc<Metrics>, buffer: Arc<Buffer>, stop: Shutdown) {
     if std::env::var_os("NOTIFY_SOCKET").is_none() {
         return;
     }
@@ -51,7 +46,7 @@ pub async fn report(
     loop {
         tokio::select! {
             _ = tokio::time::sleep(EVERY) => {}
-            _ = stop.cancelled() => return,
+            _ = stop.recv() => return,
         }
         let now_acked = metrics.acked.load(Ordering::Relaxed);
         let now = Instant::now();

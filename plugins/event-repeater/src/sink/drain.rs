@@ -9,15 +9,15 @@
 
 use std::time::Duration;
 
+use app_plugin::daemon::Shutdown;
 use app_plugin::notify::Watchdog;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 /// When a sink must stop: `stop` starts the drain; it ends when everything
 /// is delivered or `drain_timeout` has passed.
 #[derive(Clone)]
 pub struct Drain {
-    pub stop: CancellationToken,
+    pub stop: Shutdown,
     pub timeout: Duration,
     /// systemd's watchdog (disabled outside a unit with `WatchdogSec=`).
     pub watchdog: Watchdog,
@@ -40,7 +40,7 @@ impl Drain {
 
     /// The drain deadline once `stop` fired (set on first call after it).
     pub fn deadline(&self, deadline: &mut Option<Instant>) -> Option<Instant> {
-        if deadline.is_none() && self.stop.is_cancelled() {
+        if deadline.is_none() && self.stop.is_shutdown() {
             *deadline = Some(Instant::now() + self.timeout);
         }
         *deadline

@@ -100,7 +100,7 @@ async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, drain: Drain) -> usize 
             }
             tokio::select! {
                 _ = buffer.ready() => {}
-                _ = drain.stop.cancelled() => {}
+                _ = drain.stop.recv() => {}
                 _ = drain.watchdog_due() => {}
             }
             continue;

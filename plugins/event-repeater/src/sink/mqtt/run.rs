@@ -151,7 +151,7 @@ impl MqttSink {
     /// Runs until the drain ends; returns the number of undelivered events.
     pub async fn run(self, drain: Drain) -> usize {
         let Some(mut st) = self.start() else {
-            drain.stop.cancelled().await;
+            drain.stop.recv().await;
             return self.buffer.stats().queued;
         };
         loop {
@@ -253,7 +253,7 @@ impl MqttSink {
                 Err(e) => Turn::Lost(e),
             },
             _ = self.buffer.ready(), if can_interrupt && want_work => Turn::Nothing,
-            _ = drain.stop.cancelled(), if can_interrupt && dl.is_none() => Turn::Nothing,
+            _ = drain.stop.recv(), if can_interrupt && dl.is_none() => Turn::Nothing,
             _ = until(dl) => Turn::Nothing,
             // Leaving this event loop for good: it may be dropped
             // mid-write, the book holds everything not acknowledged.
@@ -463,7 +463,7 @@ impl MqttSink {
             drain.beat();
             tokio::select! {
                 _ = tokio::time::sleep_until(end) => return,
-                _ = drain.stop.cancelled(), if dl.is_none() => return,
+                _ = drain.stop.recv(), if dl.is_none() => return,
                 _ = until(dl) => return,
                 _ = drain.watchdog_due() => {}
             }

@@ -64,7 +64,7 @@ impl NatsSink {
                 _ = link.notified() => { max_payload = None; }
                 // The state may change just after the event that announced it.
                 _ = tokio::time::sleep(Duration::from_millis(250)), if !connected => {}
-                _ = drain.stop.cancelled(), if dl.is_none() => {}
+                _ = drain.stop.recv(), if dl.is_none() => {}
                 _ = until(dl) => {}
                 _ = drain.watchdog_due() => {}
             }

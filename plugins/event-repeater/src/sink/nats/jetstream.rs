@@ -80,7 +80,7 @@ impl NatsSink {
                 app_plugin::error!(
                     "cannot subscribe to an inbox for JetStream acknowledgements: {e}"
                 );
-                drain.stop.cancelled().await;
+                drain.stop.recv().await;
                 return self.buffer.stats().queued;
             }
         };
@@ -128,7 +128,7 @@ impl NatsSink {
                 _ = link.notified() => { p.max_payload = None; }
                 // The state may change just after the event that announced it.
                 _ = tokio::time::sleep(Duration::from_millis(250)), if !connected => {}
-                _ = drain.stop.cancelled(), if dl.is_none() => {}
+                _ = drain.stop.recv(), if dl.is_none() => {}
                 _ = until(dl) => {}
                 _ = drain.watchdog_due() => {}
             }
