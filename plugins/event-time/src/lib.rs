@@ -141,12 +141,16 @@ pub async fn serve(config: Config) -> Result<(), Error> {
         files.socket().display()
     ));
     let outcome = tokio::select! {
-        // First: the servers return too once the stop fires.
         biased;
-        why = shutdown.recv() => { app_plugin::log!(INFO, "{why}: stopping"); Ok(()) }
+        _ = shutdown.recv() => Ok(()),
         r = unix_server => r.map_err(|source| Error::Stopped { what: "unix socket", source }),
         r = tcp_server => r.map_err(|source| Error::Stopped { what: "TCP", source }),
     };
+    // Said after the select, not in its first arm: the signal can fire
+    // between that arm's poll and a server's, which then returns first.
+    if let Some(why) = shutdown.reason() {
+        app_plugin::log!(INFO, "{why}: stopping");
+    }
     app_plugin::notify::stopping("stopping: closing the streams");
     drop(files);
     outcome
