@@ -34,8 +34,9 @@ pub use crate::overflow::Overflow;
 pub struct Record {
     /// Acceptance order, unique in this process.
     pub seq: u64,
-    pub source_topic: String,
-    pub sink_topic: String,
+    /// Shared with the router's last route (see `routes::LastRoute`).
+    pub source_topic: Arc<str>,
+    pub sink_topic: Arc<str>,
     /// The event as one line of JSON.
     pub payload: Bytes,
     /// The SSE event id in force when it arrived (the NATS sink's dedup key).
@@ -122,7 +123,7 @@ impl Buffer {
 
     /// Records an event that is done on arrival (not routed, invalid or
     /// refused), so the checkpoint can move past it.
-    pub fn skip(&self, id: Option<&str>) {
+    pub fn skip(&self, id: Option<&Arc<str>>) {
         self.lock().ledger.skip(id);
     }
 
@@ -137,10 +138,10 @@ impl Buffer {
     /// (then the event is not done, and the checkpoint stays before it).
     pub async fn push(
         &self,
-        source_topic: String,
-        sink_topic: String,
+        source_topic: Arc<str>,
+        sink_topic: Arc<str>,
         payload: Bytes,
-        id: Option<&str>,
+        id: Option<&Arc<str>>,
         cancel: &Shutdown,
     ) -> bool {
         let cost = payload.len() + sink_topic.len();
@@ -174,7 +175,7 @@ impl Buffer {
                         source_topic,
                         sink_topic,
                         payload,
-                        id: id.map(Arc::from),
+                        id: id.cloned(),
                     });
                     drop(inner);
                     inc(&self.metrics.accepted);
@@ -204,6 +205,17 @@ impl Buffer {
                 "buffer full ({max_events} events / {max_bytes} bytes): {what} dropped ({n}; --overflow {policy}); see events_dropped_total in /metrics"
             )
         });
+    }
+
+    /// Moves the oldest queued event to in flight.
+    pub fn take_one(&self) -> Option<Record> {
+        let mut inner = self.lock();
+        let rec = inner.queue.pop_front()?;
+        let cost = rec.cost();
+        inner.queued_bytes -= cost;
+        inner.inflight += 1;
+        inner.inflight_bytes += cost;
+        Some(rec)
     }
 
     /// Moves up to `max` queued events to in flight, oldest first.
@@ -269,7 +281,7 @@ mod tests {
             "s".into(),
             "t".into(),
             Bytes::from(payload.to_string()),
-            Some(payload),
+            Some(&Arc::from(payload)),
             &Shutdown::new(),
         )
         .await
@@ -361,7 +373,7 @@ mod tests {
         let (b, _) = buffer(2, 1000, Overflow::DropOldest);
         assert_eq!(checkpoint(&b), None);
         push(&b, "1").await;
-        b.skip(Some("2"));
+        b.skip(Some(&Arc::from("2")));
         push(&b, "3").await;
         assert_eq!(checkpoint(&b), None, "1 is not done");
         // 4 pushes 1 out (dropped and counted: done).

@@ -35,11 +35,9 @@ impl Ledger {
         }
     }
 
-    fn arrive(&mut self, id: Option<&str>) {
+    fn arrive(&mut self, id: Option<&Arc<str>>) {
         if let Some(id) = id {
-            if self.last.as_deref() != Some(id) {
-                self.last = Some(Arc::from(id));
-            }
+            self.last = Some(id.clone());
         }
         if self.pending.is_empty() {
             self.version += 1;
@@ -48,12 +46,12 @@ impl Ledger {
 
     /// An event that is done on arrival (unrouted, invalid, refused, or
     /// dropped because the buffer was full).
-    pub fn skip(&mut self, id: Option<&str>) {
+    pub fn skip(&mut self, id: Option<&Arc<str>>) {
         self.arrive(id);
     }
 
     /// An event accepted under acceptance number `seq` (consecutive).
-    pub fn accept(&mut self, seq: u64, id: Option<&str>) {
+    pub fn accept(&mut self, seq: u64, id: Option<&Arc<str>>) {
         if self.pending.is_empty() {
             self.front = seq;
         }
@@ -102,10 +100,10 @@ mod tests {
     fn the_checkpoint_waits_for_the_oldest_event_not_done() {
         let mut l = Ledger::new(Some("0".into()));
         assert_eq!(cp(&l).as_deref(), Some("0"));
-        l.accept(1, Some("1"));
-        l.skip(Some("2")); // unrouted: done at once
-        l.accept(2, Some("3"));
-        l.accept(3, Some("4"));
+        l.accept(1, Some(&Arc::from("1")));
+        l.skip(Some(&Arc::from("2"))); // unrouted: done at once
+        l.accept(2, Some(&Arc::from("3")));
+        l.accept(3, Some(&Arc::from("4")));
         assert_eq!(cp(&l).as_deref(), Some("0"));
         // 3 acked before 1: nothing moves.
         l.done(2);
@@ -115,7 +113,7 @@ mod tests {
         assert_eq!(cp(&l).as_deref(), Some("3"));
         l.done(3);
         assert_eq!(cp(&l).as_deref(), Some("4"));
-        l.skip(Some("5"));
+        l.skip(Some(&Arc::from("5")));
         assert_eq!(cp(&l).as_deref(), Some("5"));
         // Unknown or repeated numbers change nothing.
         l.done(3);
@@ -127,10 +125,10 @@ mod tests {
     fn the_version_moves_only_when_the_checkpoint_may_have() {
         let mut l = Ledger::new(None);
         let v0 = l.checkpoint().1;
-        l.accept(1, Some("a"));
+        l.accept(1, Some(&Arc::from("a")));
         let v1 = l.checkpoint().1;
         assert_eq!(v1, v0, "accepting does not move the checkpoint");
-        l.skip(Some("b"));
+        l.skip(Some(&Arc::from("b")));
         assert_eq!(l.checkpoint().1, v1, "behind a pending event");
         l.done(1);
         assert!(l.checkpoint().1 > v1);

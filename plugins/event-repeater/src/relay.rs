@@ -8,15 +8,13 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use app_plugin::daemon::Shutdown;
-use bytes::Bytes;
-
 use crate::buffer::Buffer;
-use crate::event::Event;
+use crate::event::{Event, EventData};
 use crate::first_checkpoint::FirstCheckpoint;
 use crate::metrics::{inc, Metrics};
-use crate::routes::Table;
+use crate::routes::{LastRoute, Table};
 use crate::sink::{Refusal, Rules};
+use app_plugin::daemon::Shutdown;
 use app_plugin::log::{RateLimited, DEBUG, WARN};
 
 /// The routing table shared by the API (writer) and the router (reader).
@@ -39,6 +37,9 @@ pub struct Relay {
     too_large_warning: RateLimited,
     refused_warning: OncePerTopic,
     unrouted_note: RateLimited,
+    /// The last topic's route (only the source's task routes: never
+    /// contended).
+    last: Mutex<LastRoute>,
     /// On a fresh start, until the first checkpoint is on disk.
     first: Option<FirstCheckpoint>,
 }
@@ -94,6 +95,7 @@ impl Relay {
                 others: RateLimited::new(every),
             },
             unrouted_note: RateLimited::new(every),
+            last: Mutex::default(),
             first: None,
         }
     }
@@ -107,7 +109,7 @@ impl Relay {
 
     /// Counts an event the SSE parser had to discard (`id`: the last event
     /// id in force).
-    pub fn discarded(&self, why: &str, id: Option<&str>) {
+    pub fn discarded(&self, why: &str, id: Option<&Arc<str>>) {
         self.buffer.skip(id);
         inc(&self.metrics.received);
         inc(&self.metrics.invalid);
@@ -131,9 +133,9 @@ impl Relay {
     /// Routes one event's data (`id`: the SSE event id in force); waits
     /// only under `--overflow block`. Every event that is not accepted into
     /// the buffer is recorded as done for the checkpoint.
-    pub async fn handle(&self, data: String, id: Option<&str>, cancel: &Shutdown) {
+    pub async fn handle(&self, data: EventData, id: Option<&Arc<str>>, cancel: &Shutdown) {
         inc(&self.metrics.received);
-        let event = match Event::parse(data) {
+        let event = match Event::parse(&data) {
             Ok(e) => e,
             Err(e) => {
                 self.buffer.skip(id);
@@ -144,10 +146,14 @@ impl Relay {
             }
         };
         let table = current(&self.table);
-        let Some(decision) = table.route(&event.topic) else {
+        let (topic, decision) = self
+            .last
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .route(&table, &event.topic);
+        let Some(decision) = decision else {
             self.buffer.skip(id);
             inc(&self.metrics.unrouted);
-            let topic = event.topic.clone();
             self.unrouted_note.log(DEBUG, || {
                 format!("no route for topic {topic:?}; event not relayed")
             });
@@ -179,20 +185,19 @@ impl Relay {
         if let (Some(first), Some(id)) = (&self.first, id) {
             if first.needed()
                 && !first
-                    .write(self.buffer.checkpoint().0, id, &event.json, cancel)
+                    .write(
+                        self.buffer.checkpoint().0,
+                        id,
+                        &String::from_utf8_lossy(&event.json),
+                        cancel,
+                    )
                     .await
             {
                 return;
             }
         }
         self.buffer
-            .push(
-                event.topic,
-                decision.sink_topic,
-                Bytes::from(event.json),
-                id,
-                cancel,
-            )
+            .push(topic, decision.sink_topic, event.json, id, cancel)
             .await;
     }
 }
@@ -254,20 +259,21 @@ mod tests {
         let sink = Rules::new(Arc::new(crate::sink::mqtt::MqttRules { max_packet: 200 }));
         let relay = Relay::new(table, buffer.clone(), metrics.clone(), sink);
         let c = Shutdown::new();
+        let id = |s: &str| Some(Arc::<str>::from(s));
         relay
-            .handle(r#"{"topic":"a","data":1}"#.into(), Some("1"), &c)
+            .handle(r#"{"topic":"a","data":1}"#.into(), id("1").as_ref(), &c)
             .await;
         relay
-            .handle(r#"{"topic":"zzz"}"#.into(), Some("2"), &c)
+            .handle(r#"{"topic":"zzz"}"#.into(), id("2").as_ref(), &c)
             .await;
-        relay.handle("not json".into(), Some("3"), &c).await;
+        relay.handle("not json".into(), id("3").as_ref(), &c).await;
         let big = format!(r#"{{"topic":"bad","data":"{}"}}"#, "x".repeat(300));
-        relay.handle(big, Some("4"), &c).await;
+        relay.handle(big.into(), id("4").as_ref(), &c).await;
         // Only the accepted event holds the checkpoint back.
         assert_eq!(buffer.checkpoint().0, None);
         let taken = buffer.take(10);
         assert_eq!(taken.len(), 1);
-        assert_eq!(taken[0].sink_topic, "x/a");
+        assert_eq!(&*taken[0].sink_topic, "x/a");
         assert_eq!(&taken[0].payload[..], br#"{"topic":"a","data":1}"#);
         assert_eq!(metrics.received.load(Ordering::Relaxed), 4);
         assert_eq!(metrics.unrouted.load(Ordering::Relaxed), 1);

@@ -117,7 +117,8 @@ impl Source {
     /// Runs until `cancel` fires.
     pub async fn run(self, cancel: Shutdown) {
         let mut parser = Parser::new(self.max_event, self.max_event);
-        parser.set_last_id(self.resume_after.clone());
+        let resume_after = self.resume_after.as_deref().map(Arc::<str>::from);
+        parser.set_last_id(resume_after.clone());
         let mut once = Once::default();
         let mut backoff = Backoff::network();
         let mut link = Link {
@@ -127,7 +128,7 @@ impl Source {
         };
         if let Some(event) = &self.replay {
             self.relay
-                .handle(event.clone(), self.resume_after.as_deref(), &cancel)
+                .handle(event.as_str().into(), resume_after.as_ref(), &cancel)
                 .await;
         }
         loop {
@@ -261,18 +262,18 @@ impl Source {
                             }
                             asked = None;
                         }
-                        self.relay.handle(ev.data, ev.id.as_deref(), cancel).await;
+                        self.relay.handle(ev.data, ev.id.as_ref(), cancel).await;
                         if cancel.is_shutdown() {
                             return End::Cancelled;
                         }
                     }
                     Item::Oversized => self.relay.discarded(
                         &format!("a line or event over {} bytes", self.max_event),
-                        parser.last_id(),
+                        parser.last_id_shared(),
                     ),
                     Item::InvalidUtf8 => self
                         .relay
-                        .discarded("the data is not UTF-8", parser.last_id()),
+                        .discarded("the data is not UTF-8", parser.last_id_shared()),
                     Item::IdTooLong(len) => self.relay.id_too_long(len),
                     Item::Retry(_) => {}
                     Item::Comment(text) => {

@@ -22,15 +22,22 @@
 /// read limit even when every byte is JSON-escaped six times over.
 pub const MAX_ID: usize = 1024;
 
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::event::EventData;
+
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
     /// The `event:` type, if any.
     pub event: Option<String>,
-    /// The data lines joined by `\n`.
-    pub data: String,
-    /// The last event id in force when the event was dispatched.
-    pub id: Option<String>,
+    /// The data lines joined by `\n` (UTF-8: checked here).
+    pub data: EventData,
+    /// The last event id in force when the event was dispatched, shared
+    /// with the checkpoint and the record rather than copied for each.
+    pub id: Option<Arc<str>>,
 }
 
 /// What the parser found.
@@ -63,7 +70,7 @@ pub struct Parser {
     data: Vec<u8>,
     has_data: bool,
     event: Option<String>,
-    last_id: Option<String>,
+    last_id: Option<Arc<str>>,
 }
 
 impl Parser {
@@ -90,8 +97,13 @@ impl Parser {
         self.last_id.as_deref()
     }
 
+    /// The same, shared (for the checkpoint).
+    pub fn last_id_shared(&self) -> Option<&Arc<str>> {
+        self.last_id.as_ref()
+    }
+
     /// Sets the last event id, e.g. kept from an earlier connection.
-    pub fn set_last_id(&mut self, id: Option<String>) {
+    pub fn set_last_id(&mut self, id: Option<Arc<str>>) {
         self.last_id = id;
     }
 
@@ -236,7 +248,9 @@ impl Parser {
             b"id" if value.len() > MAX_ID => out.push(Item::IdTooLong(value.len())),
             b"id" if !value.contains(&0) => {
                 if let Ok(id) = std::str::from_utf8(value) {
-                    self.last_id = Some(id.to_string());
+                    if self.last_id.as_deref() != Some(id) {
+                        self.last_id = Some(Arc::from(id));
+                    }
                 }
             }
             b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
@@ -265,7 +279,7 @@ impl Parser {
         if !has_data {
             return;
         }
-        match String::from_utf8(data) {
+        match EventData::utf8(Bytes::from(data)) {
             Ok(data) => out.push(Item::Event(SseEvent {
                 event,
                 data,
@@ -293,7 +307,7 @@ mod tests {
         Item::Event(SseEvent {
             event: None,
             data: data.into(),
-            id: id.map(String::from),
+            id: id.map(Arc::from),
         })
     }
 

@@ -11,14 +11,17 @@
 //! [`Routes`] is the canonical, sorted set (what the API lists and the state
 //! file holds); [`Table`] (in `table`) is its compiled form, swapped in whole
 //! after every accepted change, so an event is routed by the table in force
-//! when it arrived; `template` compiles a sink topic.
+//! when it arrived; `template` compiles a sink topic; `last` keeps the
+//! last topic's route for the next event.
 
+mod last;
 mod table;
 mod template;
 
 use std::collections::BTreeMap;
 
 pub use app_event_repeater_api::Route;
+pub use last::LastRoute;
 pub use table::{Decision, Entry, Table};
 pub use template::Template;
 

@@ -16,12 +16,38 @@ pub struct Entry {
     pub events: Arc<AtomicU64>,
 }
 
-/// Where an event goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where an event goes: its sink topic, and the route taken (kept so that
+/// [`super::LastRoute`] can count a repeat on it).
+#[derive(Debug, Clone)]
 pub struct Decision {
-    pub sink_topic: String,
+    pub sink_topic: Arc<str>,
+    taken: Taken,
+}
+
+#[derive(Debug, Clone)]
+enum Taken {
+    Route(Arc<Entry>),
+    /// `--allowall`, with its counter.
+    AllowAll(Arc<AtomicU64>),
+}
+
+impl Decision {
+    /// Counts one more event on the route taken.
+    pub fn count(&self) {
+        let events = match &self.taken {
+            Taken::Route(e) => &e.events,
+            Taken::AllowAll(events) => events,
+        };
+        events.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The matched route's source topic, or `None` for `--allowall`.
-    pub route: Option<String>,
+    pub fn route(&self) -> Option<&str> {
+        match &self.taken {
+            Taken::Route(e) => Some(&e.spec.sourcetopic),
+            Taken::AllowAll(_) => None,
+        }
+    }
 }
 
 /// The compiled routes: exact topics, prefixes and the `--allowall` fallback.
@@ -110,21 +136,23 @@ impl Table {
             return Some(Self::take(e, topic, topic));
         }
         if self.allowall {
-            self.allowall_events.fetch_add(1, Ordering::Relaxed);
-            return Some(Decision {
-                sink_topic: topic.to_string(),
-                route: None,
-            });
+            let d = Decision {
+                sink_topic: Arc::from(topic),
+                taken: Taken::AllowAll(self.allowall_events.clone()),
+            };
+            d.count();
+            return Some(d);
         }
         None
     }
 
-    fn take(e: &Entry, topic: &str, suffix: &str) -> Decision {
-        e.events.fetch_add(1, Ordering::Relaxed);
-        Decision {
-            sink_topic: e.template.render(topic, suffix),
-            route: Some(e.spec.sourcetopic.clone()),
-        }
+    fn take(e: &Arc<Entry>, topic: &str, suffix: &str) -> Decision {
+        let d = Decision {
+            sink_topic: Arc::from(e.template.render(topic, suffix)),
+            taken: Taken::Route(e.clone()),
+        };
+        d.count();
+        d
     }
 }
 
@@ -142,7 +170,7 @@ mod tests {
     }
 
     fn sink(t: &Table, topic: &str) -> Option<String> {
-        t.route(topic).map(|d| d.sink_topic)
+        t.route(topic).map(|d| d.sink_topic.to_string())
     }
 
     #[test]
@@ -202,8 +230,15 @@ mod tests {
         assert_eq!(sink(&t, "b/y").as_deref(), Some("all/b/y"));
         let t = table(&[("a/", "A/{suffix}")], true);
         assert_eq!(sink(&t, "b/y").as_deref(), Some("b/y"));
-        assert_eq!(t.route("b/y").unwrap().route, None);
+        assert_eq!(t.route("b/y").unwrap().route(), None);
+        assert_eq!(t.allowall_events.load(Ordering::Relaxed), 2);
+        assert_eq!(t.route("a/x").unwrap().route(), Some("a/"));
         assert_eq!(sink(&t, "a/x").as_deref(), Some("A/x"));
+        assert_eq!(
+            t.allowall_events.load(Ordering::Relaxed),
+            2,
+            "a route took a/x"
+        );
     }
 
     #[test]

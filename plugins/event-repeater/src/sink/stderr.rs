@@ -77,9 +77,9 @@ pub fn line(rec: &Record) -> Vec<u8> {
     let mut out = Vec::with_capacity(rec.payload.len() + rec.sink_topic.len() * 2 + 48);
     out.extend_from_slice(b"{\"source_topic\":");
     // Serialising a str into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut out, &rec.source_topic);
+    let _ = serde_json::to_writer(&mut out, &*rec.source_topic);
     out.extend_from_slice(b",\"sink_topic\":");
-    let _ = serde_json::to_writer(&mut out, &rec.sink_topic);
+    let _ = serde_json::to_writer(&mut out, &*rec.sink_topic);
     out.extend_from_slice(b",\"event\":");
     out.extend_from_slice(&rec.payload);
     out.push(b'}');

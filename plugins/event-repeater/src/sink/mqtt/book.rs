@@ -52,7 +52,11 @@ impl Book {
     }
 
     fn publish(&self, rec: &Record, pkid: u16, dup: bool) -> Request {
-        let mut p = Publish::from_bytes(rec.sink_topic.clone(), self.qos, rec.payload.clone());
+        let mut p = Publish::from_bytes(
+            String::from(&*rec.sink_topic),
+            self.qos,
+            rec.payload.clone(),
+        );
         p.retain = self.retain;
         p.pkid = pkid;
         p.dup = dup;

@@ -358,7 +358,7 @@ impl MqttSink {
     /// the buffer) against the same rules.
     fn fill(&self, book: &mut Book, el: &mut EventLoop) {
         while book.has_room() {
-            let Some(rec) = self.buffer.take(1).pop() else {
+            let Some(rec) = self.buffer.take_one() else {
                 return;
             };
             if let Err(rec) = book.hand_over(rec, el) {

@@ -247,7 +247,7 @@ impl<'a> Publisher<'a> {
             return Some(job);
         }
         loop {
-            let rec = self.sink.buffer.take(1).pop()?;
+            let rec = self.sink.buffer.take_one()?;
             match self.subjects.of(&rec.sink_topic) {
                 Ok(subject) => {
                     return Some(Job {
