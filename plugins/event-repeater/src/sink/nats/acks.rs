@@ -14,10 +14,12 @@
 //! is ignored (the publish is sent again with the same `Nats-Msg-Id`, so
 //! the stream keeps one copy).
 
+use std::sync::LazyLock;
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use async_nats::{Message, StatusCode, Subject};
+use memchr::memmem::Finder;
 use serde::Deserialize;
 use tokio::time::Instant;
 
@@ -191,9 +193,12 @@ fn verdict(msg: &Message) -> Result<(), String> {
             "publish failed: the server answered status {status}"
         ));
     }
+    // Built once: memmem::find builds its searcher on every call, which
+    // cost more than the rest of handling an acknowledgement.
+    static ERROR: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"error\""));
     let p = &msg.payload[..];
     // The server writes a success as {"stream":…,"seq":…[,"duplicate":true]}.
-    if p.starts_with(b"{\"stream\":") && memchr::memmem::find(p, b"\"error\"").is_none() {
+    if p.starts_with(b"{\"stream\":") && ERROR.find(p).is_none() {
         return Ok(());
     }
     match serde_json::from_slice::<Answer>(p) {
