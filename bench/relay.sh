@@ -31,7 +31,8 @@
 # LAT_RATE2 (10000) events/s, LAT_COUNT2 (50000) events; each its own table;
 # 0 skips them), RELAY_WRAPPER (a command the repeater runs under, e.g.
 # "valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.%p": instructions
-# per event, which the machine's load does not change).
+# per event, which the machine's load does not change), BIN (where loadgen
+# and app-event-repeater are; target/release: another build's, to compare).
 # Prints the Markdown table (`loadgen report OUT`) at the end.
 set -euo pipefail
 
@@ -71,7 +72,7 @@ command -v mosquitto >/dev/null || {
 if [ "$BUILD" = 1 ]; then
     cargo build --release -q -p app-bench-loadgen -p app-event-repeater
 fi
-BIN=$ROOT/target/release
+BIN=${BIN:-$ROOT/target/release}
 LOADGEN=$BIN/loadgen
 REPEATER=$BIN/app-event-repeater
 mkdir -p "$ROOT/target/bench"
