@@ -14,8 +14,8 @@
 //! is ignored (the publish is sent again with the same `Nats-Msg-Id`, so
 //! the stream keeps one copy).
 
-use std::sync::LazyLock;
 use std::collections::VecDeque;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_nats::{Message, StatusCode, Subject};
