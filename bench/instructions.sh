@@ -22,7 +22,8 @@
 # Usage: bench/instructions.sh [--record] [--no-build]
 #   --record    write the figures as the new baseline instead of comparing
 # Environment: SINKS ("mqtt0 nats1"), COUNT (100000), WARMUP (2000), SIZE
-# (0 = loadgen's 148-byte event), TOOL (callgrind | perf), TOLERANCE (3, in
+# (0 = loadgen's 148-byte event; another size is compared with its own
+# baseline line, SINK@SIZE), TOOL (callgrind | perf), TOLERANCE (3, in
 # % over the baseline; perf needs about 10), BASELINE
 # (bench/baseline-instructions.txt), KEEP (a directory to keep the callgrind
 # profiles in, for callgrind_annotate).
@@ -175,20 +176,25 @@ for sink in $SINKS; do
     measure "$sink" || { stop_all; status=1; continue; }
     total=$(cat "$WORK/$sink/total")
     per=$((total / (COUNT + WARMUP)))
-    results+=("$sink $TOOL $per")
-    base=$(awk -v s="$sink" -v t="$TOOL" '$1 == s && $2 == t { print $3 }' "$BASELINE" 2>/dev/null || true)
+    # Another payload size is another figure: its own baseline line.
+    key=$sink
+    [ "$SIZE" = 0 ] || key="$sink@$SIZE"
+    results+=("$key $TOOL $per")
+    base=$(awk -v s="$key" -v t="$TOOL" '$1 == s && $2 == t { print $3 }' "$BASELINE" 2>/dev/null || true)
     if [ "$RECORD" = 1 ] || [ -z "$base" ]; then
-        echo "$sink: $per instructions/event ($total in all)${base:+; baseline $base}"
+        note="; no baseline for $key with $TOOL"
+        [ -z "$base" ] || note="; baseline $base"
+        echo "$key: $per instructions/event ($total in all)$note"
     else
         limit=$((base * (100 + TOLERANCE) / 100))
         verdict=ok
         if [ "$per" -gt "$limit" ]; then verdict="OVER the baseline by more than $TOLERANCE%"; status=1; fi
-        echo "$sink: $per instructions/event ($total in all); baseline $base, limit $limit: $verdict"
+        echo "$key: $per instructions/event ($total in all); baseline $base, limit $limit: $verdict"
     fi
 done
 if [ "$RECORD" = 1 ] && [ "$status" = 0 ]; then
     {
-        echo "# sink tool instructions-per-event: bench/instructions.sh --record, COUNT=$COUNT WARMUP=$WARMUP SIZE=$SIZE,"
+        echo "# sink[@size] tool instructions-per-event: bench/instructions.sh --record, COUNT=$COUNT WARMUP=$WARMUP SIZE=$SIZE,"
         echo "# $(date -u +%F), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
         [ -f "$BASELINE" ] && grep -v '^#' "$BASELINE" | while read -r s t n; do
             keep=1
