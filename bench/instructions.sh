@@ -201,7 +201,9 @@ if [ "$RECORD" = 1 ] && [ "$status" = 0 ]; then
             for r in "${results[@]}"; do
                 [ "${r% *}" = "$s $t" ] && keep=0
             done
-            [ "$keep" = 1 ] && [ -n "$s" ] && echo "$s $t $n"
+            # An `if`, not `&&`: a false test as the loop's last command
+            # failed the pipeline, and `set -e` ended --record unwritten.
+            if [ "$keep" = 1 ] && [ -n "$s" ]; then echo "$s $t $n"; fi
         done
         printf '%s\n' "${results[@]}"
     } >"$BASELINE.new"
