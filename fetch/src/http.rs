@@ -98,7 +98,7 @@ pub fn download(url: &str, options: &Options) -> Result<Vec<u8>, FetchError> {
     if !(200..300).contains(&status) {
         return Err(FetchError::Status(status));
     }
-    read_body(&mut response, &url::redact(url), options.limit)
+    read_body(&mut response, &url::redact(url), options.limit).map_err(|e| limits.name_timeout(e))
 }
 
 /// The timeouts in force: [`TIMEOUT_VAR`] or the defaults.

@@ -200,6 +200,14 @@ fn an_index_server_that_stalls_or_trickles_is_cut_off_at_the_fetch_timeout() {
             took >= Duration::from_secs(2) && took < Duration::from_secs(20),
             "{name}: {took:?} {ran:?}"
         );
+        // Whether it ran out waiting for the answer (silent) or while
+        // reading the body (slow), the message says the limits and the knob.
+        assert!(
+            ran.stderr.contains(
+                "(limits: 2 s to connect, 2 s of silence, 2 s in all; see APP_FETCH_TIMEOUT)"
+            ),
+            "{name}: {ran:?}"
+        );
     }
     w.app(&["plugin", "index", "list"])
         .ok()
