@@ -17,16 +17,16 @@
 //! previous id means a restart asks for a little more again (duplicates),
 //! where a truncated id would name an event the source never sent.
 
-/// The longest SSE id kept, in bytes: far above any real id (a number, a
-/// UUID, a timestamp and an offset), far below the checkpoint's 64 KiB
-/// read limit even when every byte is JSON-escaped six times over.
-pub const MAX_ID: usize = 1024;
-
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use crate::event::EventData;
+
+/// The longest SSE id kept, in bytes: far above any real id (a number, a
+/// UUID, a timestamp and an offset), far below the checkpoint's 64 KiB
+/// read limit even when every byte is JSON-escaped six times over.
+pub const MAX_ID: usize = 1024;
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
