@@ -34,7 +34,8 @@ pub use crate::overflow::Overflow;
 pub struct Record {
     /// Acceptance order, unique in this process.
     pub seq: u64,
-    /// Shared with the router's last route (see `routes::LastRoute`).
+    /// The topics, shared with the router's last route
+    /// (`routes::LastRoute`) rather than copied for each event.
     pub source_topic: Arc<str>,
     pub sink_topic: Arc<str>,
     /// The event as one line of JSON.

@@ -29,6 +29,11 @@ impl EventData {
         &self.0
     }
 
+    /// The shared bytes, for a sink.
+    pub fn into_bytes(self) -> Bytes {
+        self.0
+    }
+
     pub fn as_str(&self) -> &str {
         // SAFETY: every constructor took a `String` or checked the bytes
         // (`utf8`), and `Bytes` never changes the bytes it shares. Checking
@@ -63,8 +68,8 @@ impl From<&str> for EventData {
 pub struct Event<'a> {
     /// Borrowed from the data unless it had escapes to decode.
     pub topic: Cow<'a, str>,
-    /// The whole event as one line of JSON (UTF-8).
-    pub json: Bytes,
+    /// The whole event as one line of JSON.
+    pub json: EventData,
 }
 
 /// The topic, borrowed from the data where it can be: serde borrows a
@@ -129,9 +134,10 @@ impl<'a> Event<'a> {
         let json = if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
             let value: serde_json::Value =
                 serde_json::from_str(text).map_err(|e| EventError::NotJson(e.to_string()))?;
-            Bytes::from(value.to_string())
+            EventData::from(value.to_string())
         } else {
-            data.as_bytes().slice_ref(text.as_bytes())
+            // Whitespace trimmed is ASCII: what is left is still UTF-8.
+            EventData(data.as_bytes().slice_ref(text.as_bytes()))
         };
         Ok(Event { topic, json })
     }
@@ -144,8 +150,7 @@ mod tests {
     fn parse(data: &str) -> Result<(String, String), EventError> {
         let data = EventData::from(data);
         let e = Event::parse(&data)?;
-        let json = String::from_utf8(e.json.to_vec()).unwrap();
-        Ok((e.topic.into_owned(), json))
+        Ok((e.topic.into_owned(), e.json.as_str().to_string()))
     }
 
     #[test]
@@ -162,13 +167,13 @@ mod tests {
         let data = EventData::from(r#" {"topic":"a/b","data":1}"#);
         let e = Event::parse(&data).unwrap();
         // The payload is the data's own bytes, the topic borrowed from them.
-        assert_eq!(e.json.as_ptr(), data.as_bytes()[1..].as_ptr());
+        assert_eq!(e.json.as_bytes().as_ptr(), data.as_bytes()[1..].as_ptr());
         assert!(matches!(e.topic, Cow::Borrowed("a/b")));
         let data = EventData::from(r#"{"topic":"a\/b","data":1}"#);
         assert!(matches!(Event::parse(&data).unwrap().topic, Cow::Owned(_)));
         let data = EventData::from("{\"topic\":\"a\",\n\"data\":1}");
         assert_ne!(
-            Event::parse(&data).unwrap().json.as_ptr(),
+            Event::parse(&data).unwrap().json.as_bytes().as_ptr(),
             data.as_bytes().as_ptr()
         );
     }

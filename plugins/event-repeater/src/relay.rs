@@ -185,19 +185,20 @@ impl Relay {
         if let (Some(first), Some(id)) = (&self.first, id) {
             if first.needed()
                 && !first
-                    .write(
-                        self.buffer.checkpoint().0,
-                        id,
-                        &String::from_utf8_lossy(&event.json),
-                        cancel,
-                    )
+                    .write(self.buffer.checkpoint().0, id, event.json.as_str(), cancel)
                     .await
             {
                 return;
             }
         }
         self.buffer
-            .push(topic, decision.sink_topic, event.json, id, cancel)
+            .push(
+                topic,
+                decision.sink_topic,
+                event.json.into_bytes(),
+                id,
+                cancel,
+            )
             .await;
     }
 }
