@@ -337,3 +337,75 @@ fn an_overlong_sse_id_is_not_kept_and_the_repeater_restarts_after_kill9() {
     assert_eq!(source.asked().last(), Some(&Some("1".to_string())));
     assert_eq!(metric(&rep, "source_ids_refused_total"), 1.0);
 }
+
+/// Issue 30 item 2: after `id: 2\x01x` no reconnection ever reached the
+/// source (the id cannot be a `Last-Event-ID` header), and the checkpoint
+/// kept it, so every restart failed the same way. Now the id is not kept
+/// (counted, like NUL is ignored), the event is still relayed, and a
+/// checkpoint an older release wrote with such an id is repaired.
+#[test]
+fn an_sse_id_with_a_control_character_is_not_kept_and_the_source_stays_reachable() {
+    let sb = Sandbox::new();
+    let source = ScriptedSource::start();
+    source.push_topic(1, "t/a");
+    source.push("2\u{1}x", r#"{"topic":"t/ctl"}"#);
+    source.push_topic(3, "t/b");
+    let mut rep = Repeater::builder(&sb, "event-repeater")
+        .source(&source.url())
+        .sinkprotocol("stderr")
+        .args(["--allowall"])
+        .start();
+    let relayed = wait_for(Duration::from_secs(10), || {
+        (rep.sink_topics().len() >= 3).then(|| rep.sink_topics())
+    });
+    assert_eq!(
+        relayed,
+        Some(vec!["t/a".to_string(), "t/ctl".into(), "t/b".into()]),
+        "{}",
+        rep.log()
+    );
+    assert_eq!(metric(&rep, "source_ids_refused_total"), 1.0);
+    assert!(
+        rep.log().contains("holding a control character"),
+        "{}",
+        rep.log()
+    );
+    wait_checkpoint(&rep, &sb, "3");
+
+    // A restart resumes after 3 (the positive control: the source was
+    // reached again with a Last-Event-ID).
+    rep.kill9();
+    source.push_topic(4, "t/after");
+    rep.restart();
+    let relayed = wait_for(Duration::from_secs(10), || {
+        rep.sink_topics()
+            .contains(&"t/after".to_string())
+            .then_some(())
+    });
+    assert!(relayed.is_some(), "{}", rep.log());
+    assert_eq!(source.asked().last(), Some(&Some("3".to_string())));
+
+    // A checkpoint an older release wrote with such an id: warned about,
+    // not sent, and the repeater relays from the source's live events.
+    rep.kill9();
+    let checkpoint = sb
+        .data_dir()
+        .join("event-repeater/event-repeater.checkpoint");
+    let old = serde_json::json!({
+        "version": 1, "source": source.url(), "sink": "stderr", "last_event_id": "a\u{1}b"
+    });
+    std::fs::write(&checkpoint, old.to_string()).unwrap();
+    let before = source.asked().len();
+    rep.restart();
+    let asked = wait_for(Duration::from_secs(10), || {
+        (source.asked().len() > before).then(|| source.asked())
+    })
+    .expect("the source was asked again");
+    assert_eq!(asked.last(), Some(&None), "{}", rep.log());
+    assert!(
+        rep.log().contains("cannot be resumed from"),
+        "{}",
+        rep.log()
+    );
+    wait_checkpoint(&rep, &sb, "4");
+}

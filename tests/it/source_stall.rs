@@ -141,3 +141,69 @@ fn a_frozen_source_is_reported_stalled_and_resubscribed_without_loss() {
     assert!(last > before + 100);
     assert!(source.alive());
 }
+
+/// A source that answers every subscription's head and then says nothing
+/// (issue 30 item 5): each new subscription's headers ended the stall, so
+/// 49 of 50 `/healthz` samples said `ok`. The stall now ends only when the
+/// source sends something: here once it starts sending keep-alives (the
+/// positive control: the same samples would have seen the change).
+#[test]
+fn a_source_that_answers_then_says_nothing_stays_stalled() {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let talk = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (t, st) = (talk.clone(), stop.clone());
+    let server = std::thread::spawn(move || {
+        listener.set_nonblocking(true).unwrap();
+        let mut conns = Vec::new();
+        while !st.load(Ordering::SeqCst) {
+            if let Ok((mut c, _)) = listener.accept() {
+                c.set_nonblocking(false).unwrap();
+                c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                let mut head = [0u8; 4096];
+                let _ = c.read(&mut head);
+                let _ = c.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n",
+                );
+                conns.push(c);
+            }
+            if t.load(Ordering::SeqCst) {
+                conns.retain_mut(|c| c.write_all(b": keep-alive\n\n").is_ok());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let sb = Sandbox::new();
+    let r = Repeater::builder(&sb, "silent")
+        .source(&format!("http://{addr}"))
+        .sinkprotocol("stderr")
+        .args(["--allowall", "--source-idle-timeout", "1s"])
+        .start();
+    let stalled = wait_for(Duration::from_secs(10), || {
+        (healthz(&r)["source"]["stalled"] == true).then_some(())
+    });
+    assert!(stalled.is_some(), "never stalled: {}", r.log());
+    // Sampled every 100 ms across several re-subscriptions (one a second).
+    let mut ok = 0;
+    for _ in 0..40 {
+        let h = healthz(&r);
+        if h["source"]["stalled"] != true || h["status"] != "degraded" {
+            ok += 1;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(metric(&r, "source_stalls_total") >= 3.0, "{}", r.log());
+    assert_eq!(ok, 0, "samples not stalled while the source said nothing");
+    talk.store(true, Ordering::SeqCst);
+    let recovered = wait_for(Duration::from_secs(10), || {
+        (healthz(&r)["source"]["stalled"] == false).then_some(())
+    });
+    assert!(recovered.is_some(), "keep-alives did not end the stall");
+    stop.store(true, Ordering::SeqCst);
+    server.join().unwrap();
+}

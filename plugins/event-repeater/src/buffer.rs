@@ -22,6 +22,7 @@ use app_plugin::daemon::Shutdown;
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use crate::event_key::EventKey;
 use crate::ledger::Ledger;
 use crate::metrics::{inc, Metrics};
 use app_plugin::log::{RateLimited, WARN};
@@ -40,8 +41,9 @@ pub struct Record {
     pub sink_topic: Arc<str>,
     /// The event as one line of JSON.
     pub payload: Bytes,
-    /// The SSE event id in force when it arrived (the NATS sink's dedup key).
-    pub id: Option<Arc<str>>,
+    /// Its place in the source's stream and dedup key (the NATS sink's
+    /// `Nats-Msg-Id`).
+    pub id: Option<EventKey>,
 }
 
 impl Record {
@@ -92,7 +94,7 @@ impl Buffer {
         max_bytes: usize,
         policy: Overflow,
         metrics: Arc<Metrics>,
-        checkpoint: Option<String>,
+        checkpoint: Option<EventKey>,
     ) -> Buffer {
         Buffer {
             inner: Mutex::new(Inner {
@@ -124,12 +126,12 @@ impl Buffer {
 
     /// Records an event that is done on arrival (not routed, invalid or
     /// refused), so the checkpoint can move past it.
-    pub fn skip(&self, id: Option<&Arc<str>>) {
+    pub fn skip(&self, id: Option<&EventKey>) {
         self.lock().ledger.skip(id);
     }
 
     /// The checkpoint (see [`crate::checkpoint`]) and its version.
-    pub fn checkpoint(&self) -> (Option<Arc<str>>, u64) {
+    pub fn checkpoint(&self) -> (Option<EventKey>, u64) {
         self.lock().ledger.checkpoint()
     }
 
@@ -142,7 +144,7 @@ impl Buffer {
         source_topic: Arc<str>,
         sink_topic: Arc<str>,
         payload: Bytes,
-        id: Option<&Arc<str>>,
+        id: Option<&EventKey>,
         cancel: &Shutdown,
     ) -> bool {
         let cost = payload.len() + sink_topic.len();
@@ -282,7 +284,7 @@ mod tests {
             "s".into(),
             "t".into(),
             Bytes::from(payload.to_string()),
-            Some(&Arc::from(payload)),
+            Some(&EventKey::own(Arc::from(payload))),
             &Shutdown::new(),
         )
         .await
@@ -366,7 +368,7 @@ mod tests {
     }
 
     fn checkpoint(b: &Buffer) -> Option<String> {
-        b.checkpoint().0.map(|s| s.to_string())
+        b.checkpoint().0.map(|s| s.as_str().to_string())
     }
 
     #[tokio::test]
@@ -374,7 +376,7 @@ mod tests {
         let (b, _) = buffer(2, 1000, Overflow::DropOldest);
         assert_eq!(checkpoint(&b), None);
         push(&b, "1").await;
-        b.skip(Some(&Arc::from("2")));
+        b.skip(Some(&EventKey::own(Arc::from("2"))));
         push(&b, "3").await;
         assert_eq!(checkpoint(&b), None, "1 is not done");
         // 4 pushes 1 out (dropped and counted: done).

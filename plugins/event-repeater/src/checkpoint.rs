@@ -26,6 +26,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::event_key::EventKey;
+
 /// How often the checkpoint is written while it moves.
 pub const INTERVAL: Duration = Duration::from_millis(100);
 
@@ -43,7 +45,13 @@ struct Document {
     /// `stderr`); absent in files written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     sink: Option<String>,
-    last_event_id: String,
+    /// The SSE id to resume after (`Last-Event-ID`); `null` when the
+    /// source cleared it with an empty `id:` (then none is sent).
+    last_event_id: Option<String>,
+    /// The position's dedup key, when it is not the id's own (an event
+    /// without an id of its own: see [`crate::event_key`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
     /// A fresh start's first event (its id is `last_event_id`), written
     /// before it was accepted and kept until it is done: relayed again at
     /// the next start, before resuming after its id.
@@ -70,11 +78,17 @@ pub enum Loaded {
     /// No file (first start, or a source that never sent an id). An empty
     /// file is an error, not this.
     None,
-    /// The id to resume after.
-    Resume(String),
+    /// The position to resume after.
+    Resume(EventKey),
+    /// The source cleared its id (an empty `id:`) and sent no id since:
+    /// there is nothing to resume after.
+    NoId,
     /// A fresh start's first event, not done when the repeater stopped: to
-    /// relay again, then resume after its id `after`.
-    Replay { after: String, event: String },
+    /// relay again (its key `after`), then resume after its id.
+    Replay { after: EventKey, event: String },
+    /// An id written by an older release that cannot be sent as a
+    /// `Last-Event-ID` header (issue 30): not used.
+    Unusable(String),
     /// A checkpoint for another source: not used.
     OtherSource(String),
     /// A checkpoint written by a run into another sink (the stderr demo
@@ -152,12 +166,24 @@ impl CheckpointFile {
         if let Some(sink) = doc.sink.filter(|s| s != self.sink) {
             return Ok(Loaded::OtherSink(sink));
         }
+        // An empty id (an older release kept `id:` with no value as the
+        // id "") is no id: a resume would send an empty Last-Event-ID.
+        let Some(id) = doc.last_event_id.filter(|id| !id.is_empty()) else {
+            return Ok(Loaded::NoId);
+        };
+        if let Some(why) = crate::sse::refuse_id(id.as_bytes()) {
+            return Ok(Loaded::Unusable(format!(
+                "it holds the event id {} {why}",
+                app_plugin::text::escape_for_terminal(&id)
+            )));
+        }
+        let after = EventKey::restored(&id, doc.key.as_deref());
         Ok(match doc.event {
             Some(event) => Loaded::Replay {
-                after: doc.last_event_id,
+                after,
                 event: event.get().to_string(),
             },
-            None => Loaded::Resume(doc.last_event_id),
+            None => Loaded::Resume(after),
         })
     }
 
@@ -167,27 +193,33 @@ impl CheckpointFile {
     /// directory (at shutdown); without it a power loss can take the file
     /// back to an earlier checkpoint, which means more duplicates, not
     /// losses.
-    pub fn save(&self, id: &str, sync: bool) -> io::Result<()> {
+    pub fn save(&self, id: Option<&EventKey>, sync: bool) -> io::Result<()> {
         self.write(id, None, sync)
     }
 
     /// Writes the first checkpoint of a fresh start, synced: `id`, and the
     /// event (one line of JSON) that bears it, when there is no earlier id
     /// to resume after.
-    pub fn save_first(&self, id: &str, event: Option<&str>) -> io::Result<()> {
+    pub fn save_first(&self, id: &EventKey, event: Option<&str>) -> io::Result<()> {
         let event = event
             .map(|e| RawValue::from_string(e.to_string()))
             .transpose()
             .map_err(io::Error::other)?;
-        self.write(id, event, true)
+        self.write(Some(id), event, true)
     }
 
-    fn write(&self, id: &str, event: Option<Box<RawValue>>, sync: bool) -> io::Result<()> {
+    fn write(
+        &self,
+        id: Option<&EventKey>,
+        event: Option<Box<RawValue>>,
+        sync: bool,
+    ) -> io::Result<()> {
         let doc = Document {
             version: 1,
             source: self.source.clone(),
             sink: Some(self.sink.to_string()),
-            last_event_id: id.to_string(),
+            last_event_id: id.map(|k| k.last_event_id().to_string()),
+            key: id.filter(|k| !k.is_own()).map(|k| k.as_str().to_string()),
             event,
         };
         let mut text = serde_json::to_vec(&doc).map_err(io::Error::other)?;
@@ -202,8 +234,8 @@ impl CheckpointFile {
 pub struct Start {
     /// The checkpoint file (none with `--checkpoint off`).
     pub file: Option<CheckpointFile>,
-    /// The id to resume after (`Last-Event-ID`).
-    pub resume_after: Option<String>,
+    /// The position to resume after (`Last-Event-ID`: its id).
+    pub resume_after: Option<EventKey>,
     /// The earlier run's first event, to relay again before resuming.
     pub replay: Option<String>,
 }
@@ -229,14 +261,30 @@ pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
         Loaded::None => None,
         Loaded::Resume(id) => {
             app_plugin::info!(
-                "resuming after event id {id} (checkpoint {})",
+                "resuming after event id {} (checkpoint {})",
+                app_plugin::text::escape_for_terminal(id.last_event_id()),
                 file.path().display()
             );
             Some(id)
         }
+        Loaded::NoId => {
+            app_plugin::warn!(
+                "the checkpoint {} holds no event id (the source cleared it with an empty id: and sent none since): starting from the source's live events, so events it sent while the repeater was down are missed",
+                file.path().display()
+            );
+            None
+        }
+        Loaded::Unusable(why) => {
+            app_plugin::warn!(
+                "the checkpoint {} cannot be resumed from: {why} (written by an older release); starting from the source's live events, so events sent since that checkpoint are missed. The next checkpoint replaces it",
+                file.path().display()
+            );
+            None
+        }
         Loaded::Replay { after, event } => {
             app_plugin::info!(
-                "resuming after event id {after} (checkpoint {}), first relaying again that event, which the checkpoint holds: the earlier run had not delivered it",
+                "resuming after event id {} (checkpoint {}), first relaying again that event, which the checkpoint holds: the earlier run had not delivered it",
+                app_plugin::text::escape_for_terminal(after.last_event_id()),
                 file.path().display()
             );
             replay = Some(event);
@@ -282,11 +330,19 @@ pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
 /// [`INTERVAL`] until it succeeds, whether or not the checkpoint moves: a
 /// repeater that went idle with the disk full must not keep the old id on
 /// disk once space returns (a later crash would replay all since then).
-pub async fn keep<F>(file: CheckpointFile, current: F, stop: app_plugin::daemon::Shutdown)
-where
-    F: Fn() -> (Option<Arc<str>>, u64) + Send + 'static,
+///
+/// `on_disk` is the position the file holds at the start (what was loaded):
+/// a position that becomes "no id" (the source cleared its id) is written
+/// as such, but a fresh start that never saw an id writes nothing.
+pub async fn keep<F>(
+    file: CheckpointFile,
+    on_disk: Option<EventKey>,
+    current: F,
+    stop: app_plugin::daemon::Shutdown,
+) where
+    F: Fn() -> (Option<EventKey>, u64) + Send + 'static,
 {
-    let mut saved: Option<Arc<str>> = None;
+    let mut saved: Option<Option<EventKey>> = Some(on_disk);
     let mut seen_version = None;
     let mut warned = false;
     let mut ticks = tokio::time::interval(INTERVAL);
@@ -301,18 +357,15 @@ where
             continue;
         }
         seen_version = Some(version);
-        let Some(id) = id else {
+        if saved.as_ref() == Some(&id) && (!last || id.is_none()) {
             if last {
                 return;
             }
             continue;
-        };
-        if !last && saved.as_deref() == Some(&*id) {
-            continue;
         }
         let f = file.clone();
         let write = id.clone();
-        let result = tokio::task::spawn_blocking(move || f.save(&write, last))
+        let result = tokio::task::spawn_blocking(move || f.save(write.as_ref(), last))
             .await
             .unwrap_or_else(|e| Err(io::Error::other(e.to_string())));
         match result {
@@ -352,6 +405,10 @@ mod tests {
     use std::fs;
     use std::os::unix::fs::PermissionsExt;
 
+    fn key(id: &str) -> EventKey {
+        EventKey::own(Arc::from(id))
+    }
+
     #[tokio::test]
     async fn a_failed_write_is_tried_again_when_nothing_moves() {
         let dir = tempfile::tempdir().unwrap();
@@ -362,7 +419,7 @@ mod tests {
         let f = CheckpointFile::beside(&missing.join("r.routes.json"), "http://a".into(), "mqtt");
         let stop = app_plugin::daemon::Shutdown::new();
         // One checkpoint that never moves after the failed write.
-        let task = tokio::spawn(keep(f.clone(), || (Some(Arc::from("9")), 1), stop.clone()));
+        let task = tokio::spawn(keep(f.clone(), None, || (Some(key("9")), 1), stop.clone()));
         tokio::time::sleep(INTERVAL * 3).await;
         assert!(!f.path().exists());
         // Space again: written within a few ticks although nothing moved.
@@ -371,7 +428,7 @@ mod tests {
         let mut written = false;
         for _ in 0..50 {
             tokio::time::sleep(INTERVAL).await;
-            if f.load() == Ok(Loaded::Resume("9".into())) {
+            if f.load() == Ok(Loaded::Resume(key("9"))) {
                 written = true;
                 break;
             }
@@ -391,9 +448,9 @@ mod tests {
         let f = CheckpointFile::beside(&state, "http://a".into(), "mqtt");
         assert_eq!(f.path(), dir.path().join("r.checkpoint"));
         assert_eq!(f.load(), Ok(Loaded::None));
-        f.save("42", false).unwrap();
-        f.save("43", true).unwrap();
-        assert_eq!(f.load(), Ok(Loaded::Resume("43".into())));
+        f.save(Some(&key("42")), false).unwrap();
+        f.save(Some(&key("43")), true).unwrap();
+        assert_eq!(f.load(), Ok(Loaded::Resume(key("43"))));
         let mode = fs::metadata(f.path()).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         assert!(read_all(f.path()).contains("\"last_event_id\":\"43\""));
@@ -408,7 +465,7 @@ mod tests {
             r#"{"version":1,"source":"http://a","last_event_id":"7"}"#,
         )
         .unwrap();
-        assert_eq!(other.load(), Ok(Loaded::Resume("7".into())));
+        assert_eq!(other.load(), Ok(Loaded::Resume(key("7"))));
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1, "a temp file was left behind");
         fs::write(f.path(), "{").unwrap();
@@ -418,7 +475,36 @@ mod tests {
             let e = f.load().unwrap_err();
             assert!(e.contains("is empty") && e.contains("remove it"), "{e}");
         }
+        // A position after an id, and "no id".
+        let derived = EventKey::after(&Arc::from("7"), 2, b"e");
+        f.save(Some(&derived), false).unwrap();
+        assert_eq!(f.load(), Ok(Loaded::Resume(derived)));
+        f.save(None, false).unwrap();
+        assert_eq!(f.load(), Ok(Loaded::NoId));
+        assert!(read_all(f.path()).contains("\"last_event_id\":null"));
         let custom = CheckpointFile::beside(Path::new("/x/routes"), String::new(), "mqtt");
         assert_eq!(custom.path(), Path::new("/x/routes.checkpoint"));
+    }
+
+    /// Files an older release wrote: an empty id, an id with a control
+    /// character (which made every reconnection fail, issue 30).
+    #[test]
+    fn ids_an_older_release_kept_are_repaired() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = CheckpointFile::beside(&dir.path().join("r.routes.json"), "s".into(), "mqtt");
+        let write = |id: &str| {
+            let doc = serde_json::json!({"version": 1, "source": "s", "last_event_id": id});
+            fs::write(f.path(), doc.to_string()).unwrap();
+        };
+        write("");
+        assert_eq!(f.load(), Ok(Loaded::NoId));
+        write("a\u{1}b");
+        match f.load() {
+            Ok(Loaded::Unusable(why)) => assert!(why.contains("control character"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // The positive control: a plain id with a tab still resumes.
+        write("a\tb");
+        assert_eq!(f.load(), Ok(Loaded::Resume(key("a\tb"))));
     }
 }

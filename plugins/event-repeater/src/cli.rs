@@ -171,7 +171,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value = "1", value_parser = clap::value_parser!(u8).range(1..=5))]
     pub nats_replicas: u8,
 
-    /// Source identity in each Nats-Msg-Id (SOURCE_ID:SSE_ID); default: the --source address.
+    /// Source identity in each Nats-Msg-Id (SOURCE_ID:KEY); default: the --source address.
     #[arg(long, value_name = "ID")]
     pub source_id: Option<String>,
 

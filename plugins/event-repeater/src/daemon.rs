@@ -311,7 +311,10 @@ impl Tasks {
         let source = tokio::spawn(source.run(stop.clone()));
         let checkpoint = start.file.map(|file| {
             let b = core.buffer.clone();
-            Stage::spawn(|stop| crate::checkpoint::keep(file, move || b.checkpoint(), stop))
+            let on_disk = b.checkpoint().0;
+            Stage::spawn(|stop| {
+                crate::checkpoint::keep(file, on_disk, move || b.checkpoint(), stop)
+            })
         });
         let drain = Drain {
             stop: stop.clone(),

@@ -20,11 +20,11 @@
 
 use app_plugin::log::{error, info};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use app_plugin::daemon::Shutdown;
 
 use crate::checkpoint::{CheckpointFile, INTERVAL};
+use crate::event_key::EventKey;
 
 pub struct FirstCheckpoint {
     file: CheckpointFile,
@@ -51,14 +51,14 @@ impl FirstCheckpoint {
     /// could lose). `false`: `cancel` fired first; the event is not taken.
     pub async fn write(
         &self,
-        before: Option<Arc<str>>,
-        id: &str,
+        before: Option<EventKey>,
+        id: &EventKey,
         event: &str,
         cancel: &Shutdown,
     ) -> bool {
         let (after, event) = match before {
-            Some(before) => (before.to_string(), None),
-            None => (id.to_string(), Some(event.to_string())),
+            Some(before) => (before, None),
+            None => (id.clone(), Some(event.to_string())),
         };
         let mut failing = false;
         loop {
@@ -98,6 +98,11 @@ impl FirstCheckpoint {
 mod tests {
     use super::*;
     use crate::checkpoint::Loaded;
+    use std::sync::Arc;
+
+    fn key(id: &str) -> EventKey {
+        EventKey::own(Arc::from(id))
+    }
 
     #[tokio::test]
     async fn the_first_event_is_kept_unless_an_earlier_id_is_known() {
@@ -108,33 +113,33 @@ mod tests {
         let cancel = Shutdown::new();
         assert!(first.needed());
         let event = r#"{"topic":"t","data":"x\"y"}"#;
-        assert!(first.write(None, "7", event, &cancel).await);
+        assert!(first.write(None, &key("7"), event, &cancel).await);
         assert!(!first.needed());
         assert_eq!(
             file.load(),
             Ok(Loaded::Replay {
-                after: "7".into(),
+                after: key("7"),
                 event: event.into()
             })
         );
         // A later checkpoint drops the event.
-        file.save("8", false).unwrap();
-        assert_eq!(file.load(), Ok(Loaded::Resume("8".into())));
+        file.save(Some(&key("8")), false).unwrap();
+        assert_eq!(file.load(), Ok(Loaded::Resume(key("8"))));
         // With an earlier id (a skipped event), that id alone.
         let first = FirstCheckpoint::new(file.clone());
-        assert!(first.write(Some("5".into()), "7", event, &cancel).await);
-        assert_eq!(file.load(), Ok(Loaded::Resume("5".into())));
+        assert!(first.write(Some(key("5")), &key("7"), event, &cancel).await);
+        assert_eq!(file.load(), Ok(Loaded::Resume(key("5"))));
         // An event over the plain checkpoint's 64 KiB: the limit grows with
         // the largest event, and only then is the file read.
         let big = format!(r#"{{"topic":"t","data":"{}"}}"#, "x".repeat(100_000));
         let first = FirstCheckpoint::new(file.clone());
-        assert!(first.write(None, "9", &big, &cancel).await);
+        assert!(first.write(None, &key("9"), &big, &cancel).await);
         assert!(file.load().unwrap_err().contains("over the limit"));
         let sized = file.clone().holding_events_of(big.len());
         assert_eq!(
             sized.load(),
             Ok(Loaded::Replay {
-                after: "9".into(),
+                after: key("9"),
                 event: big
             })
         );
@@ -155,7 +160,11 @@ mod tests {
             c.trigger(app_plugin::daemon::Reason::Terminate);
         });
         let started = std::time::Instant::now();
-        assert!(!first.write(None, "1", r#"{"topic":"t"}"#, &cancel).await);
+        assert!(
+            !first
+                .write(None, &key("1"), r#"{"topic":"t"}"#, &cancel)
+                .await
+        );
         assert!(started.elapsed() >= INTERVAL * 3, "gave up before cancel");
         assert!(first.needed());
     }

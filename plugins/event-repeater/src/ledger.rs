@@ -8,7 +8,8 @@
 //! file, nor through it on the configuration.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+
+use crate::event_key::EventKey;
 
 /// Accepted events not yet done, in acceptance order, and the id of the last
 /// event that arrived.
@@ -19,26 +20,26 @@ pub struct Ledger {
     /// For each accepted event from `front` on: the id in force before it
     /// arrived (the checkpoint while it is the oldest not done), and whether
     /// it is done.
-    pending: VecDeque<(Option<Arc<str>>, bool)>,
+    pending: VecDeque<(Option<EventKey>, bool)>,
     /// The id of the newest event that arrived.
-    last: Option<Arc<str>>,
+    last: Option<EventKey>,
     /// Bumped whenever the checkpoint may have changed.
     version: u64,
 }
 
 impl Ledger {
     /// The checkpoint starts at `id` (the one loaded at start, if any).
-    pub fn new(id: Option<String>) -> Ledger {
+    pub fn new(id: Option<EventKey>) -> Ledger {
         Ledger {
-            last: id.map(Arc::from),
+            last: id,
             ..Ledger::default()
         }
     }
 
-    fn arrive(&mut self, id: Option<&Arc<str>>) {
-        if let Some(id) = id {
-            self.last = Some(id.clone());
-        }
+    /// An event without a key came after an empty `id:` (or before any
+    /// id): the position is "no id" from then on, as the source said.
+    fn arrive(&mut self, id: Option<&EventKey>) {
+        self.last = id.cloned();
         if self.pending.is_empty() {
             self.version += 1;
         }
@@ -46,12 +47,12 @@ impl Ledger {
 
     /// An event that is done on arrival (unrouted, invalid, refused, or
     /// dropped because the buffer was full).
-    pub fn skip(&mut self, id: Option<&Arc<str>>) {
+    pub fn skip(&mut self, id: Option<&EventKey>) {
         self.arrive(id);
     }
 
     /// An event accepted under acceptance number `seq` (consecutive).
-    pub fn accept(&mut self, seq: u64, id: Option<&Arc<str>>) {
+    pub fn accept(&mut self, seq: u64, id: Option<&EventKey>) {
         if self.pending.is_empty() {
             self.front = seq;
         }
@@ -79,7 +80,7 @@ impl Ledger {
     }
 
     /// The current checkpoint and its version.
-    pub fn checkpoint(&self) -> (Option<Arc<str>>, u64) {
+    pub fn checkpoint(&self) -> (Option<EventKey>, u64) {
         let id = match self.pending.front() {
             Some((before, _)) => before.clone(),
             None => self.last.clone(),
@@ -92,18 +93,24 @@ impl Ledger {
 mod tests {
     use super::*;
 
+    use std::sync::Arc;
+
     fn cp(l: &Ledger) -> Option<String> {
-        l.checkpoint().0.map(|s| s.to_string())
+        l.checkpoint().0.map(|s| s.as_str().to_string())
+    }
+
+    fn key(id: &str) -> EventKey {
+        EventKey::own(Arc::from(id))
     }
 
     #[test]
     fn the_checkpoint_waits_for_the_oldest_event_not_done() {
-        let mut l = Ledger::new(Some("0".into()));
+        let mut l = Ledger::new(Some(key("0")));
         assert_eq!(cp(&l).as_deref(), Some("0"));
-        l.accept(1, Some(&Arc::from("1")));
-        l.skip(Some(&Arc::from("2"))); // unrouted: done at once
-        l.accept(2, Some(&Arc::from("3")));
-        l.accept(3, Some(&Arc::from("4")));
+        l.accept(1, Some(&key("1")));
+        l.skip(Some(&key("2"))); // unrouted: done at once
+        l.accept(2, Some(&key("3")));
+        l.accept(3, Some(&key("4")));
         assert_eq!(cp(&l).as_deref(), Some("0"));
         // 3 acked before 1: nothing moves.
         l.done(2);
@@ -113,22 +120,26 @@ mod tests {
         assert_eq!(cp(&l).as_deref(), Some("3"));
         l.done(3);
         assert_eq!(cp(&l).as_deref(), Some("4"));
-        l.skip(Some(&Arc::from("5")));
+        l.skip(Some(&key("5")));
         assert_eq!(cp(&l).as_deref(), Some("5"));
         // Unknown or repeated numbers change nothing.
         l.done(3);
         l.done(99);
         assert_eq!(cp(&l).as_deref(), Some("5"));
+        // An event without a key after an empty `id:`: the position is
+        // "no id" (a restart sends no Last-Event-ID).
+        l.skip(None);
+        assert_eq!(cp(&l), None);
     }
 
     #[test]
     fn the_version_moves_only_when_the_checkpoint_may_have() {
         let mut l = Ledger::new(None);
         let v0 = l.checkpoint().1;
-        l.accept(1, Some(&Arc::from("a")));
+        l.accept(1, Some(&key("a")));
         let v1 = l.checkpoint().1;
         assert_eq!(v1, v0, "accepting does not move the checkpoint");
-        l.skip(Some(&Arc::from("b")));
+        l.skip(Some(&key("b")));
         assert_eq!(l.checkpoint().1, v1, "behind a pending event");
         l.done(1);
         assert!(l.checkpoint().1 > v1);

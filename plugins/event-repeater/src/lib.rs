@@ -32,6 +32,7 @@ pub mod config;
 pub mod daemon;
 pub mod error;
 pub mod event;
+pub mod event_key;
 pub mod files;
 pub mod first_checkpoint;
 pub mod ledger;

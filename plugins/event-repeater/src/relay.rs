@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::buffer::Buffer;
 use crate::event::{Event, EventData};
+use crate::event_key::EventKey;
 use crate::first_checkpoint::FirstCheckpoint;
 use crate::metrics::{inc, Metrics};
 use crate::routes::{LastRoute, Table};
@@ -109,7 +110,7 @@ impl Relay {
 
     /// Counts an event the SSE parser had to discard (`id`: the last event
     /// id in force).
-    pub fn discarded(&self, why: &str, id: Option<&Arc<str>>) {
+    pub fn discarded(&self, why: &str, id: Option<&EventKey>) {
         self.buffer.skip(id);
         inc(&self.metrics.received);
         inc(&self.metrics.invalid);
@@ -118,14 +119,14 @@ impl Relay {
         });
     }
 
-    /// Counts an SSE id of `len` bytes the parser did not keep (over
-    /// [`crate::sse::MAX_ID`]); the event itself is still relayed.
-    pub fn id_too_long(&self, len: usize) {
+    /// Counts an SSE id the parser did not keep (too long, or one that
+    /// could not be sent back as `Last-Event-ID`); the event itself is
+    /// still relayed.
+    pub fn id_refused(&self, why: crate::sse::IdRefusal) {
         inc(&self.metrics.source_ids_refused);
         self.id_warning.log(WARN, || {
             format!(
-                "the event source sent an event id of {len} bytes, over the limit of {} bytes: it is not kept (the event is relayed; the checkpoint and Last-Event-ID stay at the id before it, so a restart may send such events again)",
-                crate::sse::MAX_ID
+                "the event source sent an event id {why}: it is not kept (the event is relayed; the checkpoint and Last-Event-ID stay at the id before it, so a restart may send such events again)"
             )
         });
     }
@@ -133,7 +134,7 @@ impl Relay {
     /// Routes one event's data (`id`: the SSE event id in force); waits
     /// only under `--overflow block`. Every event that is not accepted into
     /// the buffer is recorded as done for the checkpoint.
-    pub async fn handle(&self, data: EventData, id: Option<&Arc<str>>, cancel: &Shutdown) {
+    pub async fn handle(&self, data: EventData, id: Option<&EventKey>, cancel: &Shutdown) {
         inc(&self.metrics.received);
         let event = match Event::parse(&data) {
             Ok(e) => e,
@@ -260,7 +261,7 @@ mod tests {
         let sink = Rules::new(Arc::new(crate::sink::mqtt::MqttRules { max_packet: 200 }));
         let relay = Relay::new(table, buffer.clone(), metrics.clone(), sink);
         let c = Shutdown::new();
-        let id = |s: &str| Some(Arc::<str>::from(s));
+        let id = |s: &str| Some(EventKey::own(Arc::from(s)));
         relay
             .handle(r#"{"topic":"a","data":1}"#.into(), id("1").as_ref(), &c)
             .await;
@@ -282,6 +283,6 @@ mod tests {
         assert_eq!(metrics.failed_too_large.load(Ordering::Relaxed), 1);
         assert_eq!(metrics.accepted.load(Ordering::Relaxed), 1);
         buffer.release(&taken[0]);
-        assert_eq!(buffer.checkpoint().0.as_deref(), Some("4"));
+        assert_eq!(buffer.checkpoint().0, id("4"));
     }
 }

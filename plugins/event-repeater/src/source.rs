@@ -20,9 +20,13 @@
 //! stalled (`/healthz`, the log, `source_stalled`), counted
 //! (`source_stalls_total`) and left: the repeater subscribes again with
 //! `Last-Event-ID`, so what the source sends once it moves again is not
-//! lost. The stall ends when a subscription is answered.
+//! lost. The stall ends when the source sends something (an event or a
+//! keep-alive), not when a subscription's headers arrive: a source that
+//! answers every subscription and then says nothing looked healthy 49
+//! times in 50 (issue 30).
 
 use app_plugin::log::{info, warn};
+use app_plugin::text::escape_for_terminal;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,6 +41,7 @@ use tokio::net::{TcpStream, UnixStream};
 
 use crate::addr::{join_host_port, SourceAddr};
 use crate::backoff::Backoff;
+use crate::event_key::EventKey;
 use crate::metrics::{inc, Metrics};
 use crate::relay::Relay;
 use crate::sse::{Item, Parser};
@@ -59,7 +64,7 @@ pub struct Source {
     /// Largest SSE line / event accepted from the source.
     pub max_event: usize,
     /// The checkpoint to resume after, from the file.
-    pub resume_after: Option<String>,
+    pub resume_after: Option<EventKey>,
     /// The earlier run's first event (id `resume_after`), kept in the
     /// checkpoint because it was not done: relayed again before resuming.
     pub replay: Option<String>,
@@ -117,8 +122,12 @@ impl Source {
     /// Runs until `cancel` fires.
     pub async fn run(self, cancel: Shutdown) {
         let mut parser = Parser::new(self.max_event, self.max_event);
-        let resume_after = self.resume_after.as_deref().map(Arc::<str>::from);
-        parser.set_last_id(resume_after.clone());
+        let resume_after = self.resume_after.clone();
+        parser.set_last_id(
+            resume_after
+                .as_ref()
+                .map(|k| k.last_event_id_shared().clone()),
+        );
         let mut once = Once::default();
         let mut backoff = Backoff::network();
         let mut link = Link {
@@ -166,14 +175,13 @@ impl Source {
     /// it was lost.
     fn connected(&self, link: &mut Link, last_id: Option<&str>) {
         self.metrics.source_connected.store(true, Ordering::Relaxed);
-        self.stall_ended();
         match link.down_since.take() {
             Some(t) => warn!(
                 "event source {} is back after {:.1}s; resuming{}",
                 self.addr,
                 t.elapsed().as_secs_f64(),
                 last_id
-                    .map(|id| format!(" after event id {id}"))
+                    .map(|id| format!(" after event id {}", escape_for_terminal(id)))
                     .unwrap_or_default()
             ),
             None if !link.ever_connected => {
@@ -230,6 +238,7 @@ impl Source {
         cancel: &Shutdown,
     ) -> End {
         let mut items = Vec::new();
+        let mut heard = false;
         loop {
             // Only the wait for the source is timed: time spent relaying
             // (a full buffer under --overflow block) is not its silence.
@@ -248,16 +257,25 @@ impl Source {
                     Err(_) => continue, // trailers
                 },
             };
+            if !heard && !chunk.is_empty() {
+                heard = true;
+                self.stall_ended();
+            }
             parser.feed(&chunk, &mut items);
             for item in items.drain(..) {
                 match item {
                     Item::Event(ev) => {
-                        if let (Some(a), Some(got)) = (&asked, &ev.id) {
+                        // Only an id of its own says where the source resumed.
+                        let own = ev.id.as_ref().filter(|k| k.is_own());
+                        if let (Some(a), Some(got)) = (&asked, own) {
+                            let got = got.last_event_id();
                             if !once.resume && not_newer(a, got) {
                                 once.resume = true;
                                 warn!(
-                                    "the event source {} answered a resume after event id {a} with event id {got}, which is not newer (did it restart, or change its ids?); relaying from there",
-                                    self.addr
+                                    "the event source {} answered a resume after event id {} with event id {}, which is not newer (did it restart, or change its ids?); relaying from there",
+                                    self.addr,
+                                    escape_for_terminal(a),
+                                    escape_for_terminal(got)
                                 );
                             }
                             asked = None;
@@ -267,14 +285,14 @@ impl Source {
                             return End::Cancelled;
                         }
                     }
-                    Item::Oversized => self.relay.discarded(
+                    Item::Oversized(key) => self.relay.discarded(
                         &format!("a line or event over {} bytes", self.max_event),
-                        parser.last_id_shared(),
+                        key.as_ref(),
                     ),
-                    Item::InvalidUtf8 => self
-                        .relay
-                        .discarded("the data is not UTF-8", parser.last_id_shared()),
-                    Item::IdTooLong(len) => self.relay.id_too_long(len),
+                    Item::InvalidUtf8(key) => {
+                        self.relay.discarded("the data is not UTF-8", key.as_ref())
+                    }
+                    Item::IdRefused(why) => self.relay.id_refused(why),
                     Item::Retry(_) => {}
                     Item::Comment(text) => {
                         if let Some(n) = skipped_in_comment(&text) {
@@ -312,7 +330,7 @@ impl Source {
             "the event source {} sent nothing, not even a keep-alive, for {timeout} (--source-idle-timeout): it looks stalled (stopped, or hung); subscribing again{}",
             self.addr,
             last_id
-                .map(|id| format!(" to resume after event id {id}"))
+                .map(|id| format!(" to resume after event id {}", escape_for_terminal(id)))
                 .unwrap_or_default()
         );
     }

@@ -3,15 +3,20 @@
 //!
 //! Lines end with CRLF, LF or CR (a CRLF split across two chunks counts once);
 //! `data:` lines accumulate, joined by `\n`; `id:` sets the last event id
-//! (kept for `Last-Event-ID` on reconnect); `event:` and `retry:` are kept;
+//! (kept for `Last-Event-ID` on reconnect) and an empty `id:` clears it;
+//! each event gets its dedup key ([`EventKey`]: its own id, or its position
+//! after the last one); `event:` and `retry:` are kept;
 //! lines starting with `:` are comments (handed on, as a source may say
 //! something in them: event-time names events it skipped); a blank line
 //! dispatches the event.
 //! Every line and every event is bounded: an overlong one is discarded whole
 //! and reported, so a hostile source cannot make the reader grow without
 //! bound or lose track of where the next event starts. An `id:` over
-//! [`MAX_ID`] bytes is not kept (reported as [`Item::IdTooLong`]): the last
-//! event id stays what it was. Ids end up in the checkpoint file, in
+//! [`MAX_ID`] bytes, or one that could not be sent back as a
+//! `Last-Event-ID` header (a control character, not UTF-8), is not kept
+//! (reported as [`Item::IdRefused`]): the last event id stays what it was,
+//! as the standard does for an id with NUL. An id with a control character
+//! once made every reconnection fail, for good (issue 30). Ids end up in the checkpoint file, in
 //! `Last-Event-ID` and in `Nats-Msg-Id`; an unbounded one made the
 //! checkpoint too large to read at the next start (issue 19). Keeping the
 //! previous id means a restart asks for a little more again (duplicates),
@@ -22,6 +27,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::event::EventData;
+use crate::event_key::EventKey;
 
 /// The longest SSE id kept, in bytes: far above any real id (a number, a
 /// UUID, a timestamp and an offset), far below the checkpoint's 64 KiB
@@ -35,21 +41,60 @@ pub struct SseEvent {
     pub event: Option<String>,
     /// The data lines joined by `\n` (UTF-8: checked here).
     pub data: EventData,
-    /// The last event id in force when the event was dispatched, shared
-    /// with the checkpoint and the record rather than copied for each.
-    pub id: Option<Arc<str>>,
+    /// Its dedup key and the last event id in force; `None` before any id
+    /// or after an empty `id:`.
+    pub id: Option<EventKey>,
+}
+
+/// Why an `id:` was not kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdRefusal {
+    /// Over [`MAX_ID`] bytes: this many.
+    TooLong(usize),
+    /// A control character (other than tab), which no HTTP header may hold.
+    Control,
+    /// Not UTF-8.
+    NotUtf8,
+}
+
+impl std::fmt::Display for IdRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IdRefusal::TooLong(n) => write!(f, "of {n} bytes, over the limit of {MAX_ID} bytes"),
+            IdRefusal::Control => f.write_str(
+                "holding a control character, which cannot be sent back as a Last-Event-ID header",
+            ),
+            IdRefusal::NotUtf8 => f.write_str("that is not UTF-8"),
+        }
+    }
+}
+
+/// Why `id` cannot be kept as the last event id, if it cannot: also asked
+/// of an id read from an older release's checkpoint.
+pub fn refuse_id(id: &[u8]) -> Option<IdRefusal> {
+    if id.len() > MAX_ID {
+        return Some(IdRefusal::TooLong(id.len()));
+    }
+    if id.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        return Some(IdRefusal::Control);
+    }
+    if std::str::from_utf8(id).is_err() {
+        return Some(IdRefusal::NotUtf8);
+    }
+    None
 }
 
 /// What the parser found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
     Event(SseEvent),
-    /// An event was discarded: a line or the event was longer than the limit.
-    Oversized,
+    /// An event was discarded: a line or the event was longer than the
+    /// limit. Its key, as it would have had.
+    Oversized(Option<EventKey>),
     /// An event was discarded: its data was not UTF-8.
-    InvalidUtf8,
-    /// An `id:` of this many bytes, over [`MAX_ID`], was not kept.
-    IdTooLong(usize),
+    InvalidUtf8(Option<EventKey>),
+    /// An `id:` was not kept; the last event id stays what it was.
+    IdRefused(IdRefusal),
     /// The source asked for this reconnection delay (`retry:`), in ms.
     Retry(u64),
     /// A comment line, without the leading `:` and one space.
@@ -71,6 +116,10 @@ pub struct Parser {
     has_data: bool,
     event: Option<String>,
     last_id: Option<Arc<str>>,
+    /// Events dispatched since `last_id` was set (on this connection).
+    since: u64,
+    /// The current event's block has an `id:` of its own.
+    own_id: bool,
 }
 
 impl Parser {
@@ -89,6 +138,8 @@ impl Parser {
             has_data: false,
             event: None,
             last_id: None,
+            since: 0,
+            own_id: false,
         }
     }
 
@@ -97,17 +148,15 @@ impl Parser {
         self.last_id.as_deref()
     }
 
-    /// The same, shared (for the checkpoint).
-    pub fn last_id_shared(&self) -> Option<&Arc<str>> {
-        self.last_id.as_ref()
-    }
-
     /// Sets the last event id, e.g. kept from an earlier connection.
     pub fn set_last_id(&mut self, id: Option<Arc<str>>) {
         self.last_id = id;
+        self.since = 0;
     }
 
-    /// Starts over for a new connection, keeping the last event id.
+    /// Starts over for a new connection, keeping the last event id; the
+    /// positions after it count from 0 again, since a resume after it
+    /// replays what follows it.
     pub fn reset(&mut self) {
         let id = self.last_id.take();
         *self = Parser::new(self.max_line, self.max_event);
@@ -245,14 +294,25 @@ impl Parser {
                 self.data.extend_from_slice(value);
                 self.has_data = true;
             }
-            b"id" if value.len() > MAX_ID => out.push(Item::IdTooLong(value.len())),
-            b"id" if !value.contains(&0) => {
-                if let Ok(id) = std::str::from_utf8(value) {
+            // An id with NUL is ignored, as the standard says.
+            b"id" if value.contains(&0) => {}
+            b"id" if value.is_empty() => {
+                self.last_id = None;
+                self.since = 0;
+                self.own_id = true;
+            }
+            b"id" => match refuse_id(value) {
+                Some(why) => out.push(Item::IdRefused(why)),
+                None => {
+                    // refuse_id checked UTF-8.
+                    let id = std::str::from_utf8(value).unwrap_or_default();
                     if self.last_id.as_deref() != Some(id) {
                         self.last_id = Some(Arc::from(id));
                     }
+                    self.since = 0;
+                    self.own_id = true;
                 }
-            }
+            },
             b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
             b"retry" => {
                 if let Some(ms) = std::str::from_utf8(value)
@@ -271,22 +331,37 @@ impl Parser {
         let event = self.event.take();
         let broken = std::mem::replace(&mut self.broken, false);
         let has_data = std::mem::replace(&mut self.has_data, false);
+        let own_id = std::mem::replace(&mut self.own_id, false);
         let data = std::mem::take(&mut self.data);
-        if broken {
-            out.push(Item::Oversized);
+        if !has_data && !broken {
+            // Not an event: an `id:` here still moves the last id (done).
             return;
         }
-        if !has_data {
+        // Discarded events count too: a replay discards them again, and
+        // the keys after them must come out the same.
+        let key = self.key(own_id, &data);
+        if broken {
+            out.push(Item::Oversized(key));
             return;
         }
         match EventData::utf8(Bytes::from(data)) {
             Ok(data) => out.push(Item::Event(SseEvent {
                 event,
                 data,
-                id: self.last_id.clone(),
+                id: key,
             })),
-            Err(_) => out.push(Item::InvalidUtf8),
+            Err(_) => out.push(Item::InvalidUtf8(key)),
         }
+    }
+
+    /// The key of the event being dispatched (see [`EventKey`]).
+    fn key(&mut self, own_id: bool, data: &[u8]) -> Option<EventKey> {
+        let id = self.last_id.as_ref()?;
+        if own_id {
+            return Some(EventKey::own(id.clone()));
+        }
+        self.since += 1;
+        Some(EventKey::after(id, self.since, data))
     }
 }
 
@@ -303,11 +378,21 @@ mod tests {
         out
     }
 
+    /// An event with its own id (or none).
     fn ev(data: &str, id: Option<&str>) -> Item {
         Item::Event(SseEvent {
             event: None,
             data: data.into(),
-            id: id.map(Arc::from),
+            id: id.map(|id| EventKey::own(Arc::from(id))),
+        })
+    }
+
+    /// The `n`-th event after the one that set `id`.
+    fn after(data: &str, id: &str, n: u64) -> Item {
+        Item::Event(SseEvent {
+            event: None,
+            data: data.into(),
+            id: Some(EventKey::after(&Arc::from(id), n, data.as_bytes())),
         })
     }
 
@@ -348,10 +433,91 @@ mod tests {
             vec![
                 Item::Comment("hello".into()),
                 ev("x", Some("1")),
-                ev("y", Some("1")),
-                ev("z", Some(""))
+                after("y", "1", 1),
+                ev("z", None)
             ]
         );
+    }
+
+    /// Issue 29's stream: ids on some events only, and an empty id.
+    #[test]
+    fn every_event_gets_its_own_key_and_an_empty_id_clears_the_last() {
+        let text = b"id: 1\ndata: e1\n\ndata: e2\n\ndata: e3\n\nid:\ndata: e4\n\ndata: e5\n\ndata: e6\n\nid: 7\ndata: e7\n\ndata: e8\n\n";
+        let mut p = Parser::new(64, 128);
+        let mut out = Vec::new();
+        p.feed(&text[..40], &mut out);
+        p.feed(&text[40..], &mut out);
+        assert_eq!(
+            out,
+            vec![
+                ev("e1", Some("1")),
+                after("e2", "1", 1),
+                after("e3", "1", 2),
+                ev("e4", None),
+                ev("e5", None),
+                ev("e6", None),
+                ev("e7", Some("7")),
+                after("e8", "7", 1),
+            ]
+        );
+        let keys: std::collections::HashSet<_> = out
+            .iter()
+            .filter_map(|i| match i {
+                Item::Event(e) => e.id.as_ref().map(|k| k.as_str().to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(keys.len(), 5, "every keyed event has a key of its own");
+        assert_eq!(p.last_id(), Some("7"));
+        // An empty id last: no Last-Event-ID at all.
+        p.feed(b"id:\n\n", &mut out);
+        assert_eq!(p.last_id(), None);
+    }
+
+    #[test]
+    fn a_resume_replays_the_same_keys() {
+        let mut first = Parser::new(64, 128);
+        let mut out = Vec::new();
+        first.feed(b"id: 5\ndata: a\n\ndata: b\n\ndata: c\n\n", &mut out);
+        // The connection breaks after c; the resume (Last-Event-ID: 5)
+        // replays b and c, then d.
+        first.reset();
+        let mut replayed = Vec::new();
+        first.feed(b"data: b\n\ndata: c\n\ndata: d\n\n", &mut replayed);
+        assert_eq!(replayed[..2], out[1..]);
+        assert_eq!(replayed[2], after("d", "5", 3));
+        // A restart from the checkpoint gives the same keys too.
+        let mut restarted = Parser::new(64, 128);
+        restarted.set_last_id(Some(Arc::from("5")));
+        let mut again = Vec::new();
+        restarted.feed(b"data: b\n\ndata: c\n\n", &mut again);
+        assert_eq!(again[..], out[1..]);
+        // An id set in a block without data counts as the id before the
+        // next event, which is then the first after it.
+        let got = parse_chunks(&[b"id: 9\n\ndata: x\n\n"]);
+        assert_eq!(got, vec![after("x", "9", 1)]);
+    }
+
+    #[test]
+    fn ids_that_cannot_be_headers_are_refused_and_the_last_id_kept() {
+        let out = parse_chunks(&[
+            b"id: 1\ndata: a\n\nid: 2\x01x\ndata: b\n\nid: t\tab\xc3\xa9\ndata: c\n\nid: \xff\ndata: d\n\nid: n\0ul\ndata: e\n\n",
+        ]);
+        assert_eq!(
+            out,
+            vec![
+                ev("a", Some("1")),
+                Item::IdRefused(IdRefusal::Control),
+                after("b", "1", 1),
+                ev("c", Some("t\tab\u{e9}")),
+                Item::IdRefused(IdRefusal::NotUtf8),
+                after("d", "t\tab\u{e9}", 1),
+                // NUL: ignored without a word, as the standard says.
+                after("e", "t\tab\u{e9}", 2),
+            ]
+        );
+        assert_eq!(refuse_id(b"\x7f"), Some(IdRefusal::Control));
+        assert_eq!(refuse_id(b"urn:uuid:1"), None);
     }
 
     #[test]
@@ -366,8 +532,8 @@ mod tests {
             out,
             vec![
                 ev("a", Some("1")),
-                Item::IdTooLong(70_005),
-                ev("b", Some("1")),
+                Item::IdRefused(IdRefusal::TooLong(70_005)),
+                after("b", "1", 1),
                 ev("c", Some(&at_limit)),
             ]
         );
@@ -398,7 +564,7 @@ mod tests {
     fn an_overlong_line_discards_its_event_only() {
         let long = vec![b'x'; 100];
         let out = parse_chunks(&[b"data: ", &long, b"\ndata: more\n\ndata: ok\n\n"]);
-        assert_eq!(out, vec![Item::Oversized, ev("ok", None)]);
+        assert_eq!(out, vec![Item::Oversized(None), ev("ok", None)]);
     }
 
     #[test]
@@ -407,7 +573,7 @@ mod tests {
         let text = line.repeat(3) + "\ndata: fine\n\n";
         assert_eq!(
             parse_chunks(&[text.as_bytes()]),
-            vec![Item::Oversized, ev("fine", None)]
+            vec![Item::Oversized(None), ev("fine", None)]
         );
     }
 
@@ -415,7 +581,7 @@ mod tests {
     fn invalid_utf8_is_reported() {
         assert_eq!(
             parse_chunks(&[b"data: \xff\xfe\n\ndata: ok\n\n"]),
-            vec![Item::InvalidUtf8, ev("ok", None)]
+            vec![Item::InvalidUtf8(None), ev("ok", None)]
         );
     }
 
@@ -435,7 +601,7 @@ mod tests {
         p.feed(b"id: 9\ndata: a\n\ndata: partial", &mut out);
         p.reset();
         p.feed(b"data: b\n\n", &mut out);
-        assert_eq!(out, vec![ev("a", Some("9")), ev("b", Some("9"))]);
+        assert_eq!(out, vec![ev("a", Some("9")), after("b", "9", 1)]);
         assert_eq!(p.last_id(), Some("9"));
     }
 

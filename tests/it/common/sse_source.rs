@@ -1,5 +1,5 @@
 //! A scripted event source on 127.0.0.1 for the tests: `GET /events` serves
-//! the events the test pushed (`id:` and `data:`), in order, as they are
+//! the events the test pushed (`id:`, or none, and `data:`), in order, as they are
 //! pushed, after the `Last-Event-ID` the reader sent (like a source that
 //! keeps its whole history; an unknown id replays everything), and records
 //! every `Last-Event-ID` it was asked for; `GET /topics` answers what
@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 #[derive(Default)]
 struct Shared {
-    /// (id, data) in the order pushed.
-    events: Mutex<Vec<(String, String)>>,
+    /// (id, data) in the order pushed; `None`: no `id:` line.
+    events: Mutex<Vec<(Option<String>, String)>>,
     /// The `Last-Event-ID` of every subscription, `None` without one.
     asked: Mutex<Vec<Option<String>>>,
     /// The `Authorization` header of every subscription, `None` without one.
@@ -68,11 +68,19 @@ impl ScriptedSource {
 
     /// Adds an event (sent at once to connected readers).
     pub fn push(&self, id: &str, data: &str) {
+        self.push_event(Some(id), data);
+    }
+
+    /// Adds an event with an `id:` line (`Some("")`: an empty `id:`, which
+    /// clears the reader's last id) or without one (`None`: it carries the
+    /// last id, as the SSE standard says). A resume after an id replays
+    /// every event after the one that has it, those without ids included.
+    pub fn push_event(&self, id: Option<&str>, data: &str) {
         self.shared
             .events
             .lock()
             .unwrap()
-            .push((id.to_string(), data.to_string()));
+            .push((id.map(str::to_string), data.to_string()));
     }
 
     /// Adds `{"topic":TOPIC,"n":ID}` under the id `id`.
@@ -152,16 +160,25 @@ fn serve(stream: TcpStream, shared: &Shared) {
     let mut next = {
         let events = shared.events.lock().unwrap();
         last_id
-            .and_then(|id| events.iter().position(|(i, _)| *i == id).map(|p| p + 1))
+            .and_then(|id| {
+                events
+                    .iter()
+                    .position(|(i, _)| i.as_deref() == Some(id.as_str()))
+                    .map(|p| p + 1)
+            })
             .unwrap_or(0)
     };
     let mut quiet_since = Instant::now();
     while !shared.stop.load(Ordering::SeqCst) {
-        let batch: Vec<(String, String)> = shared.events.lock().unwrap()[next..].to_vec();
+        let batch: Vec<(Option<String>, String)> = shared.events.lock().unwrap()[next..].to_vec();
         next += batch.len();
         let mut text = Vec::new();
         for (id, data) in &batch {
-            text.extend_from_slice(format!("id: {id}\n").as_bytes());
+            match id.as_deref() {
+                Some("") => text.extend_from_slice(b"id\n"),
+                Some(id) => text.extend_from_slice(format!("id: {id}\n").as_bytes()),
+                None => {}
+            }
             for line in data.split('\n') {
                 text.extend_from_slice(format!("data: {line}\n").as_bytes());
             }

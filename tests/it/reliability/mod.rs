@@ -33,6 +33,7 @@ mod broker;
 mod crashes;
 mod hardening;
 mod hostile_api;
+mod ids_on_some_events;
 mod source;
 
 fn loadgen() -> PathBuf {

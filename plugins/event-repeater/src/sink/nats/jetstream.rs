@@ -139,9 +139,10 @@ impl NatsSink {
     }
 
     /// The subject, payload and headers of `job`'s publish: every event with
-    /// an SSE id carries `Nats-Msg-Id: SOURCE_ID:SSE_ID`.
+    /// a key carries `Nats-Msg-Id: SOURCE_ID:KEY` (see [`crate::event_key`]).
     fn message(&self, job: &Job) -> (Subject, Bytes, Option<HeaderMap>) {
         let headers = job.rec.id.as_ref().map(|id| {
+            let id = id.as_str();
             // Without format!'s machinery per event.
             let source = &self.cfg.source_id;
             let mut msg_id = String::with_capacity(source.len() + 1 + id.len());

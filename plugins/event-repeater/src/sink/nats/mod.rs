@@ -7,7 +7,7 @@
 //! fails (no acknowledgement within `--ack-timeout`, the connection lost, no
 //! stream answering) is published again after a backoff, oldest first, and
 //! counted as republished. Every publish of an event with an SSE id carries
-//! `Nats-Msg-Id: SOURCE_ID:SSE_ID`, so the stream stores it once within its
+//! `Nats-Msg-Id: SOURCE_ID:KEY` (`crate::event_key`), so the stream stores it once within its
 //! duplicate window however often it was sent, and by however many
 //! repeaters on the same source. At QoS 0 an event is done once the client
 //! took it (core NATS: at most once).
