@@ -61,3 +61,73 @@ fn a_fresh_repeater_killed_before_any_delivery_loses_nothing() {
         "the restart resumes after the first event: {log}"
     );
 }
+
+/// Issue 30 item 3: with the data directory on a full disk, a fresh
+/// repeater subscribed, could not write its first checkpoint, and after a
+/// `kill -9` and a restart with space again it subscribed without
+/// `Last-Event-ID`: the 3,019 events sent meanwhile were gone, unsaid. Now
+/// a start that cannot write its checkpoint does not subscribe at all (and
+/// says so in `/healthz`), and subscribes once it can.
+#[test]
+fn a_fresh_start_on_a_full_disk_does_not_subscribe_until_it_can_write() {
+    use crate::common::repeater::Repeater;
+    use crate::common::sse_source::ScriptedSource;
+    use crate::common::tmpfs::Tmpfs;
+    use crate::common::wait_for;
+
+    let sb = Sandbox::new();
+    let Some(disk) = Tmpfs::mount(&sb.data_dir().join("event-repeater"), "256k") else {
+        return;
+    };
+    disk.fill("filler");
+    let source = ScriptedSource::start();
+    for n in 1..=5 {
+        source.push_topic(n, &format!("full/{n}"));
+    }
+    let healthz = |r: &Repeater| -> serde_json::Value {
+        serde_json::from_str(&r.get("/healthz").1).expect("JSON")
+    };
+    let mut r = Repeater::builder(&sb, "event-repeater")
+        .source(&source.url())
+        .sinkprotocol("stderr")
+        .args(["--allowall", "--log", "3"])
+        .start();
+    let problem = wait_for(Duration::from_secs(10), || {
+        let h = healthz(&r);
+        let p = h["source"]["problem"].as_str()?.to_string();
+        p.contains("not subscribing").then_some(p)
+    })
+    .unwrap_or_else(|| panic!("no problem reported: {}", r.log()));
+    assert!(problem.contains("cannot write the checkpoint"), "{problem}");
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(source.asked().is_empty(), "subscribed with a full disk");
+    assert!(r.sink_topics().is_empty());
+    r.kill9();
+
+    // Space again: the restart subscribes (the positive control: it would
+    // have been seen) and relays every event, saying how it started.
+    std::fs::remove_file(sb.data_dir().join("event-repeater/filler")).unwrap();
+    r.restart();
+    let all = wait_for(Duration::from_secs(10), || {
+        (r.sink_topics().len() >= 5).then(|| r.sink_topics())
+    });
+    let want: Vec<String> = (1..=5).map(|n| format!("full/{n}")).collect();
+    assert_eq!(all, Some(want), "{}", r.log());
+    assert_eq!(source.asked(), vec![None]);
+    let h = healthz(&r);
+    assert!(
+        h["source"]["start"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no checkpoint yet"),
+        "{h}"
+    );
+    assert!(
+        r.log().contains("no checkpoint (")
+            && r.log().contains("starting from the source's live events"),
+        "{}",
+        r.log()
+    );
+    drop(r);
+    drop(disk);
+}

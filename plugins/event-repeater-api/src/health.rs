@@ -70,8 +70,12 @@ pub struct SourceHealth {
     /// What is wrong with the source now, in words; `null` when nothing.
     pub problem: Option<String>,
     /// Whether the source went silent past `--source-idle-timeout` and has
-    /// not answered a new subscription since.
+    /// sent nothing since (a new subscription's headers do not count).
     pub stalled: bool,
+    /// How this run began: `resumed after event id …`, or `from the
+    /// source's live events: …` with the reason (no checkpoint yet, the
+    /// checkpoint held no id, …); `null` from a repeater older than this.
+    pub start: Option<String>,
     /// The source's address (`unix:/…/event-time.sock`, `http://…`).
     pub url: String,
 }
@@ -105,7 +109,7 @@ mod tests {
             "version": "0.1.0",
             "started_unix": 1_796_025_600u64,
             "uptime_secs": 5,
-            "source": {"url": "unix:/s.sock", "connected": true, "stalled": false, "problem": null},
+            "source": {"url": "unix:/s.sock", "connected": true, "stalled": false, "problem": null, "start": "resumed after event id 7"},
             "sink": {"url": "nats://n:4222", "connected": true, "broker": "", "problem": "the stream is full"},
             "routes": 2,
             "allowall": false,
@@ -128,6 +132,7 @@ mod tests {
                 connected: true,
                 problem: None,
                 stalled: false,
+                start: Some("resumed after event id 7".into()),
                 url: "unix:/s.sock".into(),
             },
             started_unix: 1_796_025_600,

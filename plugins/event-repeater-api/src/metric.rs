@@ -229,7 +229,7 @@ pub const SINK_DISCONNECTS: Metric =
 /// 1 while the source is stalled.
 pub const SOURCE_STALLED: Metric = Metric::gauge(
     "source_stalled",
-    "1 while the source is stalled: silent past --source-idle-timeout and not yet answering again.",
+    "1 while the source is stalled: silent past --source-idle-timeout and nothing received since.",
 );
 /// Times the source went silent past `--source-idle-timeout`.
 pub const SOURCE_STALLS: Metric = Metric::counter(

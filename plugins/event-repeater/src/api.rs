@@ -423,6 +423,7 @@ async fn healthz(State(st): St) -> Response {
         connected: m.source_connected.load(Relaxed),
         problem: metrics::problem(&m.source_problem),
         stalled: m.source_stalled.load(Relaxed),
+        start: metrics::problem(&m.source_start),
         url: st.source.clone(),
     };
     let sink = SinkHealth {

@@ -22,12 +22,12 @@ use tokio::task::JoinHandle;
 
 use crate::api::{self, ApiState};
 use crate::buffer::Buffer;
-use crate::checkpoint::Start;
 use crate::config::Config;
 use crate::error::{Error, Failure};
 use crate::lock::FileLock;
 use crate::metrics::Metrics;
 use crate::relay::{Relay, SharedTable};
+use crate::resume::Start;
 use crate::routes::{Routes, Table};
 use crate::sink::{Drain, Rules, Sink};
 use crate::source::Source;
@@ -94,7 +94,7 @@ async fn open(cfg: &Config) -> Result<Opened, Error> {
     // other repeater can write them.
     let locks = crate::lock::hold(cfg).map_err(Error::Instance)?;
     let routes = crate::state::load(&cfg.state_file).map_err(Failure::State)?;
-    let start = crate::checkpoint::open(cfg).map_err(Failure::Checkpoint)?;
+    let start = crate::resume::open(cfg).map_err(Failure::Checkpoint)?;
     // Certificate problems are start-up errors, before anything is bound.
     let tls = match &cfg.api_tls {
         Some((cert, key)) => Some(daemon::tls::acceptor(cert, key).map_err(Error::Tls)?),
@@ -120,6 +120,7 @@ struct Core {
 impl Core {
     fn new(cfg: &Config, routes: &Routes, start: &Start) -> Core {
         let metrics = Arc::new(Metrics::default());
+        crate::metrics::set_problem(&metrics.source_start, &start.how);
         let buffer = Arc::new(Buffer::resuming(
             cfg.buffer_events,
             cfg.buffer_bytes,

@@ -16,6 +16,14 @@
 //! until it is done ([`crate::ledger::Ledger`] has no id to write while
 //! it is pending), and its size limit grows by the largest event.
 //!
+//! Before that, before the first subscription, [`FirstCheckpoint::mark`]
+//! writes a checkpoint holding no id: a start that cannot write its
+//! checkpoint (a full disk) does not subscribe at all, so it receives
+//! nothing a crash could lose without a trace. A start that wrote the mark
+//! and then died before its first event's checkpoint leaves the mark, and
+//! the next start says that events since were missed (issue 30: a full
+//! disk at the first start, `kill -9`, and 3,019 events gone unsaid).
+//!
 //! Afterwards the router's only cost is one relaxed load of a flag.
 
 use app_plugin::log::{error, info};
@@ -42,6 +50,46 @@ impl FirstCheckpoint {
     /// Whether no checkpoint is on disk yet.
     pub fn needed(&self) -> bool {
         self.needed.load(Ordering::Relaxed)
+    }
+
+    /// Writes a checkpoint holding no id before the first subscription,
+    /// retried every [`INTERVAL`] until it is on disk; `problem` is told
+    /// what fails (and `None` once written), for `/healthz`. `false`:
+    /// `cancel` fired first.
+    pub async fn mark(&self, problem: impl Fn(Option<&str>), cancel: &Shutdown) -> bool {
+        let mut failing = false;
+        loop {
+            let file = self.file.clone();
+            let result = tokio::task::spawn_blocking(move || file.save(None, true))
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+            match result {
+                Ok(()) => {
+                    if failing {
+                        problem(None);
+                        info!(
+                            "wrote the checkpoint {}; subscribing to the source",
+                            self.file.path().display()
+                        );
+                    }
+                    return true;
+                }
+                Err(e) if !failing => {
+                    failing = true;
+                    let text = format!(
+                        "cannot write the checkpoint {}: {e}; not subscribing to the source until it can (retrying every {INTERVAL:?}), so that nothing is received that a restart could not ask for again",
+                        self.file.path().display()
+                    );
+                    error!("{text}");
+                    problem(Some(&text));
+                }
+                Err(_) => {}
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(INTERVAL) => {}
+                _ = cancel.recv() => return false,
+            }
+        }
     }
 
     /// Writes the first checkpoint before the event `event` (id `id`) is
@@ -167,5 +215,33 @@ mod tests {
         );
         assert!(started.elapsed() >= INTERVAL * 3, "gave up before cancel");
         assert!(first.needed());
+    }
+
+    #[tokio::test]
+    async fn the_mark_is_written_before_subscribing_and_waits_for_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let blocker = dir.path().join("later");
+        std::fs::write(&blocker, "").unwrap();
+        let file = CheckpointFile::beside(&blocker.join("r.routes.json"), "s".into(), "mqtt");
+        let first = FirstCheckpoint::new(file.clone());
+        let said = std::sync::Mutex::new(Vec::new());
+        let cancel = Shutdown::new();
+        let mark = first.mark(
+            |p| said.lock().unwrap().push(p.map(str::to_string)),
+            &cancel,
+        );
+        let free = async {
+            tokio::time::sleep(INTERVAL * 3).await;
+            std::fs::remove_file(&blocker).unwrap();
+            std::fs::create_dir(&blocker).unwrap();
+        };
+        let (marked, ()) = tokio::join!(mark, free);
+        assert!(marked);
+        assert_eq!(file.load(), Ok(Loaded::NoId));
+        let said = said.into_inner().unwrap();
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(said[0].as_deref().unwrap_or("").contains("not subscribing"));
+        assert_eq!(said[1], None);
+        assert!(first.needed(), "the first event still has to be written");
     }
 }

@@ -40,6 +40,7 @@ pub mod lock;
 pub mod metrics;
 pub mod overflow;
 pub mod relay;
+pub mod resume;
 pub mod routes;
 pub mod sink;
 pub mod source;

@@ -108,6 +108,11 @@ impl Relay {
         self
     }
 
+    /// A fresh start's first checkpoint, until it is on disk.
+    pub fn first_checkpoint(&self) -> Option<&FirstCheckpoint> {
+        self.first.as_ref().filter(|f| f.needed())
+    }
+
     /// Counts an event the SSE parser had to discard (`id`: the last event
     /// id in force).
     pub fn discarded(&self, why: &str, id: Option<&EventKey>) {

@@ -135,6 +135,14 @@ impl Source {
             ever_connected: false,
             down_since: None,
         };
+        if let Some(first) = self.relay.first_checkpoint() {
+            let problem = |p: Option<&str>| {
+                crate::metrics::set_problem(&self.metrics.source_problem, p.unwrap_or(""));
+            };
+            if !first.mark(problem, &cancel).await {
+                return;
+            }
+        }
         if let Some(event) = &self.replay {
             self.relay
                 .handle(event.as_str().into(), resume_after.as_ref(), &cancel)

@@ -209,6 +209,7 @@ pub mod repeater;
 pub mod run;
 pub mod server;
 pub mod sse_source;
+pub mod tmpfs;
 pub mod tools;
 
 pub use tools::{require_tool, require_tools};

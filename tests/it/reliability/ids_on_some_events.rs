@@ -160,4 +160,6 @@ fn mqtt_delivers_every_event_and_an_empty_id_clears_the_resume() {
         "the start says why it does not resume:\n{}",
         rep.log()
     );
+    let (_, h) = rep.get("/healthz");
+    assert!(h.contains("the checkpoint held no event id"), "{h}");
 }

@@ -45,14 +45,17 @@ pub struct Metrics {
     pub sink_disconnects: AtomicU64,
     /// Events the source said it skipped for us (never received).
     pub missed: AtomicU64,
-    /// The source went silent past `--source-idle-timeout` and has not
-    /// answered a new subscription since.
+    /// The source went silent past `--source-idle-timeout` and has sent
+    /// nothing since (headers alone do not count).
     pub source_stalled: AtomicBool,
     /// Times the source went silent past `--source-idle-timeout`.
     pub source_stalls: AtomicU64,
     /// What is wrong with the source now, for `/healthz` ("" when nothing).
     pub source_problem: std::sync::RwLock<String>,
-    /// SSE ids over the length limit, not kept.
+    /// How this run began (resumed after an id, or from live events and
+    /// why), for `/healthz`; set once at start.
+    pub source_start: std::sync::RwLock<String>,
+    /// SSE ids not kept (too long, or not usable as a header).
     pub source_ids_refused: AtomicU64,
     /// What is wrong with the sink now, for `/healthz` ("" when nothing):
     /// a condition the connection state does not show (a full stream).
