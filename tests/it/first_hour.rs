@@ -143,9 +143,13 @@ fn the_stderr_demos_checkpoint_does_not_leak_into_the_first_mqtt_run() {
     let checkpoint = sb
         .data_dir()
         .join("event-repeater/event-repeater.checkpoint");
-    wait_for(Duration::from_secs(15), || {
-        checkpoint.exists().then_some(())
+    // Once it holds an id (a fresh start writes it first with none).
+    let has_id = wait_for(Duration::from_secs(15), || {
+        std::fs::read_to_string(&checkpoint)
+            .ok()
+            .filter(|t| t.contains("\"last_event_id\":\""))
     });
+    assert!(has_id.is_some(), "{}", demo.log());
     assert_eq!(demo.signal(libc::SIGINT).code(), Some(0));
     let written = std::fs::read_to_string(&checkpoint).unwrap();
     assert!(written.contains("\"sink\":\"stderr\""), "{written}");

@@ -17,6 +17,7 @@ mod config;
 mod dispatch;
 mod event_time;
 mod failover;
+mod feeds;
 mod first_hour;
 mod first_run;
 mod fleet;

@@ -15,6 +15,8 @@ pub enum SourceAddr {
         /// From `http://USER:PASSWORD@…`: sent as HTTP Basic authentication.
         auth: Option<BasicAuth>,
     },
+    /// Any SSE feed, read as a plain stream (`--source-kind sse`).
+    Feed(std::sync::Arc<crate::source::feed::Feed>),
 }
 
 /// HTTP Basic credentials. Shown (Display, Debug, `/healthz`, the log, the
@@ -56,6 +58,7 @@ impl std::fmt::Display for SourceAddr {
                 let user = auth.as_ref().map(|a| format!("{a:?}@")).unwrap_or_default();
                 write!(f, "http://{user}{}", join_host_port(host, *port))
             }
+            SourceAddr::Feed(feed) => f.write_str(&feed.shown),
         }
     }
 }
@@ -86,7 +89,7 @@ pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String>
     }
     if text.contains("://") {
         return Err(format!(
-            "--source {shown:?}: unsupported scheme; use a plugin name, a socket path or http://HOST:PORT"
+            "--source {shown:?}: unsupported scheme; use a plugin name, a socket path, http://HOST:PORT, or an SSE feed's http(s):// URL"
         ));
     }
     if text.is_empty() {

@@ -54,9 +54,25 @@ struct Document {
     key: Option<String>,
     /// A fresh start's first event (its id is `last_event_id`), written
     /// before it was accepted and kept until it is done: relayed again at
-    /// the next start, before resuming after its id.
+    /// the next start, before resuming after its id. Older releases wrote
+    /// the JSON object here; this one writes `data` and `event_name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     event: Option<Box<RawValue>>,
+    /// That event's SSE data, as it came (any text: `--payload text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    data: Option<String>,
+    /// That event's SSE `event:` name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    event_name: Option<String>,
+}
+
+/// A fresh start's first event, held in the checkpoint until it is done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// Its SSE data.
+    pub data: String,
+    /// Its SSE `event:` name.
+    pub name: Option<String>,
 }
 
 /// The checkpoint file of one repeater.
@@ -85,7 +101,7 @@ pub enum Loaded {
     NoId,
     /// A fresh start's first event, not done when the repeater stopped: to
     /// relay again (its key `after`), then resume after its id.
-    Replay { after: EventKey, event: String },
+    Replay { after: EventKey, event: Held },
     /// An id written by an older release that cannot be sent as a
     /// `Last-Event-ID` header (issue 30): not used.
     Unusable(String),
@@ -120,9 +136,10 @@ impl CheckpointFile {
         }
     }
 
-    /// Reads files holding a first event of up to `max_event` bytes.
+    /// Reads files holding a first event of up to `max_event` bytes, which
+    /// the file holds as a JSON string: at most 6 bytes for each (`\u001f`).
     pub fn holding_events_of(mut self, max_event: usize) -> CheckpointFile {
-        self.max_file = MAX_FILE.saturating_add(max_event as u64);
+        self.max_file = MAX_FILE.saturating_add((max_event as u64).saturating_mul(6));
         self
     }
 
@@ -178,11 +195,19 @@ impl CheckpointFile {
             )));
         }
         let after = EventKey::restored(&id, doc.key.as_deref());
-        Ok(match doc.event {
-            Some(event) => Loaded::Replay {
-                after,
-                event: event.get().to_string(),
-            },
+        let held = match (doc.data, doc.event) {
+            (Some(data), _) => Some(Held {
+                data,
+                name: doc.event_name,
+            }),
+            (None, Some(json)) => Some(Held {
+                data: json.get().to_string(),
+                name: None,
+            }),
+            (None, None) => None,
+        };
+        Ok(match held {
+            Some(event) => Loaded::Replay { after, event },
             None => Loaded::Resume(after),
         })
     }
@@ -200,27 +225,20 @@ impl CheckpointFile {
     /// Writes the first checkpoint of a fresh start, synced: `id`, and the
     /// event (one line of JSON) that bears it, when there is no earlier id
     /// to resume after.
-    pub fn save_first(&self, id: &EventKey, event: Option<&str>) -> io::Result<()> {
-        let event = event
-            .map(|e| RawValue::from_string(e.to_string()))
-            .transpose()
-            .map_err(io::Error::other)?;
+    pub fn save_first(&self, id: &EventKey, event: Option<&Held>) -> io::Result<()> {
         self.write(Some(id), event, true)
     }
 
-    fn write(
-        &self,
-        id: Option<&EventKey>,
-        event: Option<Box<RawValue>>,
-        sync: bool,
-    ) -> io::Result<()> {
+    fn write(&self, id: Option<&EventKey>, event: Option<&Held>, sync: bool) -> io::Result<()> {
         let doc = Document {
             version: 1,
             source: self.source.clone(),
             sink: Some(self.sink.to_string()),
             last_event_id: id.map(|k| k.last_event_id().to_string()),
             key: id.filter(|k| !k.is_own()).map(|k| k.as_str().to_string()),
-            event,
+            event: None,
+            data: event.map(|e| e.data.clone()),
+            event_name: event.and_then(|e| e.name.clone()),
         };
         let mut text = serde_json::to_vec(&doc).map_err(io::Error::other)?;
         text.push(b'\n');

@@ -75,7 +75,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "event-repeater")]
     pub name: String,
 
-    /// Event source: a plugin name (its socket in APP_RUNTIME_DIR/plugins/), a socket path, or http://HOST:PORT.
+    /// Event source: a plugin name (its socket in APP_RUNTIME_DIR/plugins/), a socket path, http://HOST:PORT, or any SSE feed's http(s):// URL with its path and query.
     #[arg(long, default_value = "event-time")]
     pub source: String,
 
@@ -230,6 +230,11 @@ pub struct RunArgs {
     /// How long SIGTERM waits for unacknowledged publishes (e.g. 5s, 500ms; at most 1h).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_drain_timeout)]
     pub drain_timeout: std::time::Duration,
+
+    /// The source's own flags (a plain SSE feed's headers, token, CA; where
+    /// topics come from; what the payload is).
+    #[command(flatten)]
+    pub source_args: crate::source::feed::SourceArgs,
 }
 
 /// An on/off flag value.

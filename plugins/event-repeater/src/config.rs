@@ -45,6 +45,8 @@ pub struct Config {
     pub max_event_size: usize,
     /// Keep and resume from the checkpoint (`--checkpoint on`).
     pub checkpoint: bool,
+    /// `--topic-from` and `--payload`.
+    pub decoder: crate::decode::Decoder,
 }
 
 impl Config {
@@ -66,7 +68,8 @@ impl Config {
     ) -> Result<Config, String> {
         let name = check_name(&args.name)?;
         let dirs = ctx.dirs();
-        let source = parse_source(&args.source, &dirs.plugin_runtime_dir())?;
+        let source = source_addr(args, &dirs.plugin_runtime_dir())?;
+        let decoder = decoder(&args.source_args)?;
         let token = args.token.clone().filter(|t| !t.is_empty());
         check_listen(args, token.is_some())?;
         if args.buffer_bytes < args.max_packet_size {
@@ -101,9 +104,46 @@ impl Config {
             drain_timeout: args.drain_timeout,
             max_event_size: args.max_packet_size,
             checkpoint: args.checkpoint == crate::cli::Switch::On,
+            decoder,
             name,
         })
     }
+}
+
+/// `--source`: a plain SSE feed (by `--source-kind` or its URL), or an
+/// event plugin's address.
+fn source_addr(args: &RunArgs, plugin_dir: &Path) -> Result<SourceAddr, String> {
+    use crate::source::feed::{is_feed, Feed};
+    let a = &args.source_args;
+    if is_feed(&args.source, a.source_kind) {
+        return Ok(SourceAddr::Feed(std::sync::Arc::new(Feed::new(
+            &args.source,
+            a,
+        )?)));
+    }
+    for (flag, set) in [
+        ("--source-header", !a.source_header.is_empty()),
+        ("--source-token-file", a.source_token_file.is_some()),
+        ("--source-ca-file", a.source_ca_file.is_some()),
+    ] {
+        if set {
+            return Err(format!(
+                "{flag} is for a plain SSE feed (an http(s):// URL with a path, or --source-kind sse), not an event plugin"
+            ));
+        }
+    }
+    parse_source(&args.source, plugin_dir)
+}
+
+/// `--topic-from` and `--payload`.
+fn decoder(a: &crate::source::feed::SourceArgs) -> Result<crate::decode::Decoder, String> {
+    use crate::decode::{parse_topic_from, Decoder, Payload};
+    use crate::source::feed::PayloadKind;
+    let payload = match a.payload {
+        PayloadKind::Json => Payload::Json,
+        PayloadKind::Text => Payload::Text,
+    };
+    Decoder::new(parse_topic_from(&a.topic_from)?, payload)
 }
 
 /// The SDK's one rule for instance names: the name becomes file names.

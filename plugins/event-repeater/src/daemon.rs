@@ -294,7 +294,8 @@ impl Tasks {
             core.buffer.clone(),
             core.metrics.clone(),
             Rules::new(cfg.sink.rules()),
-        );
+        )
+        .with_decoder(cfg.decoder.clone());
         if let (true, Some(file)) = (start.is_fresh(), &start.file) {
             relay = relay
                 .with_first_checkpoint(crate::first_checkpoint::FirstCheckpoint::new(file.clone()));

@@ -25,6 +25,11 @@ impl EventData {
         }
     }
 
+    /// The part `text` of `data` (a slice of its `as_str`), shared.
+    pub fn sliced(data: &EventData, text: &str) -> EventData {
+        EventData(data.0.slice_ref(text.as_bytes()))
+    }
+
     pub fn as_bytes(&self) -> &Bytes {
         &self.0
     }
@@ -91,6 +96,8 @@ pub enum EventError {
     NotJson(String),
     NotAnObject,
     NoTopic,
+    /// `--topic-from field:POINTER` found no string or number there.
+    NoTopicAt(String),
 }
 
 impl std::fmt::Display for EventError {
@@ -99,6 +106,10 @@ impl std::fmt::Display for EventError {
             EventError::NotJson(e) => write!(f, "event data is not JSON: {e}"),
             EventError::NotAnObject => write!(f, "event data is not a JSON object"),
             EventError::NoTopic => write!(f, "event has no non-empty \"topic\" (or \"Topic\")"),
+            EventError::NoTopicAt(p) => write!(
+                f,
+                "event has no non-empty string or number at {p} (--topic-from field:{p})"
+            ),
         }
     }
 }

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use app_plugin::daemon::Shutdown;
 
-use crate::checkpoint::{CheckpointFile, INTERVAL};
+use crate::checkpoint::{CheckpointFile, Held, INTERVAL};
 use crate::event_key::EventKey;
 
 pub struct FirstCheckpoint {
@@ -92,26 +92,33 @@ impl FirstCheckpoint {
         }
     }
 
-    /// Writes the first checkpoint before the event `event` (id `id`) is
-    /// accepted: `before`, the checkpoint in memory, or else `id` with the
-    /// event. A write that fails is retried every [`INTERVAL`], taking no
+    /// Writes the first checkpoint before the event (its SSE `data` and
+    /// `name`, key `id`) is accepted: `before`, the checkpoint in memory,
+    /// or else `id` with the event. A write that fails is retried every [`INTERVAL`], taking no
     /// event meanwhile (the source waits; nothing is accepted that a kill
     /// could lose). `false`: `cancel` fired first; the event is not taken.
     pub async fn write(
         &self,
         before: Option<EventKey>,
         id: &EventKey,
-        event: &str,
+        data: &str,
+        name: Option<&str>,
         cancel: &Shutdown,
     ) -> bool {
         let (after, event) = match before {
             Some(before) => (before, None),
-            None => (id.clone(), Some(event.to_string())),
+            None => (
+                id.clone(),
+                Some(Held {
+                    data: data.to_string(),
+                    name: name.map(str::to_string),
+                }),
+            ),
         };
         let mut failing = false;
         loop {
             let (file, a, e) = (self.file.clone(), after.clone(), event.clone());
-            let result = tokio::task::spawn_blocking(move || file.save_first(&a, e.as_deref()))
+            let result = tokio::task::spawn_blocking(move || file.save_first(&a, e.as_ref()))
                 .await
                 .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
             match result {
@@ -161,13 +168,16 @@ mod tests {
         let cancel = Shutdown::new();
         assert!(first.needed());
         let event = r#"{"topic":"t","data":"x\"y"}"#;
-        assert!(first.write(None, &key("7"), event, &cancel).await);
+        assert!(first.write(None, &key("7"), event, None, &cancel).await);
         assert!(!first.needed());
         assert_eq!(
             file.load(),
             Ok(Loaded::Replay {
                 after: key("7"),
-                event: event.into()
+                event: Held {
+                    data: event.into(),
+                    name: None
+                }
             })
         );
         // A later checkpoint drops the event.
@@ -175,20 +185,31 @@ mod tests {
         assert_eq!(file.load(), Ok(Loaded::Resume(key("8"))));
         // With an earlier id (a skipped event), that id alone.
         let first = FirstCheckpoint::new(file.clone());
-        assert!(first.write(Some(key("5")), &key("7"), event, &cancel).await);
+        assert!(
+            first
+                .write(Some(key("5")), &key("7"), event, None, &cancel)
+                .await
+        );
         assert_eq!(file.load(), Ok(Loaded::Resume(key("5"))));
         // An event over the plain checkpoint's 64 KiB: the limit grows with
         // the largest event, and only then is the file read.
         let big = format!(r#"{{"topic":"t","data":"{}"}}"#, "x".repeat(100_000));
         let first = FirstCheckpoint::new(file.clone());
-        assert!(first.write(None, &key("9"), &big, &cancel).await);
+        assert!(
+            first
+                .write(None, &key("9"), &big, Some("tick"), &cancel)
+                .await
+        );
         assert!(file.load().unwrap_err().contains("over the limit"));
         let sized = file.clone().holding_events_of(big.len());
         assert_eq!(
             sized.load(),
             Ok(Loaded::Replay {
                 after: key("9"),
-                event: big
+                event: Held {
+                    data: big,
+                    name: Some("tick".into())
+                }
             })
         );
     }
@@ -210,7 +231,7 @@ mod tests {
         let started = std::time::Instant::now();
         assert!(
             !first
-                .write(None, &key("1"), r#"{"topic":"t"}"#, &cancel)
+                .write(None, &key("1"), r#"{"topic":"t"}"#, None, &cancel)
                 .await
         );
         assert!(started.elapsed() >= INTERVAL * 3, "gave up before cancel");

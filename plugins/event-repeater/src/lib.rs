@@ -30,6 +30,7 @@ pub mod cli;
 pub mod complete;
 pub mod config;
 pub mod daemon;
+pub mod decode;
 pub mod error;
 pub mod event;
 pub mod event_key;

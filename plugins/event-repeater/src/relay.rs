@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use crate::buffer::Buffer;
-use crate::event::{Event, EventData};
+use crate::decode::Decoder;
+use crate::event::EventData;
 use crate::event_key::EventKey;
 use crate::first_checkpoint::FirstCheckpoint;
 use crate::metrics::{inc, Metrics};
@@ -43,6 +44,8 @@ pub struct Relay {
     last: Mutex<LastRoute>,
     /// On a fresh start, until the first checkpoint is on disk.
     first: Option<FirstCheckpoint>,
+    /// `--topic-from` and `--payload`.
+    decoder: Decoder,
 }
 
 /// How many topics [`OncePerTopic`] remembers; past that, one warning per
@@ -98,7 +101,14 @@ impl Relay {
             unrouted_note: RateLimited::new(every),
             last: Mutex::default(),
             first: None,
+            decoder: Decoder::default(),
         }
+    }
+
+    /// Events decoded by `decoder` (`--topic-from`, `--payload`).
+    pub fn with_decoder(mut self, decoder: Decoder) -> Relay {
+        self.decoder = decoder;
+        self
     }
 
     /// A fresh start: the first event with an id is accepted only once the
@@ -139,9 +149,15 @@ impl Relay {
     /// Routes one event's data (`id`: the SSE event id in force); waits
     /// only under `--overflow block`. Every event that is not accepted into
     /// the buffer is recorded as done for the checkpoint.
-    pub async fn handle(&self, data: EventData, id: Option<&EventKey>, cancel: &Shutdown) {
+    pub async fn handle(
+        &self,
+        data: EventData,
+        name: Option<&str>,
+        id: Option<&EventKey>,
+        cancel: &Shutdown,
+    ) {
         inc(&self.metrics.received);
-        let event = match Event::parse(&data) {
+        let event = match self.decoder.decode(&data, name) {
             Ok(e) => e,
             Err(e) => {
                 self.buffer.skip(id);
@@ -191,7 +207,7 @@ impl Relay {
         if let (Some(first), Some(id)) = (&self.first, id) {
             if first.needed()
                 && !first
-                    .write(self.buffer.checkpoint().0, id, event.json.as_str(), cancel)
+                    .write(self.buffer.checkpoint().0, id, data.as_str(), name, cancel)
                     .await
             {
                 return;
@@ -268,14 +284,21 @@ mod tests {
         let c = Shutdown::new();
         let id = |s: &str| Some(EventKey::own(Arc::from(s)));
         relay
-            .handle(r#"{"topic":"a","data":1}"#.into(), id("1").as_ref(), &c)
+            .handle(
+                r#"{"topic":"a","data":1}"#.into(),
+                None,
+                id("1").as_ref(),
+                &c,
+            )
             .await;
         relay
-            .handle(r#"{"topic":"zzz"}"#.into(), id("2").as_ref(), &c)
+            .handle(r#"{"topic":"zzz"}"#.into(), None, id("2").as_ref(), &c)
             .await;
-        relay.handle("not json".into(), id("3").as_ref(), &c).await;
+        relay
+            .handle("not json".into(), None, id("3").as_ref(), &c)
+            .await;
         let big = format!(r#"{{"topic":"bad","data":"{}"}}"#, "x".repeat(300));
-        relay.handle(big.into(), id("4").as_ref(), &c).await;
+        relay.handle(big.into(), None, id("4").as_ref(), &c).await;
         // Only the accepted event holds the checkpoint back.
         assert_eq!(buffer.checkpoint().0, None);
         let taken = buffer.take(10);

@@ -3,7 +3,7 @@
 //! sentence saying how the run began (the log and `/healthz`), so that a
 //! start from live events is never silent about it (issue 30).
 
-use crate::checkpoint::{CheckpointFile, Loaded};
+use crate::checkpoint::{CheckpointFile, Held, Loaded};
 use crate::event_key::EventKey;
 
 const LIVE_OFF: &str = "from the source's live events (--checkpoint off)";
@@ -26,7 +26,7 @@ pub struct Start {
     /// The position to resume after (`Last-Event-ID`: its id).
     pub resume_after: Option<EventKey>,
     /// The earlier run's first event, to relay again before resuming.
-    pub replay: Option<String>,
+    pub replay: Option<Held>,
 }
 
 impl Start {

@@ -13,15 +13,23 @@ use crate::cli::SinkProtocol;
 use crate::metrics::{inc, Metrics};
 use crate::sink::{has_control, Drain, Kind, Refusal, Setup, Sink, SinkConfig, TopicRules};
 
-/// `--sinkprotocol stderr`: no flags to check.
+/// `--sinkprotocol stderr`: no flags of its own; it prints a `--payload text` event as a JSON string.
 pub const KIND: Kind = Kind {
     protocol: SinkProtocol::Stderr,
-    configure: |_: &Setup| Ok(Box::new(Stderr)),
+    configure: |s: &Setup| {
+        Ok(Box::new(Stderr {
+            text: s.args.source_args.payload == crate::source::feed::PayloadKind::Text,
+        }))
+    },
 };
 
 /// The stderr sink's configuration (and its topic rules).
-#[derive(Debug, Clone, Copy)]
-pub struct Stderr;
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stderr {
+    /// `--payload text`: the event is printed as a JSON string, since
+    /// its data need not be JSON.
+    pub text: bool,
+}
 
 impl SinkConfig for Stderr {
     fn protocol(&self) -> &'static str {
@@ -33,7 +41,7 @@ impl SinkConfig for Stderr {
     }
 
     fn rules(&self) -> Arc<dyn TopicRules> {
-        Arc::new(Stderr)
+        Arc::new(*self)
     }
 
     /// stderr is never down: a stop always waits for the drain.
@@ -46,7 +54,15 @@ impl SinkConfig for Stderr {
         buffer: Arc<Buffer>,
         metrics: Arc<Metrics>,
     ) -> BoxFuture<'_, Result<Box<dyn Sink>, String>> {
-        async move { Ok(Box::new(StderrSink { buffer, metrics }) as Box<dyn Sink>) }.boxed()
+        let text = self.text;
+        async move {
+            Ok(Box::new(StderrSink {
+                buffer,
+                metrics,
+                text,
+            }) as Box<dyn Sink>)
+        }
+        .boxed()
     }
 }
 
@@ -64,16 +80,17 @@ impl TopicRules for Stderr {
 pub struct StderrSink {
     buffer: Arc<Buffer>,
     metrics: Arc<Metrics>,
+    text: bool,
 }
 
 impl Sink for StderrSink {
     fn run(self: Box<Self>, drain: Drain) -> BoxFuture<'static, usize> {
-        run(self.buffer, self.metrics, drain).boxed()
+        run(self.buffer, self.metrics, self.text, drain).boxed()
     }
 }
 
 /// Formats one record as the stderr sink prints it (without the newline).
-pub fn line(rec: &Record) -> Vec<u8> {
+pub fn line(rec: &Record, text: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(rec.payload.len() + rec.sink_topic.len() * 2 + 48);
     out.extend_from_slice(b"{\"source_topic\":");
     // Serialising a str into a Vec cannot fail.
@@ -81,14 +98,20 @@ pub fn line(rec: &Record) -> Vec<u8> {
     out.extend_from_slice(b",\"sink_topic\":");
     let _ = serde_json::to_writer(&mut out, &*rec.sink_topic);
     out.extend_from_slice(b",\"event\":");
-    out.extend_from_slice(&rec.payload);
+    match std::str::from_utf8(&rec.payload) {
+        // The relay checked UTF-8 of every payload.
+        Ok(data) if text => {
+            let _ = serde_json::to_writer(&mut out, data);
+        }
+        _ => out.extend_from_slice(&rec.payload),
+    }
     out.push(b'}');
     out
 }
 
 /// Writes batches of lines until the drain ends; returns how many events
 /// were left undelivered.
-async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, drain: Drain) -> usize {
+async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, as_text: bool, drain: Drain) -> usize {
     metrics.sink_connected.store(true, Ordering::Relaxed);
     let mut deadline = None;
     loop {
@@ -107,7 +130,7 @@ async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, drain: Drain) -> usize 
         }
         let mut text = Vec::with_capacity(batch.len() * 128);
         for rec in &batch {
-            text.extend_from_slice(&line(rec));
+            text.extend_from_slice(&line(rec, as_text));
             text.push(b'\n');
         }
         let ok = std::io::stderr().lock().write_all(&text).is_ok();
@@ -139,10 +162,10 @@ mod tests {
     #[test]
     fn only_control_characters_are_refused() {
         for t in ["a/\u{1b}[31m", "\u{0}", "a\u{7f}", "\u{85}", "a\nb"] {
-            assert!(Stderr.refuse_topic(t).is_some(), "{t:?}");
+            assert!(Stderr::default().refuse_topic(t).is_some(), "{t:?}");
         }
         for t in ["a b", "a/+/#", "", "\u{ffff}", "é"] {
-            assert!(Stderr.refuse_topic(t).is_none(), "{t:?}");
+            assert!(Stderr::default().refuse_topic(t).is_none(), "{t:?}");
         }
     }
 
@@ -155,7 +178,7 @@ mod tests {
             payload: Bytes::from_static(br#"{"topic":"timer/sec/1"}"#),
             id: None,
         };
-        let v: serde_json::Value = serde_json::from_slice(&line(&rec)).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&line(&rec, false)).unwrap();
         assert_eq!(v["source_topic"], "timer/sec/1");
         assert_eq!(v["sink_topic"], "a\"b");
         assert_eq!(v["event"]["topic"], "timer/sec/1");

@@ -32,24 +32,27 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use app_plugin::daemon::Shutdown;
-use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::Request;
-use hyper_util::rt::TokioIo;
-use tokio::net::{TcpStream, UnixStream};
 
-use crate::addr::{join_host_port, SourceAddr};
-use crate::backoff::Backoff;
+use crate::addr::SourceAddr;
+use crate::checkpoint::Held;
 use crate::event_key::EventKey;
 use crate::metrics::{inc, Metrics};
 use crate::relay::Relay;
 use crate::sse::{Item, Parser};
 
+mod connect;
+pub mod feed;
+mod pace;
+
+use connect::{get, Refused};
+use pace::Pace;
+
 /// How a connection attempt or stream ended.
 enum End {
     /// Could not connect or the source refused the subscription.
-    Failed(String),
+    Failed(Refused),
     /// The stream was open and then ended or broke.
     Lost(String),
     /// The stream was open and then silent past the idle timeout.
@@ -67,7 +70,7 @@ pub struct Source {
     pub resume_after: Option<EventKey>,
     /// The earlier run's first event (id `resume_after`), kept in the
     /// checkpoint because it was not done: relayed again before resuming.
-    pub replay: Option<String>,
+    pub replay: Option<Held>,
     /// `--source-idle-timeout`: silence after which the source is stalled.
     pub idle_timeout: Duration,
 }
@@ -129,7 +132,7 @@ impl Source {
                 .map(|k| k.last_event_id_shared().clone()),
         );
         let mut once = Once::default();
-        let mut backoff = Backoff::network();
+        let mut pace = Pace::default();
         let mut link = Link {
             started: Instant::now(),
             ever_connected: false,
@@ -144,8 +147,14 @@ impl Source {
             }
         }
         if let Some(event) = &self.replay {
+            let name = event.name.as_deref();
             self.relay
-                .handle(event.as_str().into(), resume_after.as_ref(), &cancel)
+                .handle(
+                    event.data.as_str().into(),
+                    name,
+                    resume_after.as_ref(),
+                    &cancel,
+                )
                 .await;
         }
         loop {
@@ -159,19 +168,26 @@ impl Source {
                 Err(why) => End::Failed(why),
                 Ok(body) => {
                     self.connected(&mut link, parser.last_id());
-                    backoff.reset();
-                    self.stream(body, &mut parser, asked, &mut once, &cancel)
+                    pace.connected();
+                    self.stream(body, &mut parser, asked, &mut once, &mut pace, &cancel)
                         .await
                 }
             };
             self.metrics
                 .source_connected
                 .store(false, Ordering::Relaxed);
-            if matches!(end, End::Cancelled) {
-                return;
-            }
+            let delay = match &end {
+                End::Cancelled => return,
+                End::Failed(Refused::NoContent) => {
+                    self.stopped_by_source();
+                    cancel.recv().await;
+                    return;
+                }
+                End::Failed(Refused::Status { retry_after, .. }) => pace.after_failed(*retry_after),
+                End::Failed(_) => pace.after_failed(None),
+                End::Lost(_) | End::Stalled => pace.after_lost(),
+            };
             self.ended(&mut link, end, parser.last_id());
-            let delay = backoff.next_delay();
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
                 _ = cancel.recv() => return,
@@ -183,6 +199,11 @@ impl Source {
     /// it was lost.
     fn connected(&self, link: &mut Link, last_id: Option<&str>) {
         self.metrics.source_connected.store(true, Ordering::Relaxed);
+        // A refusal's problem ends here; a stall's only once the source
+        // sends something.
+        if !self.metrics.source_stalled.load(Ordering::Relaxed) {
+            crate::metrics::set_problem(&self.metrics.source_problem, "");
+        }
         match link.down_since.take() {
             Some(t) => warn!(
                 "event source {} is back after {:.1}s; resuming{}",
@@ -217,7 +238,11 @@ impl Source {
                 self.stalled(last_id);
                 link.down_since.get_or_insert_with(Instant::now);
             }
-            End::Failed(why) if !link.ever_connected && link.started.elapsed() < STARTUP_GRACE => {
+            // A source that answered (with a refusal) is there: only an
+            // unreachable one is given the grace.
+            End::Failed(why @ Refused::Unreachable(_))
+                if !link.ever_connected && link.started.elapsed() < STARTUP_GRACE =>
+            {
                 // Started together with its source (`app event-time &
                 // app event-repeater run &`): not worth a warning yet.
                 info!(
@@ -226,9 +251,17 @@ impl Source {
                 );
             }
             End::Failed(why) => {
+                crate::metrics::set_problem(
+                    &self.metrics.source_problem,
+                    &format!("cannot subscribe: {why}; retrying"),
+                );
                 if link.down_since.is_none() {
+                    let hint = match self.addr {
+                        SourceAddr::Feed(_) => "",
+                        _ => " (start it with `app event-time`, or see --source)",
+                    };
                     warn!(
-                        "cannot subscribe to the event source {}: {why}; retrying with backoff (start it with `app event-time`, or see --source)",
+                        "cannot subscribe to the event source {}: {why}; retrying with backoff{hint}",
                         self.addr
                     );
                     link.down_since = Some(Instant::now());
@@ -243,6 +276,7 @@ impl Source {
         parser: &mut Parser,
         mut asked: Option<String>,
         once: &mut Once,
+        pace: &mut Pace,
         cancel: &Shutdown,
     ) -> End {
         let mut items = Vec::new();
@@ -288,7 +322,9 @@ impl Source {
                             }
                             asked = None;
                         }
-                        self.relay.handle(ev.data, ev.id.as_ref(), cancel).await;
+                        self.relay
+                            .handle(ev.data, ev.event.as_deref(), ev.id.as_ref(), cancel)
+                            .await;
                         if cancel.is_shutdown() {
                             return End::Cancelled;
                         }
@@ -301,7 +337,7 @@ impl Source {
                         self.relay.discarded("the data is not UTF-8", key.as_ref())
                     }
                     Item::IdRefused(why) => self.relay.id_refused(why),
-                    Item::Retry(_) => {}
+                    Item::Retry(ms) => pace.set_retry(ms),
                     Item::Comment(text) => {
                         if let Some(n) = skipped_in_comment(&text) {
                             self.metrics.missed.fetch_add(n, Ordering::Relaxed);
@@ -349,16 +385,32 @@ impl Source {
         }
     }
 
+    /// The source answered 204: it asks not to be asked again.
+    fn stopped_by_source(&self) {
+        let text = format!(
+            "the event source {} answered 204 No Content, which asks clients not to reconnect: not subscribing again until the repeater is restarted",
+            self.addr
+        );
+        warn!("{text}");
+        crate::metrics::set_problem(&self.metrics.source_problem, &text);
+    }
+
     /// Opens the connection and sends the subscription; `Ok` is a 200 stream.
-    async fn subscribe(&self, last_id: Option<&str>) -> Result<Incoming, String> {
+    async fn subscribe(&self, last_id: Option<&str>) -> Result<Incoming, Refused> {
         let mut headers = vec![
             ("accept", "text/event-stream"),
             ("cache-control", "no-cache"),
+            // Proxies that gzip a stream buffer it (a known SSE trap).
+            ("accept-encoding", "identity"),
         ];
         if let Some(id) = last_id {
             headers.push(("last-event-id", id));
         }
-        get(&self.addr, "/events?topic=.", &headers)
+        let target = match &self.addr {
+            SourceAddr::Feed(feed) => feed.target.as_str(),
+            _ => "/events?topic=.",
+        };
+        get(&self.addr, target, &headers, true)
             .await
             .map(hyper::Response::into_body)
     }
@@ -371,8 +423,12 @@ const MAX_TOPICS_BODY: usize = 256 * 1024;
 /// `GET /source/topics`, so that a manager on another machine can check a
 /// route against the source only the repeater can reach.
 pub async fn topics(addr: &SourceAddr) -> Result<Vec<String>, String> {
-    let body = get(addr, "/topics", &[("accept", "application/json")])
-        .await?
+    if let SourceAddr::Feed(_) = addr {
+        return Err("a plain SSE feed (--source-kind sse) has no topic list".into());
+    }
+    let body = get(addr, "/topics", &[("accept", "application/json")], false)
+        .await
+        .map_err(|e| e.to_string())?
         .into_body();
     let limited = http_body_util::Limited::new(body, MAX_TOPICS_BODY);
     let bytes = tokio::time::timeout(Duration::from_secs(2), limited.collect())
@@ -383,73 +439,6 @@ pub async fn topics(addr: &SourceAddr) -> Result<Vec<String>, String> {
     serde_json::from_slice(&bytes)
         .map_err(|e| format!("the source's GET /topics is not a JSON array of strings: {e}"))
 }
-
-/// `GET path` on the source, connecting and answering within 5 s each;
-/// `Ok` is a 2xx answer, any other status an error with its body's start.
-async fn get(
-    addr: &SourceAddr,
-    path: &str,
-    headers: &[(&str, &str)],
-) -> Result<hyper::Response<Incoming>, String> {
-    let connect_timeout = Duration::from_secs(5);
-    let (host, io, auth): (String, Box<dyn IoStream>, _) = match addr {
-        SourceAddr::Unix(path) => {
-            let s = tokio::time::timeout(connect_timeout, UnixStream::connect(path))
-                .await
-                .map_err(|_| "connect timed out".to_string())?
-                .map_err(|e| e.to_string())?;
-            ("localhost".into(), Box::new(s), None)
-        }
-        SourceAddr::Tcp { host, port, auth } => {
-            let s =
-                tokio::time::timeout(connect_timeout, TcpStream::connect((host.as_str(), *port)))
-                    .await
-                    .map_err(|_| "connect timed out".to_string())?
-                    .map_err(|e| e.to_string())?;
-            let _ = s.set_nodelay(true);
-            (join_host_port(host, *port), Box::new(s), auth.as_ref())
-        }
-    };
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
-        // Errors surface through the response body as well.
-        let _ = conn.await;
-    });
-    let mut req = Request::get(path).header("host", host);
-    if let Some(auth) = auth {
-        req = req.header("authorization", auth.header());
-    }
-    for (name, value) in headers {
-        req = req.header(*name, *value);
-    }
-    let req = req.body(Empty::<Bytes>::new()).map_err(|e| e.to_string())?;
-    let resp = tokio::time::timeout(connect_timeout, sender.send_request(req))
-        .await
-        .map_err(|_| "no response within 5s".to_string())?
-        .map_err(|e| e.to_string())?;
-    let status = resp.status();
-    if !status.is_success() {
-        let body = tokio::time::timeout(Duration::from_secs(1), resp.into_body().collect())
-            .await
-            .ok()
-            .and_then(|r| r.ok())
-            .map(|c| {
-                String::from_utf8_lossy(&c.to_bytes())
-                    .trim()
-                    .chars()
-                    .take(200)
-                    .collect::<String>()
-            })
-            .unwrap_or_default();
-        return Err(format!("the source answered {status}: {body}"));
-    }
-    Ok(resp)
-}
-
-trait IoStream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
-impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> IoStream for T {}
 
 #[cfg(test)]
 mod tests {
