@@ -129,6 +129,9 @@ pub enum IndexCmd {
         /// Accept an index nobody signed (flagged by 'index list')
         #[arg(long, conflicts_with_all = ["key", "key_file"])]
         insecure_no_signature: bool,
+        /// Refuse a copy of the index signed longer ago than this (by its signed_at): 30d, 12h, 90m
+        #[arg(long, value_name = "AGE")]
+        max_age: Option<String>,
     },
     /// List the indexes added, with their serial and signature status
     #[command(
@@ -160,11 +163,12 @@ pub enum Output {
 const INDEX_HELP: &str = "\
 Example: app plugin index add main https://example.org/app-index.json --key-file main.pub
 
-Exit codes: 0 done; 1 I/O failure; 2 usage; 3 index unreachable; 4 an index of that name is already
-added; 5 verification failed (signature
-missing, by another key or not matching, not JSON, not an app.index/v1 index, an HTML page);
-6 stale (serial lower than the copy already verified, or past its expires date). On any refusal the
-cached copy stays as it was (update goes on with the other indexes and exits non-zero).";
+Exit codes: 0 done; 1 I/O failure; 2 usage; 3 index or its signature unreachable; 4 an index of that
+name is already added; 5 verification failed (signature missing, by another key or not matching, not
+JSON, not an app.index/v1 index, an HTML page, another index than the one added); 6 stale (serial
+lower than the copy already verified, the same serial with other contents, past its expires date,
+signed longer ago than --max-age). On any refusal the cached copy stays as it was (update goes on
+with the other indexes and exits non-zero).";
 
 /// Exit codes of `plugin install`, `remove` and `upgrade`, for `--help`.
 const INSTALL_HELP: &str = "\

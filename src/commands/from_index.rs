@@ -260,9 +260,15 @@ pub fn upgrade_all(session: &Session) -> Result<i32> {
     Ok(exit)
 }
 
-/// The newer version `plugin list` mentions for an index-installed plugin.
+/// The newer version `plugin list` mentions for an index-installed plugin;
+/// none from an expired index (`upgrade` would refuse it).
 pub fn available_upgrade(summaries: &Summaries, name: &str, record: &Entry) -> Option<String> {
     let index = record.index.as_ref()?;
+    let (_, summary) = summaries.indexes.iter().find(|(c, _)| &c.name == index)?;
+    let expires = crate::plugin_index::format::parse_rfc3339(&summary.as_ref()?.expires)?;
+    if expires < SystemTime::now() {
+        return None;
+    }
     let newest = summaries.newest_here(index, name)?;
     let current = semver::Version::parse(record.version.as_deref()?).ok()?;
     (newest.semver() > current).then(|| newest.version.clone())

@@ -175,8 +175,11 @@ impl World {
         plugins: Vec<Value>,
         key: &Key,
     ) -> String {
+        // Named by its URL, as docs/plugin-index.md asks of publishers.
+        let url = self.server.url(&format!("/{path}"));
         let bytes = serde_json::to_vec_pretty(&json!({
-            "apiVersion": "app.index/v1", "serial": serial, "expires": expires, "plugins": plugins
+            "apiVersion": "app.index/v1", "index": url, "serial": serial, "expires": expires,
+            "plugins": plugins
         }))
         .unwrap();
         self.publish_bytes(path, &bytes, key);
