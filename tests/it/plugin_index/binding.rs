@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::index::{World, FUTURE};
+use common::index::{utc, World, FUTURE};
 use serde_json::{json, Value};
 
 /// An index document with `serial`, `plugins` and the `extra` fields.
@@ -23,21 +23,6 @@ fn doc(serial: u64, plugins: Vec<Value>, extra: Value) -> Vec<u8> {
         doc[k] = v.clone();
     }
     serde_json::to_vec_pretty(&doc).unwrap()
-}
-
-/// Now plus `secs` (negative: ago), as RFC 3339 in UTC, by `date`.
-fn utc(secs: i64) -> String {
-    let out = std::process::Command::new("date")
-        .args([
-            "-u",
-            "-d",
-            &format!("{secs} seconds"),
-            "+%Y-%m-%dT%H:%M:%SZ",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 fn key_args(w: &World) -> [&str; 2] {

@@ -7,5 +7,7 @@
 
 mod by_name;
 mod connect_timeout;
+mod expired;
 mod git;
+mod git_refusals;
 mod limits;
