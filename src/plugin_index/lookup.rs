@@ -213,7 +213,7 @@ impl Catalog {
     fn not_found(&self, spec: &Spec) -> Error {
         if self.indexes.is_empty() {
             return Error::Unavailable(format!(
-                "no file '{}' here, and no plugin index has been added to look the name up in; add one with 'app plugin index add NAME URL --key-file FILE'",
+                "no plugin index has been added to look '{}' up in; add one with 'app plugin index add NAME URL --key-file FILE' (a local file is installed as ./NAME or --file NAME)",
                 spec.name
             ));
         }
@@ -225,8 +225,7 @@ impl Catalog {
         .map(|s| format!(" (did you mean '{s}'?)"))
         .unwrap_or_default();
         Error::Unavailable(format!(
-            "no file '{}' here, and no plugin '{}' in the indexes ({}){suggestion}; 'app plugin search' lists them, 'app plugin index update' refreshes them",
-            spec.name,
+            "no plugin '{}' in the indexes ({}){suggestion}; 'app plugin search' lists them, 'app plugin index update' refreshes them (a local file is installed as ./NAME or --file NAME)",
             spec.name,
             names.join(", ")
         ))

@@ -11,3 +11,4 @@ mod expired;
 mod git;
 mod git_refusals;
 mod limits;
+mod local_or_index;
