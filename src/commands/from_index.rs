@@ -283,12 +283,12 @@ pub fn upgrade_all(session: &Session) -> Result<i32> {
 }
 
 /// The newer version `plugin list` mentions for an index-installed plugin;
-/// none from an expired index (`upgrade` would refuse it).
+/// none from an expired index, or one older than its `--max-age`
+/// (`upgrade` would refuse it).
 pub fn available_upgrade(summaries: &Summaries, name: &str, record: &Entry) -> Option<String> {
     let index = record.index.as_ref()?;
-    let (_, summary) = summaries.indexes.iter().find(|(c, _)| &c.name == index)?;
-    let expires = crate::plugin_index::format::parse_rfc3339(&summary.as_ref()?.expires)?;
-    if expires < SystemTime::now() {
+    let (cfg, summary) = summaries.indexes.iter().find(|(c, _)| &c.name == index)?;
+    if !summary.as_ref()?.usable(cfg, SystemTime::now()) {
         return None;
     }
     let newest = summaries.newest_here(index, name)?;

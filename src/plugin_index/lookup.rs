@@ -203,6 +203,12 @@ impl Catalog {
         if let Err(format::Invalid::Expired(when)) = format::check_fresh(found.file, now) {
             return Err(Error::Index(refusal(found.index, Problem::Expired(when))));
         }
+        // A copy that has aged past --max-age since it was fetched is
+        // refused as a fresh fetch of it would be.
+        if let Some(max_age) = found.index.max_age_secs {
+            super::check_age(found.file, max_age, now)
+                .map_err(|p| Error::Index(refusal(found.index, p)))?;
+        }
         let platform = found
             .entry
             .platform_for_here()

@@ -152,7 +152,8 @@ pub fn fetch_verified(
 }
 
 /// The `--max-age` bound: a `signed_at` within it, and not in the future.
-fn check_age(
+/// Also checked of the cached copy when it is used (`install`, `upgrade`).
+pub fn check_age(
     index: &IndexFile,
     max_age_secs: u64,
     now: SystemTime,
