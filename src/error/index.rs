@@ -121,6 +121,10 @@ impl fmt::Display for Problem {
             Problem::Unreachable(why) => write!(f, "cannot be fetched: {why}"),
             Problem::Html => f.write_str("is an HTML page, not a JSON index"),
             Problem::NoSignature(why) => write!(f, "has no signature ({why})"),
+            // A timeout is a stall: said in so many words.
+            Problem::SignatureUnreachable(why) if why.contains("timeout: ") => {
+                write!(f, "has a signature whose download stalled: {why}")
+            }
             Problem::SignatureUnreachable(why) => {
                 write!(f, "has a signature that cannot be fetched: {why}")
             }

@@ -345,7 +345,7 @@ fn a_stalled_signature_says_it_stalled_and_never_advises_going_unsigned() {
     cmd.env("APP_FETCH_TIMEOUT", "2").args(&args);
     let ran = common::run::Run::new(cmd).assert().code(3);
     for part in [
-        &format!("index 's' ({url}) has a signature that cannot be fetched: "),
+        &format!("index 's' ({url}) has a signature whose download stalled: "),
         "timeout: no byte for 2 s while reading the body",
         "try again later",
     ] {
