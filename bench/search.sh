@@ -37,7 +37,7 @@ for i in range(n):
             {"os": "macos", "arch": "aarch64", "url": f"{name}/macos-aarch64.tar.gz", "sha256": sha},
         ],
     })
-json.dump({"apiVersion": "app.index/v1", "serial": 1, "expires": "2999-01-01T00:00:00Z",
+json.dump({"apiVersion": "app.index/v1", "index": "bench/big", "serial": 1, "expires": "2999-01-01T00:00:00Z",
            "plugins": plugins}, open(path, "w"), indent=1)
 PY
 if command -v minisign >/dev/null; then

@@ -29,8 +29,11 @@ pub fn acquire(fetch: &FetchArgs) -> Result<Artifact> {
             let options = http::Options {
                 limit,
                 bearer: token.as_deref(),
-                // An index is small: a server trickling it is cut off.
-                total: fetch.raw.map(|_| http::RAW_TOTAL_TIMEOUT),
+                // An index is small: a server trickling it is cut off sooner.
+                total: match fetch.raw {
+                    Some(_) => http::RAW_TOTAL_TIMEOUT,
+                    None => http::PLUGIN_TOTAL_TIMEOUT,
+                },
             };
             http::download(url, &options).map_err(|e| match e {
                 http::FetchError::TooLarge(_) => Error::NotInstallable {

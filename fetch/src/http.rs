@@ -13,31 +13,39 @@ use app_fetch_protocol::{url, MAX_BYTES_VAR};
 pub const PROGRESS_AFTER: Duration = Duration::from_millis(500);
 /// Connecting gives up after this long.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-/// Silence from the server for this long ends the download.
+/// Silence from the server for this long ends the download: no answer, or
+/// no byte of the body. A download that keeps progressing is not cut by it.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(60);
 /// Redirects followed (each to an http(s) URL) before giving up.
 pub const MAX_REDIRECTS: usize = 5;
-/// The whole of a raw download (an index, a signature) must take no longer.
-pub const RAW_TOTAL_TIMEOUT: Duration = Duration::from_secs(60);
+/// The whole of a raw download (an index of up to 32 MiB, a signature)
+/// must take no longer: about 1 Mbit/s for the largest index.
+pub const RAW_TOTAL_TIMEOUT: Duration = Duration::from_secs(300);
+/// The whole of a plugin download must take no longer: a plugin of the
+/// 256 MiB cap at about 600 kbit/s.
+pub const PLUGIN_TOTAL_TIMEOUT: Duration = Duration::from_secs(3600);
 
-/// Environment variable replacing the 60 s of [`READ_TIMEOUT`] and
-/// [`RAW_TOTAL_TIMEOUT`] (and [`CONNECT_TIMEOUT`] when lower): whole
-/// seconds, 1 to 3600. For a slow link, or a test that cannot wait a minute.
+/// Environment variable replacing the 60 s of silence of [`READ_TIMEOUT`]
+/// (and [`CONNECT_TIMEOUT`] when lower): whole seconds, 1 to 3600. For a
+/// slow link, or a test that cannot wait a minute.
 pub const TIMEOUT_VAR: &str = "APP_FETCH_TIMEOUT";
+/// Environment variable replacing the total limits, [`RAW_TOTAL_TIMEOUT`]
+/// and [`PLUGIN_TOTAL_TIMEOUT`]: whole seconds, 1 to 86400.
+pub const TOTAL_TIMEOUT_VAR: &str = "APP_FETCH_TOTAL_TIMEOUT";
 
-/// The value of [`TIMEOUT_VAR`], when set.
-fn timeout_override() -> Result<Option<Duration>, FetchError> {
-    let Some(value) = std::env::var_os(TIMEOUT_VAR) else {
+/// The value of `var`, when set: whole seconds from 1 to `max`.
+fn seconds_var(var: &str, max: u64) -> Result<Option<Duration>, FetchError> {
+    let Some(value) = std::env::var_os(var) else {
         return Ok(None);
     };
     value
         .to_str()
         .and_then(|v| v.parse::<u64>().ok())
-        .filter(|s| (1..=3600).contains(s))
+        .filter(|s| (1..=max).contains(s))
         .map(|s| Some(Duration::from_secs(s)))
         .ok_or_else(|| {
             FetchError::Transport(format!(
-                "{TIMEOUT_VAR}={value:?} is not a whole number of seconds from 1 to 3600; fix or unset it"
+                "{var}={value:?} is not a whole number of seconds from 1 to {max}; fix or unset it"
             ))
         })
 }
@@ -49,8 +57,9 @@ pub struct Options<'a> {
     /// A bearer token for the origin (scheme, host, port) of the URL asked
     /// for; never sent to another origin, redirects included.
     pub bearer: Option<&'a str>,
-    /// A limit on the whole download.
-    pub total: Option<Duration>,
+    /// The limit on the whole download (unless [`TOTAL_TIMEOUT_VAR`] says
+    /// otherwise).
+    pub total: Duration,
 }
 
 /// Why a download failed.
@@ -92,43 +101,42 @@ impl std::fmt::Display for FetchError {
 /// Downloads `url` into memory, as `options` say.
 pub fn download(url: &str, options: &Options) -> Result<Vec<u8>, FetchError> {
     let limits = Limits::new(options)?;
-    let mut response =
-        get(&limits.agent(), url, options.bearer).map_err(|e| limits.name_timeout(e))?;
+    let response = get(&limits.agent(), url, options.bearer).map_err(|e| limits.name_timeout(e))?;
     let status = response.status().as_u16();
     if !(200..300).contains(&status) {
         return Err(FetchError::Status(status));
     }
-    read_body(&mut response, &url::redact(url), options.limit).map_err(|e| limits.name_timeout(e))
+    read_body(response, &url::redact(url), options.limit, limits.silence)
+        .map_err(|e| limits.name_timeout(e))
 }
 
-/// The timeouts in force: [`TIMEOUT_VAR`] or the defaults.
+/// The timeouts in force: the defaults, or what the variables say.
 struct Limits {
     connect: Duration,
     silence: Duration,
-    total: Option<Duration>,
+    total: Duration,
 }
 
 impl Limits {
     fn new(options: &Options) -> Result<Limits, FetchError> {
-        let (connect, silence, total) = match timeout_override()? {
-            Some(t) => (CONNECT_TIMEOUT.min(t), t, options.total.map(|_| t)),
-            None => (CONNECT_TIMEOUT, READ_TIMEOUT, options.total),
-        };
+        let silence = seconds_var(TIMEOUT_VAR, 3600)?;
+        let total = seconds_var(TOTAL_TIMEOUT_VAR, 86_400)?;
         Ok(Limits {
-            connect,
-            silence,
-            total,
+            connect: silence.map_or(CONNECT_TIMEOUT, |t| CONNECT_TIMEOUT.min(t)),
+            silence: silence.unwrap_or(READ_TIMEOUT),
+            total: total.unwrap_or(options.total),
         })
     }
 
     /// An HTTP client with these timeouts, following no redirect itself.
+    /// The silence of the body is watched in [`read_body`]: ureq's body
+    /// timeout bounds the whole body, not the time between bytes.
     fn agent(&self) -> ureq::Agent {
         ureq::Agent::config_builder()
-            .timeout_global(self.total)
+            .timeout_global(Some(self.total))
             .http_status_as_error(false)
             .timeout_connect(Some(self.connect))
             .timeout_recv_response(Some(self.silence))
-            .timeout_recv_body(Some(self.silence))
             // app_fetch ships with `app`, under the same version.
             .user_agent(format!("app/{}", env!("CARGO_PKG_VERSION")))
             // Redirects are followed in `get`, so that each target is checked.
@@ -142,14 +150,11 @@ impl Limits {
     fn name_timeout(&self, e: FetchError) -> FetchError {
         match e {
             FetchError::Transport(why) if why.starts_with("timeout: ") => {
-                let total = match self.total {
-                    Some(t) => format!(", {} s in all", t.as_secs()),
-                    None => String::new(),
-                };
                 FetchError::Transport(format!(
-                    "{why} (limits: {} s to connect, {} s of silence{total}; see {TIMEOUT_VAR})",
+                    "{why} (limits: {} s to connect, {} s of silence, {} s in all; see {TIMEOUT_VAR} and {TOTAL_TIMEOUT_VAR})",
                     self.connect.as_secs(),
                     self.silence.as_secs(),
+                    self.total.as_secs(),
                 ))
             }
             e => e,
@@ -202,40 +207,63 @@ fn get(
 }
 
 /// The body of `response`, at most `limit` bytes, with progress on a
-/// terminal (`shown` is the URL as the user may see it).
+/// terminal (`shown` is the URL as the user may see it), ended by
+/// `silence` without a byte. A thread reads, so that the wait for each
+/// chunk is bounded; one left blocked ends with the process (`app_fetch`
+/// does one download), or at ureq's total limit.
 fn read_body(
-    response: &mut ureq::http::Response<ureq::Body>,
+    response: ureq::http::Response<ureq::Body>,
     shown: &str,
     limit: u64,
+    silence: Duration,
 ) -> Result<Vec<u8>, FetchError> {
+    use std::sync::mpsc::{sync_channel, RecvTimeoutError};
     let total = response.body().content_length();
     if total.is_some_and(|t| t > limit) {
         return Err(FetchError::TooLarge(limit));
     }
-    let mut reader = response.body_mut().as_reader();
+    let mut reader = response.into_body().into_reader();
+    let (send, chunks) = sync_channel::<io::Result<Vec<u8>>>(4);
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let read = match reader.read(&mut buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Ok(n) => Ok(buf[..n].to_vec()),
+                Err(e) => Err(e),
+            };
+            let last = !matches!(&read, Ok(chunk) if !chunk.is_empty());
+            if send.send(read).is_err() || last {
+                return;
+            }
+        }
+    });
     let mut progress = Progress::new(shown, total);
     let capacity = total.unwrap_or(0).min(limit) as usize;
     let mut bytes = Vec::with_capacity(capacity);
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                progress.finish();
-                return Err(FetchError::Transport(e.to_string()));
+    let result = loop {
+        let chunk = match chunks.recv_timeout(silence) {
+            Ok(Ok(chunk)) if chunk.is_empty() => break Ok(()),
+            Ok(Ok(chunk)) => chunk,
+            Ok(Err(e)) => break Err(FetchError::Transport(e.to_string())),
+            Err(RecvTimeoutError::Timeout) => {
+                break Err(FetchError::Transport(format!(
+                    "timeout: no byte for {} s while reading the body",
+                    silence.as_secs()
+                )))
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                break Err(FetchError::Transport("the body's reader ended".into()))
             }
         };
-        if bytes.len() as u64 + n as u64 > limit {
-            progress.finish();
-            return Err(FetchError::TooLarge(limit));
+        if bytes.len() as u64 + chunk.len() as u64 > limit {
+            break Err(FetchError::TooLarge(limit));
         }
-        bytes.extend_from_slice(&buf[..n]);
+        bytes.extend_from_slice(&chunk);
         progress.update(bytes.len() as u64);
-    }
+    };
     progress.finish();
-    Ok(bytes)
+    result.map(|()| bytes)
 }
 
 /// A one-line progress display on stderr, shown only on a terminal and only

@@ -21,13 +21,16 @@ pub enum PluginCmd {
     /// Install a plugin by name from the indexes, or from a file, an http(s) URL or a git repository
     #[command(after_help = INSTALL_HELP)]
     Install {
-        /// NAME, NAME@VERSION or INDEX/NAME from the indexes; or an executable or script, a .tar.gz holding one app-<name>, or an http(s):// URL of either
+        /// NAME, NAME@VERSION or INDEX/NAME from the indexes; or a path (./FILE, or with a /) to an executable or script, a .tar.gz holding one app-<name>, or a folder holding one; or an http(s):// URL of a file
         #[arg(
             value_name = "NAME|PATH|URL",
-            required_unless_present = "git",
-            conflicts_with = "git"
+            required_unless_present_any = ["git", "file"],
+            conflicts_with_all = ["git", "file"]
         )]
         source: Option<String>,
+        /// A local file or folder to install, however it is spelled (never looked up in the indexes)
+        #[arg(long, value_name = "PATH", conflicts_with = "git")]
+        file: Option<PathBuf>,
         /// The plugin name [default: from the file name, app-<name>]
         #[arg(long, value_name = "NAME")]
         name: Option<String>,
@@ -129,6 +132,9 @@ pub enum IndexCmd {
         /// Accept an index nobody signed (flagged by 'index list')
         #[arg(long, conflicts_with_all = ["key", "key_file"])]
         insecure_no_signature: bool,
+        /// Refuse a copy of the index signed longer ago than this (by its signed_at): 30d, 12h, 90m
+        #[arg(long, value_name = "AGE")]
+        max_age: Option<String>,
     },
     /// List the indexes added, with their serial and signature status
     #[command(
@@ -160,15 +166,17 @@ pub enum Output {
 const INDEX_HELP: &str = "\
 Example: app plugin index add main https://example.org/app-index.json --key-file main.pub
 
-Exit codes: 0 done; 1 I/O failure; 2 usage; 3 index unreachable; 4 an index of that name is already
-added; 5 verification failed (signature
-missing, by another key or not matching, not JSON, not an app.index/v1 index, an HTML page);
-6 stale (serial lower than the copy already verified, or past its expires date). On any refusal the
-cached copy stays as it was (update goes on with the other indexes and exits non-zero).";
+Exit codes: 0 done; 1 I/O failure; 2 usage; 3 index or its signature unreachable; 4 an index of that
+name is already added; 5 verification failed (signature missing, by another key or not matching, not
+JSON, not an app.index/v1 index, an HTML page, another index than the one added); 6 stale (serial
+lower than the copy already verified, the same serial with other contents, past its expires date,
+signed longer ago than --max-age). On any refusal the cached copy stays as it was (update goes on
+with the other indexes and exits non-zero).";
 
 /// Exit codes of `plugin install`, `remove` and `upgrade`, for `--help`.
 const INSTALL_HELP: &str = "\
-Exit codes: 0 installed; 1 I/O failure; 2 usage (bad name, a built-in's name, URL without --sha256);
+Exit codes: 0 installed; 1 I/O failure; 2 usage (bad name, a built-in's name, URL without --sha256,
+NAME both a file here and a plugin in an index, a folder without a plugin in it);
 3 download failed (no connection, HTTP status not 2xx); 4 refused (already installed: use --force;
 remove/upgrade of a plugin install did not put there); 5 verification failed (checksum mismatch, not
 an executable, archive without exactly one executable app-<name>, larger than APP_INSTALL_MAX_BYTES,
@@ -176,8 +184,11 @@ an index refused); 6 index stale (rollback, expired); 7 not in the indexes, no s
 for this machine; 8 build from source failed (no cargo, cargo failed).
 Nothing is written to the plugin directory unless it exits 0 (upgrade --all: each plugin on its own).
 
+A bare NAME is always looked up in the indexes; a local file is ./NAME, a path with a /, or --file.
+When both a file NAME here and plugin NAME in an index exist, install refuses and says how to pick.
+
 Examples: app plugin install hello; app plugin install hello@1.0.0; app plugin install main/hello;
-app plugin install ./app-foo; app plugin install --git https://example.org/app-foo.git --rev v1;
+app plugin install ./app-foo; app plugin install --file app-foo; app plugin install --git https://example.org/app-foo.git --rev v1;
 app plugin upgrade hello; app plugin upgrade --all";
 
 /// The languages `app plugin new` writes skeletons in.

@@ -71,6 +71,28 @@ pub fn install_by_name(session: &Session, spec: &Spec, force: bool) -> Result<In
     }
 }
 
+/// The refusal of `install WORD` when a file or plugin folder `WORD` is
+/// in the current directory: both named, and how to pick each; or, when
+/// the indexes do not have it, their answer and how to install the file.
+pub fn ambiguous(session: &Session, spec: &Spec, text: &str) -> Error {
+    let catalog = match Catalog::load(&session.dirs.config_dir, &session.dirs.cache_dir) {
+        Ok(catalog) => catalog,
+        Err(e) => return e,
+    };
+    match catalog.find(spec, SystemTime::now()) {
+        Ok((found, _)) => Error::Usage(format!(
+            "'{text}' is both ./{text} in the current directory and plugin '{}' of index '{}', so nothing was installed: write 'app plugin install ./{text}' (or --file {text}) for the file, 'app plugin install {}/{}' for the index's plugin",
+            found.entry.name, found.index.name, found.index.name, found.entry.name
+        )),
+        Err(e) => Error::Fetch {
+            message: format!(
+                "{e}; ./{text} in the current directory is installed only when written as a path: app plugin install ./{text}"
+            ),
+            code: e.exit_code(),
+        },
+    }
+}
+
 /// Names the index in an install's refusal: the checksum came from it.
 fn from_index(e: Error, index: &str, name: &str, version: &str) -> Error {
     match e {
@@ -260,9 +282,15 @@ pub fn upgrade_all(session: &Session) -> Result<i32> {
     Ok(exit)
 }
 
-/// The newer version `plugin list` mentions for an index-installed plugin.
+/// The newer version `plugin list` mentions for an index-installed plugin;
+/// none from an expired index, or one older than its `--max-age`
+/// (`upgrade` would refuse it).
 pub fn available_upgrade(summaries: &Summaries, name: &str, record: &Entry) -> Option<String> {
     let index = record.index.as_ref()?;
+    let (cfg, summary) = summaries.indexes.iter().find(|(c, _)| &c.name == index)?;
+    if !summary.as_ref()?.usable(cfg, SystemTime::now()) {
+        return None;
+    }
     let newest = summaries.newest_here(index, name)?;
     let current = semver::Version::parse(record.version.as_deref()?).ok()?;
     (newest.semver() > current).then(|| newest.version.clone())

@@ -20,6 +20,7 @@ pub fn run(session: &Session, cmd: IndexCmd) -> Result<i32> {
             key,
             token_file,
             insecure_no_signature,
+            max_age,
         } => {
             let key = match (key, key_file) {
                 (Some(key), _) => {
@@ -34,6 +35,10 @@ pub fn run(session: &Session, cmd: IndexCmd) -> Result<i32> {
                 key,
                 insecure_no_signature,
                 name,
+                id: None,
+                max_age_secs: max_age
+                    .map(|a| pi::age::parse(&a).map_err(Error::Usage))
+                    .transpose()?,
             };
             add(session, cfg)
         }
@@ -121,7 +126,7 @@ fn save(session: &Session, indexes: &Indexes) -> Result<()> {
 }
 
 /// `index add`: fetch and verify first; record the index only if it passed.
-fn add(session: &Session, cfg: IndexConfig) -> Result<i32> {
+fn add(session: &Session, mut cfg: IndexConfig) -> Result<i32> {
     check_index_name(&cfg.name)?;
     let _lock = lock(session)?;
     let mut indexes = load(session)?;
@@ -162,6 +167,20 @@ fn add(session: &Session, cfg: IndexConfig) -> Result<i32> {
         verified.index.plugins.len(),
         printable(&verified.index.expires)
     );
+    if let Some(id) = verified.new_id(&cfg) {
+        println!(
+            "index '{}' names itself \"{}\": every update must carry the same name",
+            cfg.name,
+            printable(id)
+        );
+        cfg.id = Some(id.to_string());
+    }
+    if let Some(warning) = verified.unbound_warning(&cfg) {
+        eprintln!("{warning}");
+    }
+    if let Some(warning) = far_expiry_warning(&cfg, &verified.index) {
+        eprintln!("{warning}");
+    }
     if cfg.insecure_no_signature {
         eprintln!(
             "warning: index '{}' is not signed: anyone who can change what {} serves can choose what 'app plugin install' installs from it",
@@ -172,6 +191,26 @@ fn add(session: &Session, cfg: IndexConfig) -> Result<i32> {
     indexes.indexes.push(cfg);
     save(session, &indexes)?;
     Ok(0)
+}
+
+/// How far ahead an `expires` may be before `index add` suggests --max-age.
+const FAR_EXPIRY: std::time::Duration = std::time::Duration::from_secs(366 * 86_400);
+
+/// The warning for an index whose publisher's `expires` is more than a
+/// year away, added without `--max-age`: a mirror frozen at this copy
+/// would be taken until then (the publisher's choice; --max-age is the
+/// user's bound).
+fn far_expiry_warning(cfg: &IndexConfig, index: &pi::format::IndexFile) -> Option<String> {
+    let expires = pi::format::parse_rfc3339(&index.expires)?;
+    let far = expires.duration_since(std::time::SystemTime::now()).ok()? > FAR_EXPIRY;
+    (far && cfg.max_age_secs.is_none()).then(|| {
+        format!(
+            "warning: index '{}' expires only on {}, so a server frozen at this copy would be believed until then; to bound it yourself: app plugin index remove {} and add it again with --max-age 30d (needs \"signed_at\" in the index)",
+            cfg.name,
+            printable(&index.expires),
+            cfg.name
+        )
+    })
 }
 
 fn list(session: &Session) -> Result<i32> {
@@ -273,7 +312,7 @@ fn remove(session: &Session, name: &str) -> Result<i32> {
 /// refusal keeps that index's last good copy and makes the exit non-zero.
 fn update(session: &Session, names: &[String]) -> Result<i32> {
     let _lock = lock(session)?;
-    let indexes = load(session)?;
+    let mut indexes = load(session)?;
     for name in names {
         if indexes.get(name).is_none() {
             return Err(Error::Usage(format!(
@@ -289,6 +328,7 @@ fn update(session: &Session, names: &[String]) -> Result<i32> {
         return Ok(0);
     }
     let mut exit = 0;
+    let mut named = Vec::new();
     for cfg in indexes
         .indexes
         .iter()
@@ -310,6 +350,17 @@ fn update(session: &Session, names: &[String]) -> Result<i32> {
                     cfg.name,
                     v.index.plugins.len()
                 );
+                if let Some(warning) = v.unbound_warning(cfg) {
+                    eprintln!("{warning}");
+                }
+                if let Some(id) = v.new_id(cfg) {
+                    println!(
+                        "{}: names itself \"{}\" from now on: every update must carry the same name",
+                        cfg.name,
+                        printable(id)
+                    );
+                    named.push((cfg.name.clone(), id.to_string()));
+                }
             }
             Err(e) => {
                 eprintln!("app: {}", printable(&e.to_string()));
@@ -318,6 +369,14 @@ fn update(session: &Session, names: &[String]) -> Result<i32> {
                 }
             }
         }
+    }
+    if !named.is_empty() {
+        for (name, id) in named {
+            if let Some(cfg) = indexes.indexes.iter_mut().find(|c| c.name == name) {
+                cfg.id = Some(id);
+            }
+        }
+        save(session, &indexes)?;
     }
     Ok(if exit == 0 {
         0

@@ -29,11 +29,15 @@ pub fn run(session: &Session, cmd: PluginCmd) -> Result<i32> {
             git,
             rev,
             path,
+            file,
         } => {
-            let installed = match (source, git) {
-                (_, Some(url)) => install_git(session, GitSpec { url, rev, path }, name, force)?,
-                (Some(source), None) => install_source(session, &source, name, force, sha256)?,
-                (None, None) => {
+            let installed = match (source, git, file) {
+                (_, Some(url), _) => install_git(session, GitSpec { url, rev, path }, name, force)?,
+                (_, None, Some(file)) => install_path(session, &file, name, force, sha256)?,
+                (Some(source), None, None) => {
+                    install_source(session, &source, name, force, sha256)?
+                }
+                (None, None, None) => {
                     return Err(Error::Usage(
                         "plugin install needs NAME, PATH, URL or --git URL".into(),
                     ))
@@ -117,9 +121,10 @@ fn upgrade(session: &Session, name: &str, sha256: Option<String>) -> Result<i32>
     Ok(0)
 }
 
-/// `install NAME|PATH|URL`: a word that names an existing file, or that
-/// is not of the shape `[INDEX/]NAME[@VERSION]`, is a path or a URL; any
-/// other is looked up in the indexes.
+/// `install NAME|PATH|URL`: a word of the shape `[INDEX/]NAME[@VERSION]`
+/// is looked up in the indexes, whatever files are here (a file of that
+/// name here makes it ambiguous: refused, saying how to pick); a URL is
+/// downloaded; anything else is a path.
 fn install_source(
     session: &Session,
     text: &str,
@@ -129,21 +134,66 @@ fn install_source(
 ) -> Result<Installed> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let by_name = Spec::parse(text).filter(|_| {
-        crate::install::url::scheme(text).is_none()
-            && std::fs::symlink_metadata(cwd.join(text)).is_err()
-    });
-    if let Some(spec) = by_name {
-        if name.is_some() || sha256.is_some() {
-            return Err(Error::Usage(format!(
-                "--name and --sha256 do not apply to a plugin installed by name from an index ('{}'); to install a file of that name, write ./{}",
-                text, text
-            )));
-        }
-        return from_index::install_by_name(session, &spec, force);
+    let by_name = Spec::parse(text).filter(|_| crate::install::url::scheme(text).is_none());
+    let Some(spec) = by_name else {
+        let source = match Source::parse(text, &cwd)? {
+            Source::Path(path) => return install_path(session, &path, name, force, sha256),
+            url => url,
+        };
+        return install_request(session, source, name, force, sha256);
+    };
+    let text = printable(text);
+    if name.is_some() || sha256.is_some() {
+        return Err(Error::Usage(format!(
+            "--name and --sha256 do not apply to a plugin installed by name from an index ('{text}'); to install a file of that name, write ./{text} or --file {text}"
+        )));
     }
+    if crate::install::local::is_candidate(&cwd.join(spec_path(&spec))) {
+        return Err(from_index::ambiguous(session, &spec, &text));
+    }
+    from_index::install_by_name(session, &spec, force)
+}
+
+/// The path a `[INDEX/]NAME[@VERSION]` word would name as a file.
+fn spec_path(spec: &Spec) -> String {
+    let mut text = match &spec.index {
+        Some(index) => format!("{index}/{}", spec.name),
+        None => spec.name.clone(),
+    };
+    if let Some(version) = &spec.version {
+        text = format!("{text}@{version}");
+    }
+    text
+}
+
+/// `install PATH` or `--file PATH`: a file, or the plugin in a folder.
+fn install_path(
+    session: &Session,
+    path: &std::path::Path,
+    name: Option<String>,
+    force: bool,
+    sha256: Option<String>,
+) -> Result<Installed> {
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let path = cwd.join(path);
+    let path = if path.is_dir() {
+        crate::install::local::plugin_in_folder(&path)?
+    } else {
+        path
+    };
+    install_request(session, Source::Path(path), name, force, sha256)
+}
+
+fn install_request(
+    session: &Session,
+    source: Source,
+    name: Option<String>,
+    force: bool,
+    sha256: Option<String>,
+) -> Result<Installed> {
     let request = Request {
-        source: Source::parse(text, &cwd)?,
+        source,
         name,
         force,
         sha256,

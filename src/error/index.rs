@@ -26,8 +26,25 @@ pub enum Problem {
     Html,
     /// No `.minisig` beside the index (and the index is not added as unsigned).
     NoSignature(String),
+    /// The `.minisig` exists but could not be fetched (it stalled, the
+    /// connection failed): said as such, never with advice to go unsigned.
+    SignatureUnreachable(String),
     /// The signature is unreadable, by another key, or does not match the bytes.
     BadSignature(String),
+    /// Signed, but another index: it names itself `got` (or nothing), not
+    /// `expected`, the name recorded when it was added.
+    NotThisIndex {
+        expected: String,
+        got: Option<String>,
+    },
+    /// Its `signed_at` is older than the `--max-age` it was added with
+    /// (`None`: it has no `signed_at`).
+    TooOld {
+        signed_at: Option<String>,
+        max_age_secs: u64,
+    },
+    /// The same serial as the copy already verified, with other contents.
+    SameSerialChanged(u64),
     /// Not the JSON of an `app.index/v1` index.
     Malformed(String),
     /// A `serial` lower than the copy already verified: a rollback.
@@ -44,13 +61,17 @@ impl Problem {
     /// The exit code `app` ends with for this problem.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Problem::Unreachable(_) => code::DOWNLOAD,
+            Problem::Unreachable(_) | Problem::SignatureUnreachable(_) => code::DOWNLOAD,
             Problem::Html
             | Problem::NoSignature(_)
             | Problem::BadSignature(_)
+            | Problem::NotThisIndex { .. }
             | Problem::Malformed(_)
             | Problem::TooLarge(_) => code::VERIFY,
-            Problem::Rollback { .. } | Problem::Expired(_) => code::STALE_INDEX,
+            Problem::Rollback { .. }
+            | Problem::Expired(_)
+            | Problem::TooOld { .. }
+            | Problem::SameSerialChanged(_) => code::STALE_INDEX,
             Problem::Cache(_) => code::FAILURE,
         }
     }
@@ -65,8 +86,21 @@ impl Problem {
                 "the URL must serve the index's JSON itself (is it behind a login page, or a wrong path?)".into()
             }
             Problem::NoSignature(_) => format!(
-                "ask its publisher for the .minisig file, or, if you accept an index nobody signed: app plugin index add {index} URL --insecure-no-signature"
+                "ask its publisher for the .minisig file; nothing was changed (an index nobody signs can only be added with --insecure-no-signature, which lets whoever serves '{index}' choose what you install)"
             ),
+            Problem::SignatureUnreachable(_) => format!(
+                "try again later, or check your connection; nothing was changed and the last verified copy of '{index}' (if any) is still used"
+            ),
+            Problem::NotThisIndex { .. } => format!(
+                "the server may be serving another index signed by the same key in its place; nothing was changed. If its publisher really renamed it, 'app plugin index remove {index}' and add it again"
+            ),
+            Problem::TooOld { signed_at: None, .. } => format!(
+                "ask its publisher to add \"signed_at\", or 'app plugin index remove {index}' and add it again without --max-age; nothing was changed"
+            ),
+            Problem::TooOld { .. } => format!(
+                "the server may be a frozen mirror; its publisher must sign it again (or 'app plugin index remove {index}' and add it again with a longer --max-age); nothing was changed"
+            ),
+            Problem::SameSerialChanged(_) => "its publisher must raise the serial with every change (or someone changed it in between); the last verified copy is kept".into(),
             Problem::BadSignature(_) => format!(
                 "the index was changed after it was signed, or signed by another key: check the key ('app plugin index list' shows it; to change it, 'app plugin index remove {index}' and add it again with the publisher's key); nothing was changed"
             ),
@@ -87,7 +121,46 @@ impl fmt::Display for Problem {
             Problem::Unreachable(why) => write!(f, "cannot be fetched: {why}"),
             Problem::Html => f.write_str("is an HTML page, not a JSON index"),
             Problem::NoSignature(why) => write!(f, "has no signature ({why})"),
+            // A timeout is a stall: said in so many words.
+            Problem::SignatureUnreachable(why) if why.contains("timeout: ") => {
+                write!(f, "has a signature whose download stalled: {why}")
+            }
+            Problem::SignatureUnreachable(why) => {
+                write!(f, "has a signature that cannot be fetched: {why}")
+            }
             Problem::BadSignature(why) => write!(f, "failed signature verification: {why}"),
+            Problem::NotThisIndex { expected, got } => {
+                match got {
+                    Some(got) => write!(f, "is signed, but names itself \"{}\"", got.escape_debug())?,
+                    None => f.write_str("is signed, but does not name itself (no \"index\" field)")?,
+                }
+                write!(
+                    f,
+                    ", not \"{}\" as when it was added, so it is refused",
+                    expected.escape_debug()
+                )
+            }
+            Problem::TooOld {
+                signed_at: Some(when),
+                max_age_secs,
+            } => write!(
+                f,
+                "was signed on {}, longer ago than the --max-age of {} it was added with, so it is refused",
+                when.escape_debug(),
+                show_age(*max_age_secs)
+            ),
+            Problem::TooOld {
+                signed_at: None,
+                max_age_secs,
+            } => write!(
+                f,
+                "has no \"signed_at\", so the --max-age of {} it was added with cannot be checked, and it is refused",
+                show_age(*max_age_secs)
+            ),
+            Problem::SameSerialChanged(serial) => write!(
+                f,
+                "has serial {serial}, the same as the copy already verified, but other contents, so it is refused"
+            ),
             Problem::Malformed(why) => write!(f, "is not a valid app.index/v1 index: {why}"),
             Problem::Rollback { cached, got } => write!(
                 f,
@@ -97,6 +170,18 @@ impl fmt::Display for Problem {
             Problem::TooLarge(limit) => write!(f, "is larger than {limit} bytes"),
             Problem::Cache(why) => write!(f, "cached copy: {why}"),
         }
+    }
+}
+
+/// A duration of `index add --max-age`, as it is typed: `30d`, `12h`,
+/// `90m`, `45s` (the largest unit that divides it).
+pub fn show_age(secs: u64) -> String {
+    match secs {
+        0 => "0s".into(),
+        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
     }
 }
 

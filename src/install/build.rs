@@ -69,6 +69,7 @@ pub enum Outcome {
 /// Clones `spec` and, unless its commit is `unchanged_from`, builds it.
 /// Output of git and cargo goes to stderr.
 pub fn build(spec: &GitSpec, work_root: &Path, unchanged_from: Option<&str>) -> Result<Outcome> {
+    check_rev(spec.rev.as_deref())?;
     let git = tool("git", "building from source needs git, which is not on PATH; install git (Debian: apt-get install git), then try again")?;
     let cargo = tool("cargo", "building from source needs cargo, which is not on PATH; install Rust with rustup (https://rustup.rs), open a new shell so that ~/.cargo/bin is on PATH, then try again")?;
     let (clone_limit, build_limit) = (limit(CLONE_TIMEOUT)?, limit(BUILD_TIMEOUT)?);
@@ -94,16 +95,7 @@ pub fn build(spec: &GitSpec, work_root: &Path, unchanged_from: Option<&str>) -> 
         return Ok(Outcome::Unchanged);
     }
     let krate = match &spec.path {
-        Some(p)
-            if Path::new(p)
-                .components()
-                .any(|c| matches!(c, std::path::Component::ParentDir)) =>
-        {
-            return Err(Error::Usage(format!(
-                "--path {p} must stay inside the repository"
-            )))
-        }
-        Some(p) => src.join(p.trim_start_matches('/')),
+        Some(p) => inside(&src, p)?,
         None => src.clone(),
     };
     let root = dir.0.join("root");
@@ -125,6 +117,51 @@ pub fn build(spec: &GitSpec, work_root: &Path, unchanged_from: Option<&str>) -> 
         },
         _dir: dir,
     }))
+}
+
+/// A revision starting with `-` would be read by git as an option
+/// (`--rev=--orphan=x`); no commit, tag or branch name starts so.
+fn check_rev(rev: Option<&str>) -> Result<()> {
+    match rev {
+        Some(rev) if rev.starts_with('-') || rev.is_empty() => Err(Error::Usage(format!(
+            "--rev '{}' is not a commit, tag or branch (none is empty or starts with '-'); give one of the repository's",
+            rev.escape_debug()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The crate directory `path` inside the clone `src`, with its symlinks
+/// resolved: refused when it leaves the clone (by `..`, or by a committed
+/// symlink pointing outside) or is not a directory.
+fn inside(src: &Path, path: &str) -> Result<PathBuf> {
+    let outside = |why: String| {
+        Err(Error::Usage(format!(
+            "--path {} {why}; give the crate's directory inside the repository",
+            path.escape_debug()
+        )))
+    };
+    if Path::new(path)
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return outside("must stay inside the repository (it has '..')".into());
+    }
+    let root = fs::canonicalize(src).map_err(|e| Error::io("cannot resolve the clone", e))?;
+    let resolved = match fs::canonicalize(src.join(path.trim_start_matches('/'))) {
+        Ok(resolved) => resolved,
+        Err(_) => return outside("does not exist in the repository".into()),
+    };
+    if !resolved.starts_with(&root) {
+        return outside(format!(
+            "leaves the repository through a symlink (it resolves to {})",
+            resolved.display()
+        ));
+    }
+    if !resolved.is_dir() {
+        return outside("is not a directory in the repository".into());
+    }
+    Ok(resolved)
 }
 
 fn tool(name: &str, missing: &str) -> Result<PathBuf> {

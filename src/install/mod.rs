@@ -28,6 +28,7 @@ pub mod atomic;
 pub mod build;
 pub mod helper;
 pub mod index;
+pub mod local;
 pub mod name;
 
 /// What `app` and `app_fetch` must read alike, from the crate both use.

@@ -31,6 +31,15 @@ pub struct IndexConfig {
     pub token_file: Option<PathBuf>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub insecure_no_signature: bool,
+    /// The `index` field of the document first verified (its publisher's
+    /// name for it): every later copy must carry the same. `None` for an
+    /// index that did not name itself then (the first copy that does sets it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// `index add --max-age`: a copy signed longer ago (by its `signed_at`)
+    /// is refused, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_age_secs: Option<u64>,
 }
 
 impl IndexConfig {

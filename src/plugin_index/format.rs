@@ -15,6 +15,8 @@ use crate::install::{checksum, name};
 
 /// The only `apiVersion` this `app` reads.
 pub const API_VERSION: &str = "app.index/v1";
+/// The longest `index` (self-name) an index may carry.
+pub const MAX_INDEX_NAME: usize = 512;
 
 /// A whole index.
 #[derive(Debug, Clone, Deserialize)]
@@ -26,6 +28,15 @@ pub struct IndexFile {
     pub serial: u64,
     /// RFC 3339 in UTC (`2027-06-01T00:00:00Z`): refused after that.
     pub expires: String,
+    /// The index's own name, as its publisher calls it (a canonical URL,
+    /// say): `index add` records it and every update must carry the same,
+    /// so that the same key's signature on another index is refused.
+    #[serde(default)]
+    pub index: Option<String>,
+    /// When it was signed (RFC 3339, UTC): what `index add --max-age` is
+    /// checked against.
+    #[serde(default)]
+    pub signed_at: Option<String>,
     pub plugins: Vec<PluginEntry>,
 }
 
@@ -180,6 +191,22 @@ pub fn parse(bytes: &[u8]) -> Result<IndexFile, Invalid> {
             index.expires.escape_debug()
         ))
     })?;
+    if let Some(signed_at) = &index.signed_at {
+        parse_rfc3339(signed_at).ok_or_else(|| {
+            Invalid::Malformed(format!(
+                "signed_at \"{}\" is not a UTC date like 2027-06-01T00:00:00Z",
+                signed_at.escape_debug()
+            ))
+        })?;
+    }
+    if let Some(name) = &index.index {
+        if name.is_empty() || name.len() > MAX_INDEX_NAME || name.chars().any(char::is_control) {
+            return Err(Invalid::Malformed(format!(
+                "index \"{}\" is not a name: 1 to {MAX_INDEX_NAME} characters, no control characters",
+                name.escape_debug()
+            )));
+        }
+    }
     let mut seen = HashSet::new();
     for entry in &index.plugins {
         check_entry(entry)?;

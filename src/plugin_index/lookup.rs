@@ -203,6 +203,12 @@ impl Catalog {
         if let Err(format::Invalid::Expired(when)) = format::check_fresh(found.file, now) {
             return Err(Error::Index(refusal(found.index, Problem::Expired(when))));
         }
+        // A copy that has aged past --max-age since it was fetched is
+        // refused as a fresh fetch of it would be.
+        if let Some(max_age) = found.index.max_age_secs {
+            super::check_age(found.file, max_age, now)
+                .map_err(|p| Error::Index(refusal(found.index, p)))?;
+        }
         let platform = found
             .entry
             .platform_for_here()
@@ -213,7 +219,7 @@ impl Catalog {
     fn not_found(&self, spec: &Spec) -> Error {
         if self.indexes.is_empty() {
             return Error::Unavailable(format!(
-                "no file '{}' here, and no plugin index has been added to look the name up in; add one with 'app plugin index add NAME URL --key-file FILE'",
+                "no plugin index has been added to look '{}' up in; add one with 'app plugin index add NAME URL --key-file FILE' (a local file is installed as ./NAME or --file NAME)",
                 spec.name
             ));
         }
@@ -225,8 +231,7 @@ impl Catalog {
         .map(|s| format!(" (did you mean '{s}'?)"))
         .unwrap_or_default();
         Error::Unavailable(format!(
-            "no file '{}' here, and no plugin '{}' in the indexes ({}){suggestion}; 'app plugin search' lists them, 'app plugin index update' refreshes them",
-            spec.name,
+            "no plugin '{}' in the indexes ({}){suggestion}; 'app plugin search' lists them, 'app plugin index update' refreshes them (a local file is installed as ./NAME or --file NAME)",
             spec.name,
             names.join(", ")
         ))

@@ -17,6 +17,7 @@
 //! cached indexes); every refusal, its message and exit code, is
 //! [`crate::error::index`].
 
+pub mod age;
 pub mod cache;
 pub mod config;
 pub mod format;
@@ -45,6 +46,39 @@ pub struct Verified {
     pub index: IndexFile,
 }
 
+impl Verified {
+    /// The self-name to record for index `cfg` now: the document's, when
+    /// none was recorded yet (an index added before it named itself).
+    pub fn new_id(&self, cfg: &IndexConfig) -> Option<&str> {
+        match (&cfg.id, &self.index.index) {
+            (None, Some(id)) => Some(id),
+            _ => None,
+        }
+    }
+
+    /// The warning an index that does not name itself gets (taken, for
+    /// this version of app, as before names were checked).
+    pub fn unbound_warning(&self, cfg: &IndexConfig) -> Option<String> {
+        (cfg.id.is_none() && self.index.index.is_none() && cfg.key.is_some()).then(|| {
+            format!(
+                "warning: index '{}' does not name itself (no \"index\" field), so another index signed by the same key could be served in its place; ask its publisher to add one (the next version of app will refuse it)",
+                cfg.name
+            )
+        })
+    }
+}
+
+/// Where the signature of the index at `location` is: `URL.minisig`, the
+/// suffix added to the URL's path (before a `?query` or `#fragment`).
+pub fn signature_location(location: &str) -> String {
+    if matches!(url::kind(location), url::Kind::Http) {
+        if let Some(at) = location.find(['?', '#']) {
+            return format!("{}.minisig{}", &location[..at], &location[at..]);
+        }
+    }
+    format!("{location}.minisig")
+}
+
 /// Steps 1 to 3 of an update (see the module docs): fetches index `cfg`
 /// and checks it, comparing its serial with `cached_serial`. Writes nothing.
 pub fn fetch_verified(
@@ -55,6 +89,7 @@ pub fn fetch_verified(
     let refuse = |problem| Error::Index(refusal(cfg, problem));
     let bytes = fetch(cfg, &cfg.url, MAX_INDEX_BYTES).map_err(|e| match e {
         Fetched::Problem(p) => refuse(p),
+        Fetched::Missing(why) => refuse(Problem::Unreachable(why)),
         Fetched::Other(e) => e,
     })?;
     if looks_like_html(&bytes) {
@@ -62,18 +97,20 @@ pub fn fetch_verified(
     }
     match &cfg.key {
         Some(key) => {
-            let signature = fetch(cfg, &format!("{}.minisig", cfg.url), MAX_SIGNATURE_BYTES)
-                .map_err(|e| match e {
-                    Fetched::Problem(Problem::Unreachable(why)) => {
-                        refuse(Problem::NoSignature(why))
-                    }
-                    // Said of the signature, not of the index.
-                    Fetched::Problem(Problem::TooLarge(max)) => refuse(Problem::BadSignature(
-                        format!("the .minisig file is larger than {max} bytes"),
-                    )),
-                    Fetched::Problem(p) => refuse(p),
-                    Fetched::Other(e) => e,
-                })?;
+            let location = signature_location(&cfg.url);
+            let signature = fetch(cfg, &location, MAX_SIGNATURE_BYTES).map_err(|e| match e {
+                Fetched::Missing(why) => refuse(Problem::NoSignature(why)),
+                // It is there, or may be: a stall is no reason to go unsigned.
+                Fetched::Problem(Problem::Unreachable(why)) => {
+                    refuse(Problem::SignatureUnreachable(why))
+                }
+                // Said of the signature, not of the index.
+                Fetched::Problem(Problem::TooLarge(max)) => refuse(Problem::BadSignature(format!(
+                    "the .minisig file is larger than {max} bytes"
+                ))),
+                Fetched::Problem(p) => refuse(p),
+                Fetched::Other(e) => e,
+            })?;
             verify::verify(key, &bytes, &signature)
                 .map_err(|why| refuse(Problem::BadSignature(why)))?;
         }
@@ -88,6 +125,15 @@ pub fn fetch_verified(
         format::Invalid::Malformed(why) => refuse(Problem::Malformed(why)),
         format::Invalid::Expired(when) => refuse(Problem::Expired(when)),
     })?;
+    // Before the serial: another index's serial must not count as this one's.
+    if let Some(expected) = &cfg.id {
+        if index.index.as_ref() != Some(expected) {
+            return Err(refuse(Problem::NotThisIndex {
+                expected: expected.clone(),
+                got: index.index.clone(),
+            }));
+        }
+    }
     if let Some(cached) = cached_serial.filter(|c| *c > index.serial) {
         return Err(refuse(Problem::Rollback {
             cached,
@@ -99,7 +145,39 @@ pub fn fetch_verified(
             refuse(Problem::Expired(when))
         }
     })?;
+    if let Some(max_age_secs) = cfg.max_age_secs {
+        check_age(&index, max_age_secs, now).map_err(refuse)?;
+    }
     Ok(Verified { bytes, index })
+}
+
+/// The `--max-age` bound: a `signed_at` within it, and not in the future.
+/// Also checked of the cached copy when it is used (`install`, `upgrade`).
+pub fn check_age(
+    index: &IndexFile,
+    max_age_secs: u64,
+    now: SystemTime,
+) -> std::result::Result<(), Problem> {
+    let Some(text) = &index.signed_at else {
+        return Err(Problem::TooOld {
+            signed_at: None,
+            max_age_secs,
+        });
+    };
+    // `parse` checked the date.
+    let signed = format::parse_rfc3339(text).unwrap_or(std::time::UNIX_EPOCH);
+    match age::check(signed, max_age_secs, now) {
+        Ok(()) => Ok(()),
+        Err(true) => Err(Problem::TooOld {
+            signed_at: Some(text.clone()),
+            max_age_secs,
+        }),
+        Err(false) => Err(Problem::Malformed(format!(
+            "signed_at \"{}\" is more than {} s ahead of this machine's clock (check the clock, or tell the publisher)",
+            text.escape_debug(),
+            age::SKEW.as_secs()
+        ))),
+    }
 }
 
 /// Fetches index `cfg` and, when it passes every check, replaces its
@@ -110,6 +188,17 @@ pub fn update(cfg: &IndexConfig, cache_dir: &Path) -> Result<Verified> {
         .flatten()
         .map(|s| s.serial);
     let verified = fetch_verified(cfg, cached, SystemTime::now())?;
+    if cached == Some(verified.index.serial) {
+        // Same serial: the same bytes, or a change the serial hides.
+        let old =
+            app_plugin::file::read_limited(&cache::path(cache_dir, &cfg.name), MAX_INDEX_BYTES);
+        if old.is_ok_and(|old| old != verified.bytes) {
+            return Err(Error::Index(refusal(
+                cfg,
+                Problem::SameSerialChanged(verified.index.serial),
+            )));
+        }
+    }
     let summary = summary::Summary::of(&verified.index);
     cache::store(cache_dir, &cfg.name, &verified.bytes, &summary)
         .map_err(|e| Error::Index(refusal(cfg, Problem::Cache(e.to_string()))))?;
@@ -127,6 +216,8 @@ pub fn refusal(cfg: &IndexConfig, problem: Problem) -> IndexError {
 
 enum Fetched {
     Problem(Problem),
+    /// Not there (HTTP 404 or 410, no such file): for a signature, "unsigned".
+    Missing(String),
     Other(Error),
 }
 
@@ -137,14 +228,14 @@ fn fetch(cfg: &IndexConfig, location: &str, max: u64) -> std::result::Result<Vec
     match &source {
         Source::Path(path) => {
             use app_plugin::file::{read_limited, ReadError};
-            read_limited(path, max).map_err(|e| {
-                Fetched::Problem(match e {
-                    ReadError::TooLarge { .. } => Problem::TooLarge(max),
-                    ReadError::NotFound => {
-                        Problem::Unreachable(format!("{} does not exist", path.display()))
-                    }
-                    other => Problem::Unreachable(format!("{} {other}", path.display())),
-                })
+            read_limited(path, max).map_err(|e| match e {
+                ReadError::NotFound => {
+                    Fetched::Missing(format!("{} does not exist", path.display()))
+                }
+                ReadError::TooLarge { .. } => Fetched::Problem(Problem::TooLarge(max)),
+                other => {
+                    Fetched::Problem(Problem::Unreachable(format!("{} {other}", path.display())))
+                }
             })
         }
         Source::Url(_) => {
@@ -156,12 +247,19 @@ fn fetch(cfg: &IndexConfig, location: &str, max: u64) -> std::result::Result<Vec
             match install::helper::fetch(&args) {
                 Ok(artifact) => Ok(artifact.bytes),
                 Err(e) => Err(match e.exit_code() {
-                    // The advice comes once, from the index's refusal.
-                    code::DOWNLOAD => Fetched::Problem(Problem::Unreachable(
-                        e.to_string()
+                    code::DOWNLOAD => {
+                        // The advice comes once, from the index's refusal.
+                        let why = e
+                            .to_string()
                             .trim_end_matches("; check the URL and your connection")
-                            .to_string(),
-                    )),
+                            .to_string();
+                        if why.ends_with("answered HTTP 404") || why.ends_with("answered HTTP 410")
+                        {
+                            Fetched::Missing(why)
+                        } else {
+                            Fetched::Problem(Problem::Unreachable(why))
+                        }
+                    }
                     code::VERIFY => Fetched::Problem(Problem::TooLarge(max)),
                     _ => Fetched::Other(e),
                 }),

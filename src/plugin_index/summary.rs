@@ -20,6 +20,9 @@ use crate::error::{Error, Result};
 pub struct Summary {
     pub serial: u64,
     pub expires: String,
+    /// The index's `signed_at`, for `--max-age` (absent in older summaries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_at: Option<String>,
     pub plugins: Vec<Brief>,
 }
 
@@ -43,10 +46,27 @@ impl Brief {
 }
 
 impl Summary {
+    /// Whether `install` and `upgrade` would take this index at `now`: not
+    /// past its `expires`, nor older than the `--max-age` of `cfg`.
+    pub fn usable(&self, cfg: &IndexConfig, now: std::time::SystemTime) -> bool {
+        use super::{age, format::parse_rfc3339};
+        let fresh = parse_rfc3339(&self.expires).is_some_and(|e| now <= e);
+        let young = match cfg.max_age_secs {
+            None => true,
+            Some(max) => self
+                .signed_at
+                .as_deref()
+                .and_then(parse_rfc3339)
+                .is_some_and(|t| age::check(t, max, now).is_ok()),
+        };
+        fresh && young
+    }
+
     pub fn of(index: &IndexFile) -> Summary {
         Summary {
             serial: index.serial,
             expires: index.expires.clone(),
+            signed_at: index.signed_at.clone(),
             plugins: index
                 .plugins
                 .iter()

@@ -32,8 +32,11 @@ pub fn verify(key: &str, bytes: &[u8], signature: &[u8]) -> Result<(), String> {
         MsError::UnexpectedKeyId => {
             "it was signed by another key than the one this index was added with".to_string()
         }
+        // minisign-verify checks the signature of the bytes, then that of
+        // the trusted comment, and says the same for both: the message names
+        // both.
         MsError::InvalidSignature => {
-            "the signature does not match the bytes served (they were changed after signing)"
+            "the signature does not match what was served: the index's bytes, or the trusted comment of its .minisig, were changed after signing"
                 .to_string()
         }
         MsError::UnexpectedAlgorithm => {

@@ -94,6 +94,21 @@ pub struct World {
 
 pub const FUTURE: &str = "2999-01-01T00:00:00Z";
 
+/// Now plus `secs` (negative: ago), as RFC 3339 in UTC, by `date`.
+pub fn utc(secs: i64) -> String {
+    let out = Command::new("date")
+        .args([
+            "-u",
+            "-d",
+            &format!("{secs} seconds"),
+            "+%Y-%m-%dT%H:%M:%SZ",
+        ])
+        .output()
+        .expect("run date");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 pub fn here() -> (&'static str, &'static str) {
     (std::env::consts::OS, std::env::consts::ARCH)
 }
@@ -175,8 +190,11 @@ impl World {
         plugins: Vec<Value>,
         key: &Key,
     ) -> String {
+        // Named by its URL, as docs/plugin-index.md asks of publishers.
+        let url = self.server.url(&format!("/{path}"));
         let bytes = serde_json::to_vec_pretty(&json!({
-            "apiVersion": "app.index/v1", "serial": serial, "expires": expires, "plugins": plugins
+            "apiVersion": "app.index/v1", "index": url, "serial": serial, "expires": expires,
+            "plugins": plugins
         }))
         .unwrap();
         self.publish_bytes(path, &bytes, key);

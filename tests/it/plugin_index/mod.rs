@@ -4,5 +4,6 @@
 //! `common::index`). Installing by name, upgrading and building from
 //! source are in `plugin_index_install`.
 
+mod binding;
 mod commands;
 mod trust;

@@ -26,7 +26,7 @@ fn every_refusal_names_the_index_and_changes_nothing() {
     bytes.extend_from_slice(b" ");
     w.server.serve("/index.json", &bytes);
     w.server.serve("/index.json.minisig", &signature);
-    w.refused(&update, 5, &[&format!("app: index 'main' ({url}) failed signature verification: the signature does not match the bytes served")]);
+    w.refused(&update, 5, &[&format!("app: index 'main' ({url}) failed signature verification: the signature does not match what was served: the index's bytes, or the trusted comment of its .minisig, were changed after signing")]);
     // Signed by another key.
     w.publish(
         "index.json",

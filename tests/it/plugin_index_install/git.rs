@@ -21,14 +21,14 @@ fn shared_rust_target() -> PathBuf {
 }
 
 /// Where `cargo` is, for a PATH that has it.
-fn cargo_dir() -> PathBuf {
+pub(super) fn cargo_dir() -> PathBuf {
     let cargo = std::env::var_os("CARGO")
         .map(PathBuf::from)
         .unwrap_or_else(|| common::tools::find_program("cargo").expect("cargo"));
     cargo.parent().expect("cargo's directory").to_path_buf()
 }
 
-fn git(dir: &Path, args: &[&str]) {
+pub(super) fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args([
             "-c",

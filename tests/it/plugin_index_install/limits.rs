@@ -109,7 +109,8 @@ fn a_signature_over_64_kib_is_refused_and_changes_nothing() {
     // A new serial whose real signature is padded past 64 KiB: refused
     // (exit 5) naming the .minisig, the cached copy (serial 1) kept.
     let bytes = serde_json::to_vec(&json!({"apiVersion": "app.index/v1", "serial": 2,
-        "expires": FUTURE, "plugins": [w.plugin("hello", "1.0.0"), w.plugin("hello", "2.0.0")]}))
+        "index": w.server.url("/index.json"), "expires": FUTURE,
+        "plugins": [w.plugin("hello", "1.0.0"), w.plugin("hello", "2.0.0")]}))
     .unwrap();
     let signature = w.key.sign(&bytes);
     w.server.serve("/index.json", &bytes);
@@ -136,17 +137,23 @@ fn a_signature_over_64_kib_is_refused_and_changes_nothing() {
         .stdout_has("2.0.0      index main");
 }
 
-/// `app ARGS` with `APP_FETCH_TIMEOUT=SECS`, and how long it took.
-fn with_fetch_timeout(w: &World, secs: &str, args: &[&str]) -> (common::run::Ran, Duration) {
-    let mut cmd = w.sb.app();
-    cmd.env("APP_FETCH_TIMEOUT", secs).args(args);
+/// `app ARGS` with the environment `env`, and how long it took.
+fn with_env(w: &World, env: &[(&str, &str)], args: &[&str]) -> (common::run::Ran, Duration) {
+    let mut cmd = w.sb.app_without_proxy();
+    cmd.envs(env.iter().copied()).args(args);
     let start = Instant::now();
     let ran = common::run::Run::new(cmd).assert();
     (ran, start.elapsed())
 }
 
+/// `app ARGS` with `APP_FETCH_TIMEOUT=SECS`, and how long it took.
+fn with_fetch_timeout(w: &World, secs: &str, args: &[&str]) -> (common::run::Ran, Duration) {
+    with_env(w, &[("APP_FETCH_TIMEOUT", secs)], args)
+}
+
 #[test]
-fn an_index_server_that_stalls_or_trickles_is_cut_off_at_the_fetch_timeout() {
+fn an_index_server_that_stalls_is_cut_off_at_the_silence_limit_and_one_that_trickles_at_the_total()
+{
     let Some(w) = World::new() else { return };
     // A server that accepts connections and never answers (held 30 s at most).
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -186,10 +193,25 @@ fn an_index_server_that_stalls_or_trickles_is_cut_off_at_the_fetch_timeout() {
         ]
         .map(str::to_string)
     };
-    for (name, url) in [("silent", &silent_url), ("slow", &slow_url)] {
+    let cached = |name: &str| w.cache_dir().join(format!("indexes/{name}.json"));
+    // The silent one is cut after 2 s of silence; the trickle, after 2 s in all.
+    for (name, url, env, limits) in [
+        (
+            "silent",
+            &silent_url,
+            ("APP_FETCH_TIMEOUT", "2"),
+            "2 s to connect, 2 s of silence, 300 s in all",
+        ),
+        (
+            "slow",
+            &slow_url,
+            ("APP_FETCH_TOTAL_TIMEOUT", "2"),
+            "15 s to connect, 60 s of silence, 2 s in all",
+        ),
+    ] {
         let args = add(name, url);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (ran, took) = with_fetch_timeout(&w, "2", &args);
+        let (ran, took) = with_env(&w, &[env], &args);
         let ran = ran.code(3);
         assert!(
             ran.stderr
@@ -201,23 +223,23 @@ fn an_index_server_that_stalls_or_trickles_is_cut_off_at_the_fetch_timeout() {
             "{name}: {took:?} {ran:?}"
         );
         // Whether it ran out waiting for the answer (silent) or while
-        // reading the body (slow), the message says the limits and the knob.
+        // reading the body (slow), the message says the limits and the knobs.
         assert!(
-            ran.stderr.contains(
-                "(limits: 2 s to connect, 2 s of silence, 2 s in all; see APP_FETCH_TIMEOUT)"
-            ),
+            ran.stderr.contains(&format!(
+                "(limits: {limits}; see APP_FETCH_TIMEOUT and APP_FETCH_TOTAL_TIMEOUT)"
+            )),
             "{name}: {ran:?}"
         );
+        assert!(!cached(name).exists());
     }
     w.app(&["plugin", "index", "list"])
         .ok()
         .stdout_has("No plugin indexes.");
-    let cached = |name: &str| w.cache_dir().join(format!("indexes/{name}.json"));
-    assert!(!cached("silent").exists() && !cached("slow").exists());
-    // Positive control: with 20 s, the same trickle is taken whole.
+    // The trickle never falls silent for 2 s: the silence limit lets it
+    // through, whole, though it takes longer than that limit.
     let args = add("slow", &slow_url);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (ran, took) = with_fetch_timeout(&w, "20", &args);
+    let (ran, took) = with_fetch_timeout(&w, "2", &args);
     ran.code(0).stdout_has("added index 'slow'");
     assert!(took >= Duration::from_secs(3), "{took:?}");
     assert_eq!(fs::read(cached("slow")).unwrap(), bytes);
@@ -225,4 +247,39 @@ fn an_index_server_that_stalls_or_trickles_is_cut_off_at_the_fetch_timeout() {
     let (ran, _) = with_fetch_timeout(&w, "0", &["plugin", "index", "update"]);
     ran.code(3)
         .stderr_has("APP_FETCH_TIMEOUT=\"0\" is not a whole number of seconds from 1 to 3600");
+    let (ran, _) = with_env(
+        &w,
+        &[("APP_FETCH_TOTAL_TIMEOUT", "x")],
+        &["plugin", "index", "update"],
+    );
+    ran.code(3).stderr_has(
+        "APP_FETCH_TOTAL_TIMEOUT=\"x\" is not a whole number of seconds from 1 to 86400",
+    );
+}
+
+#[test]
+fn a_plugin_download_that_keeps_progressing_is_not_cut_by_the_silence_limit() {
+    let Some(w) = World::new() else { return };
+    // A 20 KiB script served in 4 KiB chunks 0.6 s apart: never 1 s of
+    // silence, about 3 s in all.
+    let mut script = b"#!/bin/sh\necho trickled\n".to_vec();
+    script.extend(std::iter::repeat_n(b"# padding\n".as_slice(), 2048).flatten());
+    w.server
+        .serve_slowly("/app-trickle", &script, Duration::from_millis(600));
+    let url = w.server.url("/app-trickle");
+    let sum = common::index::sha256(&script);
+    let install = ["plugin", "install", &url, "--sha256", &sum];
+    let plugin = w.plugin_dir().join("app-trickle");
+    // Cut at 2 s in all, the limits named, nothing written.
+    let (ran, took) = with_env(&w, &[("APP_FETCH_TOTAL_TIMEOUT", "2")], &install);
+    ran.code(3).stderr_has(
+        "(limits: 15 s to connect, 60 s of silence, 2 s in all; see APP_FETCH_TIMEOUT and APP_FETCH_TOTAL_TIMEOUT)",
+    );
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    assert!(!plugin.exists());
+    // With 1 s of silence allowed, it goes on for its 3 s and installs.
+    let (ran, took) = with_fetch_timeout(&w, "1", &install);
+    ran.code(0).stdout_has("installed plugin 'trickle'");
+    assert!(took >= Duration::from_secs(2), "{took:?}");
+    assert_eq!(fs::read(&plugin).unwrap(), script);
 }

@@ -7,5 +7,8 @@
 
 mod by_name;
 mod connect_timeout;
+mod expired;
 mod git;
+mod git_refusals;
 mod limits;
+mod local_or_index;

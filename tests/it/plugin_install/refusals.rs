@@ -230,8 +230,8 @@ fn every_refusal_leaves_the_plugin_dir_unchanged() {
             "--name",
             "d",
         ],
-        5,
-        "not a regular file",
+        2,
+        "holds no plugin (no executable app-<name> file in it)",
     );
     // A local file with a wrong --sha256.
     t.refused(
