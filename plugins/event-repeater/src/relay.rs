@@ -181,7 +181,22 @@ impl Relay {
             });
             return;
         };
-        if let Some(refusal) = self.sink.refuse(&decision.sink_topic, event.json.len()) {
+        let sink_topic = match decision.for_event(&event.topic, event.json.as_str()) {
+            Ok(None) => decision.sink_topic.clone(),
+            Ok(Some(rendered)) => rendered,
+            Err(why) => {
+                self.buffer.skip(id);
+                inc(&self.metrics.failed_invalid_topic);
+                self.refused_warning.log(&decision.sink_topic, || {
+                    format!(
+                        "refused an event from {:?}: its route's sink topic cannot be made: {why}",
+                        event.topic
+                    )
+                });
+                return;
+            }
+        };
+        if let Some(refusal) = self.sink.refuse(&sink_topic, event.json.len()) {
             self.buffer.skip(id);
             let message = || {
                 format!(
@@ -199,7 +214,7 @@ impl Relay {
                 // A topic stays unusable: said once for each.
                 Refusal::InvalidTopic(_) => {
                     inc(&self.metrics.failed_invalid_topic);
-                    self.refused_warning.log(&decision.sink_topic, message);
+                    self.refused_warning.log(&sink_topic, message);
                 }
             }
             return;
@@ -214,13 +229,7 @@ impl Relay {
             }
         }
         self.buffer
-            .push(
-                topic,
-                decision.sink_topic,
-                event.json.into_bytes(),
-                id,
-                cancel,
-            )
+            .push(topic, sink_topic, event.json.into_bytes(), id, cancel)
             .await;
     }
 }

@@ -17,6 +17,7 @@ use common::{free_port, require_tool, wait_for};
 use serde_json::Value;
 
 mod plain;
+mod templates;
 mod wikimedia;
 
 const SERVER: &str = include_str!("feed_server.py");

@@ -22,6 +22,9 @@ pub struct Entry {
 pub struct Decision {
     pub sink_topic: Arc<str>,
     taken: Taken,
+    /// The suffix, when the route's sink topic has fields of the event
+    /// to fill in (see [`Decision::for_event`]).
+    fields: Option<Arc<str>>,
 }
 
 #[derive(Debug, Clone)]
@@ -39,6 +42,18 @@ impl Decision {
             Taken::AllowAll(events) => events,
         };
         events.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The sink topic for an event whose JSON is `data`: `None` when it
+    /// is `sink_topic` (no fields of the event in it), else rendered from
+    /// the event; an `Err` says why it cannot be.
+    pub fn for_event(&self, topic: &str, data: &str) -> Result<Option<Arc<str>>, String> {
+        let (Some(suffix), Taken::Route(e)) = (&self.fields, &self.taken) else {
+            return Ok(None);
+        };
+        e.template
+            .render_fields(topic, suffix, data)
+            .map(|t| Some(Arc::from(t)))
     }
 
     /// The matched route's source topic, or `None` for `--allowall`.
@@ -139,6 +154,7 @@ impl Table {
             let d = Decision {
                 sink_topic: Arc::from(topic),
                 taken: Taken::AllowAll(self.allowall_events.clone()),
+                fields: None,
             };
             d.count();
             return Some(d);
@@ -150,6 +166,7 @@ impl Table {
         let d = Decision {
             sink_topic: Arc::from(e.template.render(topic, suffix)),
             taken: Taken::Route(e.clone()),
+            fields: e.template.has_fields().then(|| Arc::from(suffix)),
         };
         d.count();
         d
