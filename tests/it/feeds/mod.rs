@@ -17,6 +17,7 @@ use common::{free_port, require_tool, wait_for};
 use serde_json::Value;
 
 mod plain;
+mod starlette;
 mod templates;
 mod wikimedia;
 
