@@ -42,5 +42,6 @@ pub mod resolve;
 pub mod run;
 pub mod scaffold;
 pub mod session;
+pub mod shipped;
 pub mod signals;
 pub mod suggest;

@@ -49,6 +49,9 @@ pub struct Listener {
     patterns: Vec<String>,
     pub can_abort: bool,
     pub timeout: Duration,
+    /// Found in a trusted place (or trusted by the config): it hears the
+    /// whole JSON context; any other only what the environment carries.
+    pub trusted: bool,
     child: OwnChild,
     lines: Option<mpsc::Sender<String>>,
     answers: Option<mpsc::Receiver<String>>,
@@ -107,6 +110,7 @@ impl Listener {
             patterns: settings.events.clone(),
             can_abort: settings.can_abort,
             timeout: timeout(settings).0,
+            trusted: false,
             child,
             lines: Some(tx),
             answers,
