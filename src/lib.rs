@@ -34,6 +34,7 @@ pub mod exec;
 pub mod external;
 pub mod install;
 pub mod inventory;
+pub mod keeper;
 pub mod lifecycle;
 pub mod listeners;
 pub mod metadata;
