@@ -45,5 +45,6 @@ mod shipped;
 mod source_stall;
 mod startup;
 mod systemd;
+mod terminal_escapes;
 mod tour;
 mod upgrade;
