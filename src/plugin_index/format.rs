@@ -329,6 +329,20 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_named_under_a_shipped_command_is_refused() {
+        let bad = HELLO.replace("\"hello\"", "\"event-repeater-run\"");
+        let Err(Invalid::Malformed(m)) = parse(&index(&bad, "2999-01-01T00:00:00Z")) else {
+            panic!("an entry under event-repeater is refused");
+        };
+        assert!(
+            m.contains("under the shipped command 'event-repeater'"),
+            "{m}"
+        );
+        // Positive control: the same entry under its own name is taken.
+        assert!(parse(&index(HELLO, "2999-01-01T00:00:00Z")).is_ok());
+    }
+
+    #[test]
     fn serdes_message_quoting_a_publishers_key_reaches_no_terminal_raw() {
         // ESC, an OSC title with BEL, a C1 CSI, a bidi override, a newline.
         let key = r#"\u001b]0;pwned\u0007\u009b2J\u202etxt\nforged"#;
