@@ -25,6 +25,7 @@ mod integrity;
 mod layout;
 mod lean;
 mod library_logs;
+mod listener_trust;
 mod listeners;
 mod manage;
 mod manage_input;
