@@ -23,6 +23,9 @@ use std::path::{Path, PathBuf};
 
 /// Prefix of every plugin executable (the plugin contract's, in the SDK).
 pub use app_plugin::metadata::PLUGIN_PREFIX;
+/// `0` leaves the user plugin directory off the search path: the packaged
+/// units set it, since the daemon user can write its own data directory.
+pub const USER_PLUGINS_VAR: &str = "APP_USER_PLUGINS";
 /// Prefix of kubectl-style completion helpers (`app_complete-<name>`).
 pub const COMPLETE_PREFIX: &str = "app_complete-";
 
@@ -44,6 +47,14 @@ impl Origin {
     /// plugins found only through `PATH` may not (unless the config trusts them).
     pub fn is_trusted(self) -> bool {
         self != Origin::Path
+    }
+
+    /// Places that may add a command under a shipped one (see
+    /// [`crate::shipped`]): the shipped directory, and `APP_PLUGIN_PATH`,
+    /// which the user sets on purpose. Not the user plugin directory (a
+    /// daemon can write its own) and not `PATH`.
+    pub fn may_extend_shipped(self) -> bool {
+        matches!(self, Origin::PluginPath | Origin::AppDir)
     }
 
     /// A short label for listings.
@@ -91,7 +102,7 @@ impl SearchPath {
     pub fn new(
         plugin_path: Option<&OsStr>,
         app_dir: Option<&Path>,
-        user_dir: &Path,
+        user_dir: Option<&Path>,
         path: Option<&OsStr>,
     ) -> SearchPath {
         let mut search = SearchPath::default();
@@ -103,7 +114,9 @@ impl SearchPath {
         if let Some(dir) = app_dir {
             search.push(dir.to_path_buf(), Origin::AppDir);
         }
-        search.push(user_dir.to_path_buf(), Origin::UserDir);
+        if let Some(dir) = user_dir {
+            search.push(dir.to_path_buf(), Origin::UserDir);
+        }
         if let Some(p) = path {
             for dir in std::env::split_paths(p) {
                 search.push(dir, Origin::Path);
@@ -113,14 +126,25 @@ impl SearchPath {
     }
 
     /// The search path of this process: `APP_PLUGIN_PATH`, the shipped
-    /// plugin directory of `app_exe` (the running `app`), `user_dir`, `PATH`.
-    pub fn from_env(app_exe: Option<&Path>, user_dir: &Path) -> SearchPath {
-        SearchPath::new(
+    /// plugin directory of `app_exe` (the running `app`), `user_dir` (unless
+    /// [`USER_PLUGINS_VAR`] is `0`), `PATH`. Fails on a bad [`USER_PLUGINS_VAR`].
+    pub fn from_env(app_exe: Option<&Path>, user_dir: &Path) -> Result<SearchPath, String> {
+        let user = match std::env::var_os(USER_PLUGINS_VAR) {
+            None => true,
+            Some(v) if v == "1" => true,
+            Some(v) if v == "0" => false,
+            Some(v) => {
+                return Err(format!(
+                    "{USER_PLUGINS_VAR}={v:?} must be 0 (no user plugin directory) or 1; fix or unset it"
+                ))
+            }
+        };
+        Ok(SearchPath::new(
             std::env::var_os("APP_PLUGIN_PATH").as_deref(),
             app_exe.and_then(shipped_dir).as_deref(),
-            user_dir,
+            user.then_some(user_dir),
             std::env::var_os("PATH").as_deref(),
-        )
+        ))
     }
 
     fn push(&mut self, dir: PathBuf, origin: Origin) {
@@ -169,6 +193,15 @@ impl SearchPath {
                 kind,
             ))
         })
+    }
+
+    /// Whether an executable `file_name` is in the shipped directory (one
+    /// stat; no other directory is looked at).
+    pub fn in_shipped_dir(&self, file_name: &str) -> bool {
+        self.dirs
+            .iter()
+            .filter(|d| d.origin == Origin::AppDir)
+            .any(|d| file_kind(&d.path.join(file_name)) == Some(FileKind::Executable))
     }
 
     /// The first executable called `file_name`.
@@ -293,7 +326,7 @@ mod tests {
         let sp = SearchPath::new(
             Some(OsStr::new("/p1::relative:/p2/")),
             Some(Path::new("/app")),
-            Path::new("/user"),
+            Some(Path::new("/user")),
             Some(OsStr::new("/usr/bin:/p1:/app:.:/bin")),
         );
         let dirs: Vec<_> = sp

@@ -199,9 +199,10 @@ impl Supervised {
 }
 
 /// A child `app` starts for its own purposes (a listener, `app_fetch`, a
-/// metadata query): it dies with `app` (see `die_with_app`) and when this
-/// is dropped, and a signal that ends `app` kills it (see [`signals`]).
-/// Started as a process-group leader, everything it started goes with it.
+/// metadata query, git, cargo), under a keeper ([`crate::keeper`]): when
+/// this is dropped or finished, when a signal ends `app`, and when `app`
+/// dies even by SIGKILL, the child and everything it started (`setsid`
+/// included) are killed.
 pub struct OwnChild {
     child: Child,
     hub: &'static signals::Hub,
@@ -209,15 +210,16 @@ pub struct OwnChild {
 }
 
 impl OwnChild {
-    /// Starts `cmd`; with `group`, in a process group of its own (for
-    /// children that may start others; the group is killed as a whole).
+    /// Starts `cmd`, made by [`crate::keeper::command`]; with `group`, in a
+    /// process group of its own (out of the terminal's reach: Ctrl-C is
+    /// `app`'s to decide about).
     pub fn spawn(cmd: &mut Command, group: bool) -> io::Result<OwnChild> {
+        debug_assert_eq!(cmd.get_program(), "/proc/self/exe", "not a keeper command");
         if group {
             cmd.process_group(0);
         }
-        die_with_app(cmd, libc::SIGKILL);
         let hub = signals::install();
-        let child = hub.spawn_own(cmd, group)?;
+        let child = hub.spawn_own(cmd)?;
         Ok(OwnChild {
             child,
             hub,
@@ -241,14 +243,14 @@ impl OwnChild {
         rx.recv_timeout(timeout).is_ok()
     }
 
-    /// Kills what is left of the child (its group included), then reaps it.
+    /// Kills what is left of the child (its descendants included), then reaps it.
     pub fn finish(mut self) -> io::Result<ExitStatus> {
         self.release();
         self.child.wait()
     }
 
-    /// Waits for the child to exit, kills anything it left in its group,
-    /// and reaps it.
+    /// Waits for the child to exit (its keeper kills anything it left), and
+    /// reaps it.
     pub fn wait(self) -> io::Result<ExitStatus> {
         wait_unreaped(self.child.id());
         self.finish()

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::cli::is_builtin;
-use crate::discovery::{FileKind, Found, PLUGIN_PREFIX};
+use crate::discovery::{FileKind, Found, Origin, PLUGIN_PREFIX};
 use crate::metadata::Metadata;
 use crate::session::Session;
+use crate::shipped;
 
 /// A plugin as `app` would run it.
 #[derive(Debug, Clone)]
@@ -59,6 +60,9 @@ pub enum Warning {
     BrokenLink { path: PathBuf, reason: String },
     /// A name with control characters, which no one can type.
     UnprintableName { path: PathBuf },
+    /// A file outside `APP_PLUGIN_PATH` and the shipped directory named under
+    /// a shipped command, which it never replaces (see [`crate::shipped`]).
+    UnderShipped { path: PathBuf, shipped: String },
 }
 
 impl std::fmt::Display for Warning {
@@ -83,6 +87,12 @@ impl std::fmt::Display for Warning {
             Warning::BrokenLink { path, reason } => {
                 write!(f, "{} cannot run: {reason}", path.display())
             }
+            Warning::UnderShipped { path, shipped } => write!(
+                f,
+                "{} is named under the shipped command '{shipped}' and never runs: 'app {}' runs the shipped one (only APP_PLUGIN_PATH and the shipped directory may add commands under it); rename or remove the file",
+                path.display(),
+                shipped.replace('-', " ")
+            ),
             Warning::UnprintableName { path } => write!(
                 f,
                 "{} has control characters in its name, so it is not listed; rename it",
@@ -123,8 +133,38 @@ impl Inventory {
     pub fn scan(session: &Session, with_metadata: bool) -> Inventory {
         let mut first: BTreeMap<String, Found> = BTreeMap::new();
         let mut warnings = Vec::new();
-        for entry in session.search.enumerate(PLUGIN_PREFIX) {
+        let entries = session.search.enumerate(PLUGIN_PREFIX);
+        // What is shipped here: the known list and the shipped directory's files.
+        let shipped: Vec<&str> = shipped::SHIPPED
+            .iter()
+            .copied()
+            .chain(
+                entries
+                    .iter()
+                    .filter(|e| e.found.origin == Origin::AppDir && e.kind == FileKind::Executable)
+                    .map(|e| e.name.as_str()),
+            )
+            .collect();
+        let mut under_shipped = Vec::new();
+        for entry in &entries {
+            if entry.found.origin.may_extend_shipped() {
+                continue;
+            }
+            if let Some(s) = shipped
+                .iter()
+                .filter(|s| shipped::is_under(&entry.name, s))
+                .max_by_key(|s| s.len())
+            {
+                under_shipped.push((entry.found.path.clone(), shipped::normalized(s)));
+            }
+        }
+        for entry in entries {
             let path = entry.found.path.clone();
+            if let Some(i) = under_shipped.iter().position(|(p, _)| *p == path) {
+                let (path, shipped) = under_shipped.swap_remove(i);
+                warnings.push(Warning::UnderShipped { path, shipped });
+                continue;
+            }
             if entry.name.chars().any(char::is_control) {
                 warnings.push(Warning::UnprintableName { path });
                 continue;

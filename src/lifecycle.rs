@@ -64,8 +64,15 @@ pub fn observe(
             );
             continue;
         };
+        let trusted = found.origin.is_trusted()
+            || session
+                .config
+                .is_trusted(&format!("listener-{}", settings.name));
         match Listener::start(settings, found.path.clone(), &env, log >= Level::Debug) {
-            Ok(l) => listeners.push(l),
+            Ok(mut l) => {
+                l.trusted = trusted;
+                listeners.push(l)
+            }
             Err(e) => warn(
                 log,
                 &format!(
@@ -81,7 +88,12 @@ pub fn observe(
     start.plugin = subject.plugin.clone();
     start.builtin = subject.builtin.clone();
     start.args = subject.args.clone();
-    broadcast(&listeners, &Event::Start(start));
+    let mut env_only = start.clone();
+    env_only.context = environment_only(subject.context);
+    let (trusted, untrusted): (Vec<&Listener>, Vec<&Listener>) =
+        listeners.iter().partition(|l| l.trusted);
+    broadcast(trusted, &Event::Start(start));
+    broadcast(untrusted, &Event::Start(env_only));
 
     let vetoes = listeners
         .iter()
@@ -132,11 +144,21 @@ fn end_event(
     Event::End(end)
 }
 
-fn broadcast(listeners: &[Listener], event: &Event) {
+fn broadcast<'a>(listeners: impl IntoIterator<Item = &'a Listener>, event: &Event) {
     let line = event.to_json_line();
-    for l in listeners.iter().filter(|l| l.wants(event.name())) {
+    for l in listeners.into_iter().filter(|l| l.wants(event.name())) {
         l.send(&line);
     }
+}
+
+/// What a listener outside the trusted places hears of the context: what
+/// the environment already tells it (like any untrusted plugin), without the
+/// JSON-only parts, the plugin's config (which may hold secrets) and the alias.
+fn environment_only(context: &Context) -> Context {
+    let mut context = context.clone();
+    context.plugin_config = None;
+    context.alias = None;
+    context
 }
 
 fn finish(listeners: Vec<Listener>, log: Level) {

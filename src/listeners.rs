@@ -3,13 +3,13 @@
 //!
 //! A listener can never block or break a command: events are written by a
 //! thread of its own, it gets a bounded time to answer and to finish (at
-//! most [`MAX_TIMEOUT`]), and then its whole process group is killed. A
-//! signal that ends `app` kills the group at once (see [`crate::signals`]),
-//! and the listener gets SIGKILL if `app` itself dies (`PR_SET_PDEATHSIG`).
+//! most [`MAX_TIMEOUT`]), and then it and all it started are killed. A
+//! signal that ends `app` does that at once (see [`crate::signals`]), and so
+//! does `app`'s death, SIGKILL included (see [`crate::keeper`]).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -49,6 +49,9 @@ pub struct Listener {
     patterns: Vec<String>,
     pub can_abort: bool,
     pub timeout: Duration,
+    /// Found in a trusted place (or trusted by the config): it hears the
+    /// whole JSON context; any other only what the environment carries.
+    pub trusted: bool,
     child: OwnChild,
     lines: Option<mpsc::Sender<String>>,
     answers: Option<mpsc::Receiver<String>>,
@@ -62,7 +65,7 @@ impl Listener {
         env: &[(&'static str, std::ffi::OsString)],
         show_stderr: bool,
     ) -> std::io::Result<Listener> {
-        let mut cmd = Command::new(&path);
+        let mut cmd = crate::keeper::command(&path);
         cmd.stdin(Stdio::piped())
             .stdout(if settings.can_abort {
                 Stdio::piped()
@@ -77,7 +80,8 @@ impl Listener {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        // Its own process group, so killing it also kills what it started.
+        // Its own process group, out of the terminal's reach; its keeper
+        // kills what it started.
         let mut child = OwnChild::spawn(&mut cmd, true)?;
         let (tx, rx) = mpsc::channel::<String>();
         if let Some(mut stdin) = child.child().stdin.take() {
@@ -107,6 +111,7 @@ impl Listener {
             patterns: settings.events.clone(),
             can_abort: settings.can_abort,
             timeout: timeout(settings).0,
+            trusted: false,
             child,
             lines: Some(tx),
             answers,

@@ -11,7 +11,7 @@ use std::fs;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -92,13 +92,14 @@ fn mtime_ns(stat: &fs::Metadata) -> i128 {
 
 /// Runs `plugin __app_metadata` and parses its answer, giving up after `timeout`.
 pub fn query(plugin: &Path, timeout: Duration) -> Option<Metadata> {
-    let mut cmd = Command::new(plugin);
+    let mut cmd = crate::keeper::command(plugin);
     cmd.arg(METADATA_ARG)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    // In a process group of its own that goes when the query ends (or app
-    // does): a plugin that sleeps or forks instead of answering leaves nothing.
+    // Under a keeper that kills it and all it started when the query ends
+    // (or app does): a plugin that sleeps, forks or setsids instead of
+    // answering leaves nothing.
     let mut child = crate::exec::OwnChild::spawn(&mut cmd, true).ok()?;
     let mut stdout = child.child().stdout.take()?;
     let (tx, rx) = mpsc::channel();

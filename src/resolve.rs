@@ -5,11 +5,18 @@
 //! A dash inside a word may also match an underscore in the file name
 //! (`app foo-bar` finds `app-foo_bar`), as kubectl does. The longest name
 //! wins over search order; among equal names, search order decides.
+//!
+//! Except under a shipped command ([`crate::shipped`]): a name longer than
+//! the longest shipped one the command starts with is taken only from
+//! `APP_PLUGIN_PATH` or the shipped directory ([`Origin::may_extend_shipped`]),
+//! so a file on `PATH` or in the user plugin directory can never take over
+//! `app event-repeater run`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use crate::discovery::{FileKind, Found, SearchPath, PLUGIN_PREFIX};
+use crate::shipped;
 
 /// A plugin a command resolved to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,10 +81,16 @@ pub fn candidate_names(words: &[&str]) -> Vec<(String, usize)> {
 /// Resolves `args` (the command and its arguments, after global flags).
 pub fn resolve(search: &SearchPath, args: &[OsString]) -> Resolution {
     let words = command_words(args);
+    let candidates = candidate_names(&words);
+    let floor = shipped_floor(search, &candidates);
     let mut not_executable = None;
-    for (name, consumed) in candidate_names(&words) {
+    for (name, consumed) in candidates {
         let file_name = format!("{PLUGIN_PREFIX}{name}");
+        let reserved = floor.is_some_and(|f| consumed > f);
         for (found, kind) in search.lookup(&file_name) {
+            if reserved && !found.origin.may_extend_shipped() {
+                continue;
+            }
             match kind {
                 FileKind::Executable => {
                     return Resolution::Found(Resolved {
@@ -96,6 +109,18 @@ pub fn resolve(search: &SearchPath, args: &[OsString]) -> Resolution {
         Some(path) => Resolution::NotExecutable(path),
         None => Resolution::NotFound,
     }
+}
+
+/// How many words the longest shipped command that `candidates` start with
+/// uses: one of [`shipped::SHIPPED`], or a file in the shipped directory.
+fn shipped_floor(search: &SearchPath, candidates: &[(String, usize)]) -> Option<usize> {
+    candidates
+        .iter()
+        .filter(|(name, _)| {
+            shipped::is_shipped(name) || search.in_shipped_dir(&format!("{PLUGIN_PREFIX}{name}"))
+        })
+        .map(|(_, consumed)| *consumed)
+        .max()
 }
 
 #[cfg(test)]
@@ -134,6 +159,60 @@ mod tests {
         assert_eq!(
             names,
             vec!["foo-bar-baz/2", "foo_bar-baz/2", "foo-bar/1", "foo_bar/1"]
+        );
+    }
+
+    fn exe(dir: &std::path::Path, name: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(name);
+        std::fs::write(&path, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn only_trusted_places_add_names_under_a_shipped_command() {
+        let root = tempfile::tempdir().unwrap();
+        let [plugin_path, app_dir, user, path] = ["pp", "libexec", "user", "bin"].map(|d| {
+            let d = root.path().join(d);
+            std::fs::create_dir_all(&d).unwrap();
+            d
+        });
+        exe(&app_dir, "app-foo");
+        exe(&user, "app-foo-bar");
+        exe(&path, "app-foo-bar");
+        exe(&path, "app-event-time-x");
+        exe(&path, "app-other-bar");
+        let search = |pp: Option<&std::path::Path>| {
+            SearchPath::new(
+                pp.map(|p| p.as_os_str()),
+                Some(&app_dir),
+                Some(&user),
+                Some(path.as_os_str()),
+            )
+        };
+        let got = |s: &SearchPath, args: &[&str]| match resolve(s, &os(args)) {
+            Resolution::Found(r) => Some((r.found.path, r.consumed)),
+            _ => None,
+        };
+        let plain = search(None);
+        // `foo` is in the shipped directory: neither the user dir's nor
+        // PATH's `foo-bar` runs; the shipped `foo` gets `bar` as an argument.
+        assert_eq!(
+            got(&plain, &["foo", "bar"]),
+            Some((app_dir.join("app-foo"), 1))
+        );
+        // A shipped name of the list, not installed here: nothing longer from PATH.
+        assert_eq!(got(&plain, &["event-time", "x"]), None);
+        // Not under anything shipped: the longest match wins as before.
+        assert_eq!(
+            got(&plain, &["other", "bar"]),
+            Some((path.join("app-other-bar"), 2))
+        );
+        // APP_PLUGIN_PATH is the user's explicit choice: it may add one.
+        exe(&plugin_path, "app-foo-bar");
+        assert_eq!(
+            got(&search(Some(&plugin_path)), &["foo", "bar"]),
+            Some((plugin_path.join("app-foo-bar"), 2))
         );
     }
 }

@@ -19,10 +19,23 @@ pub fn run(argv: Vec<OsString>) -> i32 {
         Ok(code) => code,
         Err(Error::Printed(code)) => code,
         Err(e) => {
-            eprintln!("app: {e}");
+            eprintln!("app: {}", printable(&e.to_string()));
             e.exit_code()
         }
     }
+}
+
+/// An error message as the terminal may show it: every line escaped (a
+/// peer's text inside one, from serde, an archive or an index, cannot send
+/// terminal codes), the line breaks of a message of several lines kept.
+/// The one escaper every error passes on its way out; parts that could
+/// hold a line break of their own are escaped where they are quoted.
+fn printable(message: &str) -> String {
+    message
+        .split('\n')
+        .map(app_plugin::text::escape_for_terminal)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn dispatch(argv: Vec<OsString>) -> Result<i32> {
@@ -151,4 +164,13 @@ fn global_args(argv: &[OsString], cli: &Cli) -> Vec<String> {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_line_of_an_error_is_escaped_and_its_line_breaks_kept() {
+        let shown = super::printable("a\x1b[2J\u{9b}x\u{202e}\nnext\x07 line\r");
+        assert_eq!(shown, "a\\x1b[2J\\u{9b}x\\u{202e}\nnext\\x07 line\\r");
+    }
 }

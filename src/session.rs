@@ -9,7 +9,7 @@ use crate::cli::{Cli, Cmd, GlobalFlags, IndexCmd, PluginCmd};
 use crate::config::{Config, ConfigOrigin};
 use crate::context::{self, AliasExpansion, Context, DEFAULT_LOG};
 use crate::discovery::SearchPath;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::metadata;
 use crate::paths::Dirs;
 use crate::resolve::Resolved;
@@ -120,7 +120,8 @@ impl Session {
         };
         // Read once: it places the shipped plugins and is APP_BIN.
         let app_exe = std::env::current_exe().ok();
-        let search = SearchPath::from_env(app_exe.as_deref(), &dirs.user_plugin_dir());
+        let search = SearchPath::from_env(app_exe.as_deref(), &dirs.user_plugin_dir())
+            .map_err(Error::Usage)?;
         Ok(Session {
             argv,
             app_exe,

@@ -8,17 +8,18 @@
 //!   terminal's foreground group; there the terminal already sent them), and
 //!   `app` exits with the plugin's code once it ends;
 //! - otherwise the signal is `app`'s own (it was waiting for a listener,
-//!   running a built-in, or asking a plugin for metadata): every process
-//!   group `app` started for itself is killed with SIGKILL and `app` exits
-//!   at once with 128+N. Nothing more starts after that.
+//!   running a built-in, or asking a plugin for metadata): the keeper of
+//!   every child `app` started for itself ([`crate::keeper`]) is told to
+//!   kill it and all it started, and `app` exits at once with 128+N.
+//!   Nothing more starts after that.
 //!
 //! Children are started under the same lock the signal thread takes, so a
 //! signal is handled either before a child exists (it never starts) or
 //! after it is registered (it is forwarded or killed), never in between.
 //!
-//! SIGKILL cannot be handled: then each direct child still dies by its
-//! `PR_SET_PDEATHSIG` (see `crate::exec::die_with_app`), but what a
-//! child started itself is left to that child.
+//! SIGKILL cannot be handled: then the supervised plugin dies by its
+//! `PR_SET_PDEATHSIG` (see `crate::exec::die_with_app`), and each keeper
+//! sees `app` gone and kills its child with every descendant.
 
 use std::io;
 use std::process::{Child, Command};
@@ -34,9 +35,9 @@ pub const HANDLED: [libc::c_int; 4] = [libc::SIGTERM, libc::SIGHUP, libc::SIGINT
 struct State {
     /// The supervised plugin, which gets the signals while it runs.
     plugin: Option<libc::pid_t>,
-    /// Children `app` started for itself (listeners, helpers), killed when a
-    /// signal ends `app`: the whole process group when the child leads one.
-    own: Vec<(libc::pid_t, bool)>,
+    /// The keepers of children `app` started for itself (listeners,
+    /// helpers), told to kill them when a signal ends `app`.
+    own: Vec<libc::pid_t>,
 }
 
 /// The installed signal thread and what it knows.
@@ -93,25 +94,24 @@ impl Hub {
         self.lock().plugin = None;
     }
 
-    /// Starts a child of `app`'s own, to be killed if a signal ends `app`:
-    /// with `group`, the caller made it lead a process group
-    /// (`process_group(0)`) and the whole group goes.
-    pub fn spawn_own(&self, cmd: &mut Command, group: bool) -> io::Result<Child> {
+    /// Starts a keeper ([`crate::keeper`]) of a child of `app`'s own, to be
+    /// told to kill it if a signal ends `app`.
+    pub fn spawn_own(&self, cmd: &mut Command) -> io::Result<Child> {
         let mut state = self.lock();
         let child = cmd.spawn()?;
-        state.own.push((child.id() as libc::pid_t, group));
+        state.own.push(child.id() as libc::pid_t);
         Ok(child)
     }
 
-    /// Kills a child [`Hub::spawn_own`] started (its group, if it leads
-    /// one) and forgets it. Call it before reaping the child, so that its
-    /// pid and group id cannot belong to another process yet.
+    /// Tells the keeper [`Hub::spawn_own`] started to kill its child and
+    /// all it started, and forgets it. Call it before reaping the keeper,
+    /// so that its pid cannot belong to another process yet.
     pub fn release(&self, pid: u32) {
         let pid = pid as libc::pid_t;
         let mut state = self.lock();
-        if let Some(i) = state.own.iter().position(|(p, _)| *p == pid) {
-            let (_, group) = state.own.swap_remove(i);
-            kill(pid, group);
+        if let Some(i) = state.own.iter().position(|p| *p == pid) {
+            state.own.swap_remove(i);
+            stop_keeper(pid);
         }
     }
 
@@ -130,8 +130,8 @@ impl Hub {
                 }
                 continue;
             }
-            for (pid, group) in &state.own {
-                kill(*pid, *group);
+            for pid in &state.own {
+                stop_keeper(*pid);
             }
             // The lock stays held: no other thread starts anything now.
             // SAFETY: _exit ends the process without running anything else.
@@ -140,17 +140,12 @@ impl Hub {
     }
 }
 
-/// SIGKILL to `pid`, or to the process group it leads.
-fn kill(pid: libc::pid_t, group: bool) {
-    // SAFETY: kill and killpg have no memory-safety preconditions; `pid` is
-    // an unreaped child of this process (see Hub::release).
-    unsafe {
-        if group {
-            libc::killpg(pid, libc::SIGKILL);
-        } else {
-            libc::kill(pid, libc::SIGKILL);
-        }
-    }
+/// SIGTERM to keeper `pid`: it kills its child and every descendant, then
+/// exits (it does so too once `app` is gone, so `app` need not wait).
+fn stop_keeper(pid: libc::pid_t) {
+    // SAFETY: kill has no memory-safety preconditions; `pid` is an unreaped
+    // child of this process (see Hub::release).
+    unsafe { libc::kill(pid, libc::SIGTERM) };
 }
 
 fn block() -> libc::sigset_t {

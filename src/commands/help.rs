@@ -6,6 +6,7 @@ use std::io::Write;
 use crate::error::Result;
 use crate::inventory::Inventory;
 use crate::session::Session;
+use app_plugin::text::escape_for_terminal as printable;
 
 /// `app help [COMMAND…]`: help for app itself, a built-in, or a plugin (which
 /// is run with `--help`).
@@ -48,18 +49,20 @@ fn print_overview(session: &Session) {
         .map(|p| inventory.typed_name(p).len())
         .max()
         .unwrap_or(0);
+    // Names come from file names, descriptions from plugins: printed as
+    // data, never as terminal codes (as `plugin list` does).
     for p in &inventory.plugins {
-        let _ = writeln!(
-            out,
+        let line = format!(
             "  {:width$}  {}",
             inventory.typed_name(p),
             p.description().unwrap_or("")
         );
+        let _ = writeln!(out, "{}", printable(&line));
     }
     if !session.config.aliases.is_empty() {
         let _ = writeln!(out, "\nAliases (from {}):", session.config.path.display());
         for (name, value) in &session.config.aliases {
-            let _ = writeln!(out, "  {name} = {value}");
+            let _ = writeln!(out, "{}", printable(&format!("  {name} = {value}")));
         }
     }
     let _ = writeln!(

@@ -11,7 +11,7 @@
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -78,7 +78,7 @@ pub fn run(
     env: &[(&'static str, OsString)],
     timeout: Duration,
 ) -> Option<String> {
-    let mut cmd = Command::new(program);
+    let mut cmd = crate::keeper::command(program);
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -86,8 +86,8 @@ pub fn run(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    // Its own process group, killed as a whole once it is done, on timeout,
-    // or when a shell kills `app` mid-TAB: nothing it started stays behind.
+    // Under a keeper that kills it and all it started once it is done, on
+    // timeout, or when a shell kills `app` mid-TAB: nothing stays behind.
     let mut child = crate::exec::OwnChild::spawn(&mut cmd, true).ok()?;
     let mut stdout = child.child().stdout.take()?;
     let (tx, rx) = mpsc::channel();

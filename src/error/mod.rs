@@ -142,9 +142,11 @@ impl fmt::Display for Error {
                 write!(f, "aborted by listener '{listener}': {reason}")
             }
             Error::Io { what, source } => write!(f, "{what}: {source}"),
+            // The name may come from an archive member or an index: data.
             Error::BadPluginName { name, reason } => write!(
                 f,
-                "'{name}' cannot be a plugin name: {reason}; choose another name (--name NAME)"
+                "'{}' cannot be a plugin name: {reason}; choose another name (--name NAME)",
+                app_plugin::text::escape_for_terminal(name)
             ),
             Error::PluginExists { name, path } => write!(
                 f,

@@ -75,7 +75,7 @@ pub fn build(spec: &GitSpec, work_root: &Path, unchanged_from: Option<&str>) -> 
     let (clone_limit, build_limit) = (limit(CLONE_TIMEOUT)?, limit(BUILD_TIMEOUT)?);
     let dir = TempDir::new(work_root)?;
     let src = dir.0.join("src");
-    let mut clone = Command::new(&git);
+    let mut clone = crate::keeper::command(&git);
     clone.args(["clone", "--quiet", "--", &spec.url]).arg(&src);
     run(
         &mut clone,
@@ -83,7 +83,7 @@ pub fn build(spec: &GitSpec, work_root: &Path, unchanged_from: Option<&str>) -> 
         &format!("git clone {}", crate::install::url::redact(&spec.url)),
     )?;
     if let Some(rev) = &spec.rev {
-        let mut checkout = Command::new(&git);
+        let mut checkout = crate::keeper::command(&git);
         checkout
             .arg("-C")
             .arg(&src)
@@ -99,7 +99,7 @@ pub fn build(spec: &GitSpec, work_root: &Path, unchanged_from: Option<&str>) -> 
         None => src.clone(),
     };
     let root = dir.0.join("root");
-    let mut install = Command::new(&cargo);
+    let mut install = crate::keeper::command(&cargo);
     install
         .args(["install", "--locked", "--root"])
         .arg(&root)
@@ -168,7 +168,8 @@ fn tool(name: &str, missing: &str) -> Result<PathBuf> {
     which::which(name).map_err(|_| Error::Build(missing.to_string()))
 }
 
-/// Runs `cmd` (its output to our stderr), killing it after `timeout`.
+/// Runs `cmd` (its output to our stderr), killing it with all it started
+/// after `timeout` (its keeper does, see [`crate::keeper`]).
 fn run(cmd: &mut Command, timeout: Duration, what: &str) -> Result<()> {
     // No terminal prompt for a password: it would hang a scripted upgrade.
     // Their output goes to our stderr: stdout is for app's own report.
@@ -200,7 +201,7 @@ fn run(cmd: &mut Command, timeout: Duration, what: &str) -> Result<()> {
 }
 
 fn head(git: &Path, src: &Path) -> Result<String> {
-    let out = Command::new(git)
+    let out = crate::keeper::command(git)
         .arg("-C")
         .arg(src)
         .args(["rev-parse", "HEAD"])
@@ -241,21 +242,70 @@ fn single_plugin(bin: &Path) -> Result<PathBuf> {
     }
 }
 
-/// A directory under the cache, removed with everything in it on drop.
-struct TempDir(PathBuf);
+/// A directory under the cache, removed with everything in it on drop. It
+/// holds an exclusive lock on its `.lock` file while it lives, so the next
+/// build tells a directory left by a killed `app` (lock free) from one in
+/// use, and removes it.
+struct TempDir(PathBuf, #[allow(dead_code)] fs::File);
+
+/// The lock file in each build directory.
+const LOCK: &str = ".lock";
 
 impl TempDir {
     fn new(root: &Path) -> Result<TempDir> {
         use std::sync::atomic::{AtomicU32, Ordering};
         static N: AtomicU32 = AtomicU32::new(0);
+        remove_stale(root);
         let dir = root.join(format!(
             "build-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         ));
-        fs::create_dir_all(&dir)
-            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-        Ok(TempDir(dir))
+        let cannot = |e| Error::io(format!("cannot create {}", dir.display()), e);
+        fs::create_dir_all(&dir).map_err(cannot)?;
+        let lock = fs::File::create(dir.join(LOCK)).map_err(cannot)?;
+        if !try_lock(&lock) {
+            return Err(cannot(std::io::Error::last_os_error()));
+        }
+        Ok(TempDir(dir, lock))
+    }
+}
+
+/// An exclusive lock on `file`, without waiting; released when every
+/// descriptor of it is closed (the process that held it died, too).
+fn try_lock(file: &fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this File owns.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// Removes the build directories under `root` that no running build holds:
+/// those a killed `app` left behind.
+fn remove_stale(root: &Path) {
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let dir = entry.path();
+        let ours = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with("build-"));
+        if !ours {
+            continue;
+        }
+        let stale = match fs::File::open(dir.join(LOCK)) {
+            Ok(lock) => try_lock(&lock),
+            // No lock file: being made this instant, or from a run killed
+            // before it made one; the latter is old.
+            Err(_) => entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > Duration::from_secs(60))),
+        };
+        if stale {
+            let _ = fs::remove_dir_all(&dir);
+        }
     }
 }
 

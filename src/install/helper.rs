@@ -10,7 +10,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use app_fetch_protocol::{self as protocol, Artifact, FetchArgs, Source, HELPER};
 
@@ -24,7 +24,7 @@ pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
 /// Runs `app_fetch` for `args` and reads its answer.
 pub fn fetch(args: &FetchArgs) -> Result<Artifact> {
     let helper = locate()?;
-    let mut cmd = Command::new(&helper);
+    let mut cmd = crate::keeper::command(&helper);
     cmd.args(protocol::args(args));
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -4,7 +4,9 @@
 //! `-` and `_`, starting with a letter or digit, at most [`MAX_LEN`] bytes,
 //! and never a built-in command nor a name whose first word is one
 //! (`plugin-foo` could only be typed as `app plugin foo`, which is the
-//! built-in `plugin`; dashes and underscores count alike, as in resolution).
+//! built-in `plugin`; dashes and underscores count alike, as in resolution),
+//! nor a name under a shipped command (`event-repeater-run`, see
+//! [`crate::shipped`]).
 
 use crate::cli::{is_builtin, BUILTINS};
 use crate::discovery::PLUGIN_PREFIX;
@@ -23,6 +25,8 @@ pub enum NameError {
     BadStart(char),
     /// Is, or starts with the word of, a built-in command.
     Builtin(&'static str),
+    /// Is under a shipped command's name (see [`crate::shipped`]).
+    UnderShipped(&'static str),
 }
 
 impl std::fmt::Display for NameError {
@@ -40,6 +44,11 @@ impl std::fmt::Display for NameError {
             NameError::Builtin(b) => write!(
                 f,
                 "it would replace the built-in command '{b}', and built-ins always win"
+            ),
+            NameError::UnderShipped(s) => write!(
+                f,
+                "it is under the shipped command '{s}' ('app {}' …), a name only app's own plugins may use",
+                s.replace('-', " ")
             ),
         }
     }
@@ -75,6 +84,9 @@ pub fn validate(name: &str) -> Result<(), NameError> {
             .find(|b| *b == name || *b == first_word)
             .unwrap_or("plugin");
         return Err(NameError::Builtin(builtin));
+    }
+    if let Some(shipped) = crate::shipped::under_shipped(name) {
+        return Err(NameError::UnderShipped(shipped));
     }
     Ok(())
 }
@@ -128,6 +140,19 @@ mod tests {
         );
         // `__complete` starts with '_', refused before the built-in check.
         assert!(validate("__complete").is_err());
+    }
+
+    #[test]
+    fn refuses_names_under_a_shipped_command() {
+        assert_eq!(
+            validate("event-repeater-run"),
+            Err(NameError::UnderShipped("event-repeater"))
+        );
+        assert_eq!(
+            validate("event_time-x"),
+            Err(NameError::UnderShipped("event-time"))
+        );
+        assert_eq!(validate("event-timer"), Ok(()));
     }
 
     #[test]

@@ -67,8 +67,9 @@ impl Indexes {
         match read_limited(&path, MAX_BYTES) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
                 format!(
-                    "{} is not valid ({e}); fix it, or remove it and add the indexes again",
-                    path.display()
+                    "{} is not valid ({}); fix it, or remove it and add the indexes again",
+                    path.display(),
+                    app_plugin::text::escape_for_terminal(&e.to_string())
                 )
             }),
             Err(ReadError::NotFound) => Ok(Indexes::default()),

@@ -178,7 +178,10 @@ pub fn check_fresh(index: &IndexFile, now: SystemTime) -> Result<(), Invalid> {
 /// Reads and checks an index's JSON (not its expiry: [`check_fresh`]).
 pub fn parse(bytes: &[u8]) -> Result<IndexFile, Invalid> {
     let index: IndexFile =
-        serde_json::from_slice(bytes).map_err(|e| Invalid::Malformed(e.to_string()))?;
+        // serde quotes the publisher's keys and values in its message.
+        serde_json::from_slice(bytes).map_err(|e| {
+            Invalid::Malformed(app_plugin::text::escape_for_terminal(&e.to_string()).into_owned())
+        })?;
     if index.api_version != API_VERSION {
         return Err(Invalid::Malformed(format!(
             "apiVersion is \"{}\", this app reads \"{API_VERSION}\" (a newer app may read it)",
@@ -350,6 +353,36 @@ mod tests {
         } else {
             assert_eq!(p.label(), "source");
         }
+    }
+
+    #[test]
+    fn an_entry_named_under_a_shipped_command_is_refused() {
+        let bad = HELLO.replace("\"hello\"", "\"event-repeater-run\"");
+        let Err(Invalid::Malformed(m)) = parse(&index(&bad, "2999-01-01T00:00:00Z")) else {
+            panic!("an entry under event-repeater is refused");
+        };
+        assert!(
+            m.contains("under the shipped command 'event-repeater'"),
+            "{m}"
+        );
+        // Positive control: the same entry under its own name is taken.
+        assert!(parse(&index(HELLO, "2999-01-01T00:00:00Z")).is_ok());
+    }
+
+    #[test]
+    fn serdes_message_quoting_a_publishers_key_reaches_no_terminal_raw() {
+        // ESC, an OSC title with BEL, a C1 CSI, a bidi override, a newline.
+        let key = r#"\u001b]0;pwned\u0007\u009b2J\u202etxt\nforged"#;
+        let bad = HELLO.replace("\"description\"", &format!("\"{key}\""));
+        let Err(Invalid::Malformed(m)) = parse(&index(&bad, "2999-01-01T00:00:00Z")) else {
+            panic!("an unknown key is refused");
+        };
+        assert!(m.contains("unknown field"), "{m}");
+        assert!(!m.chars().any(app_plugin::text::is_dangerous), "{m:?}");
+        assert!(
+            m.contains(r"\x1b]0;pwned\x07\u{9b}2J\u{202e}txt\nforged"),
+            "{m}"
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Children `app` starts for its own purposes (a trusted plugin's metadata
-//! query, `app_fetch` during `plugin install`, listeners) never outlive it:
-//! not when they hang, and not when `app` is killed.
+//! query, completion delegates, `app_fetch` during `plugin install`,
+//! listeners, git, cargo) never outlive it, nor does anything they start,
+//! in a session of its own or not: not when they hang, not when a limit
+//! passes, and not when `app` is killed, by SIGKILL too.
 
 use crate::common;
 
@@ -96,16 +98,12 @@ fn a_metadata_query_dies_with_app() {
         kill(&app, sig);
         let status = app.wait().unwrap();
         assert!(!status.success());
-        if sig == libc::SIGKILL {
-            // Nothing in app runs after SIGKILL: the kernel's parent-death
-            // signal takes the plugin itself; its own child is its business.
-            assert_gone(&pids[..1], name);
-            // SAFETY: kill has no memory-safety preconditions; clean up.
-            unsafe { libc::kill(pids[1], libc::SIGKILL) };
-        } else {
+        if sig != libc::SIGKILL {
             assert_eq!(status.code(), Some(128 + sig), "{name}");
-            assert_gone(&pids, name);
         }
+        // Even after SIGKILL, when nothing in app runs: the query's keeper
+        // takes the plugin and its child.
+        assert_gone(&pids, name);
     }
 }
 
@@ -161,4 +159,201 @@ fn app_fetch_dies_with_app_and_releases_its_stderr() {
             "signal {sig}: something app started still holds its stderr"
         );
     }
+}
+
+/// Shell lines that record the script's pid, start a `sleep` in a session
+/// of its own (`setsid`) and a plain background `sleep`, record both, and
+/// wait: three pids in `file`.
+fn escapees(file: &Path) -> String {
+    format!(
+        "echo $$ >> {f}\nsetsid sh -c 'echo $$ >> {f}; exec sleep 300' &\nsleep 301 &\necho $! >> {f}\nwait\n",
+        f = file.display()
+    )
+}
+
+/// The session a process is in.
+fn session(pid: i32) -> i32 {
+    // SAFETY: getsid has no memory-safety preconditions.
+    unsafe { libc::getsid(pid) }
+}
+
+/// Waits for the three pids of [`escapees`] and checks they run, one of
+/// them in a session other than `app`'s: what must then be gone.
+fn running_escapees(file: &Path, app: i32, what: &str) -> Vec<i32> {
+    let pids = pids(file, 3);
+    for &pid in &pids {
+        assert!(common::process::alive(pid), "{what}: {pid} is not running");
+    }
+    assert!(
+        pids.iter().any(|&p| session(p) != session(app)),
+        "{what}: no process left app's session: {pids:?}"
+    );
+    pids
+}
+
+/// A `git` and a `cargo` first on PATH: `git clone` makes the directory,
+/// or runs [`escapees`] when `hang_git` exists; cargo runs them when
+/// `hang_cargo` exists, else fails.
+fn fake_tools(sb: &Sandbox, pid_file: &Path, hang_git: &Path, hang_cargo: &Path) {
+    let stay = escapees(pid_file);
+    sb.script(
+        "git",
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = clone ]; then\n  if [ -e {hg} ]; then\n{stay}  fi\n  for last; do :; done\n  mkdir -p \"$last\"; exit 0\nfi\nif [ \"$1\" = -C ] && [ \"$3\" = rev-parse ]; then echo 0123456789abcdef0123456789abcdef01234567; exit 0; fi\nexit 1\n",
+            hg = hang_git.display()
+        ),
+    );
+    sb.script(
+        "cargo",
+        &format!(
+            "#!/bin/sh\nif [ -e {hc} ]; then\n{stay}fi\necho 'error: no crate here' >&2; exit 101\n",
+            hc = hang_cargo.display()
+        ),
+    );
+}
+
+#[test]
+fn a_sigkill_of_app_leaves_no_child_of_any_kind_setsid_included() {
+    if common::require_tool("setsid", "util-linux").is_none() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let pid_file = sb.path().join("pids");
+    let trusted = sb.path().join("trusted");
+    fs::create_dir_all(&trusted).unwrap();
+    // A metadata query that never answers.
+    common::write_executable(
+        &trusted.join("app-sleepy"),
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = __app_metadata ]; then\n{}fi\n",
+            escapees(&pid_file)
+        ),
+    );
+    // A completion delegate that never answers.
+    sb.script("app-comp", "#!/bin/sh\nexit 0\n");
+    sb.script(
+        "app_complete-comp",
+        &format!("#!/bin/sh\n{}", escapees(&pid_file)),
+    );
+    // A listener that never ends.
+    sb.script(
+        "app-listener-stay",
+        &format!("#!/bin/sh\n{}", escapees(&pid_file)),
+    );
+    let (hang_git, hang_cargo) = (sb.path().join("hang-git"), sb.path().join("hang-cargo"));
+    fake_tools(&sb, &pid_file, &hang_git, &hang_cargo);
+    let builds = sb.path().join("cache/builds");
+    let build_dirs = || fs::read_dir(&builds).map(|d| d.count()).unwrap_or(0);
+    let git_install = ["plugin", "install", "--git", "file:///nowhere/repo"];
+    let cases: [(&str, &[&str], Option<&Path>); 5] = [
+        ("metadata query", &["plugin", "list"], None),
+        ("completion delegate", &["__complete", "comp", ""], None),
+        ("listener", &["version"], None),
+        ("git", &git_install, Some(&hang_git)),
+        ("cargo", &git_install, Some(&hang_cargo)),
+    ];
+    for (what, args, hang) in cases {
+        let _ = fs::remove_file(&pid_file);
+        let _ = fs::remove_dir_all(sb.path().join("cache/metadata"));
+        if what == "listener" {
+            sb.write_config(r#"{"listeners": [{"name": "stay", "timeout_ms": 10000}]}"#);
+        } else {
+            let _ = fs::remove_file(sb.config_dir().join("config.json"));
+        }
+        if let Some(h) = hang {
+            fs::write(h, "").unwrap();
+        }
+        let mut app = sb
+            .app()
+            .args(args)
+            .env("APP_PLUGIN_PATH", &trusted)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pids = running_escapees(&pid_file, app.id() as i32, what);
+        kill(&app, libc::SIGKILL);
+        assert!(!app.wait().unwrap().success());
+        assert_gone(&pids, what);
+        if let Some(h) = hang {
+            fs::remove_file(h).unwrap();
+            // The killed build's directory stays until the next build, which
+            // removes it (and its own).
+            assert_eq!(
+                build_dirs(),
+                1,
+                "{what}: the killed build left its directory"
+            );
+            let ran = common::run::Run::new({
+                let mut cmd = sb.app();
+                cmd.args(git_install);
+                cmd
+            })
+            .assert()
+            .code(8);
+            assert!(ran.stderr.contains("cargo install failed"), "{ran:?}");
+            assert_eq!(
+                build_dirs(),
+                0,
+                "{what}: a build directory outlived the next build"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_limit_that_passes_takes_setsid_grandchildren_too() {
+    if common::require_tool("setsid", "util-linux").is_none() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let pid_file = sb.path().join("pids");
+    let trusted = sb.path().join("trusted");
+    fs::create_dir_all(&trusted).unwrap();
+    common::write_executable(
+        &trusted.join("app-sleepy"),
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = __app_metadata ]; then\n{}fi\n",
+            escapees(&pid_file)
+        ),
+    );
+    let (hang_git, hang_cargo) = (sb.path().join("hang-git"), sb.path().join("hang-cargo"));
+    fake_tools(&sb, &pid_file, &hang_git, &hang_cargo);
+    // The metadata query's 1 s passes.
+    let app = sb
+        .app()
+        .args(["plugin", "list"])
+        .env("APP_PLUGIN_PATH", &trusted)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let query = running_escapees(&pid_file, app.id() as i32, "metadata query");
+    let out = app.wait_with_output().unwrap();
+    assert!(out.status.code().is_some(), "{out:?}");
+    assert_gone(&query, "metadata query after its limit");
+    // The clone's APP_BUILD_TIMEOUT passes.
+    let _ = fs::remove_file(&pid_file);
+    fs::write(&hang_git, "").unwrap();
+    let mut cmd = sb.app();
+    cmd.args(["plugin", "install", "--git", "file:///nowhere/repo"])
+        .env("APP_BUILD_TIMEOUT", "2");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let ran = common::run::Run::new(cmd).assert();
+        let _ = tx.send(());
+        ran
+    });
+    let clone = pids(&pid_file, 3);
+    for &pid in &clone {
+        assert!(common::process::alive(pid), "clone: {pid} is not running");
+    }
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("app stops the clone at its limit");
+    let ran = waiter.join().unwrap();
+    assert_eq!(ran.status.code(), Some(8), "{ran:?}");
+    assert!(ran.stderr.contains("was stopped"), "{ran:?}");
+    assert_gone(&clone, "git clone after APP_BUILD_TIMEOUT");
 }

@@ -9,6 +9,7 @@ use common::{write_executable, Sandbox};
 
 mod resolve;
 mod running;
+mod shipped_names;
 
 /// A plugin that prints its arguments one per line, then selected context variables.
 const ECHO_PLUGIN: &str = r#"#!/bin/sh

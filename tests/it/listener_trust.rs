@@ -1,0 +1,80 @@
+//! A listener found outside the trusted places hears the context as the
+//! environment tells it: never a plugin's config, never the alias.
+
+use crate::common;
+
+use std::fs;
+use std::path::Path;
+
+use common::Sandbox;
+use serde_json::Value;
+
+/// A listener on the sandbox PATH that appends every event it hears to `file`.
+fn recorder(sb: &Sandbox, name: &str, file: &Path) {
+    sb.script(
+        &format!("app-listener-{name}"),
+        &format!("#!/bin/sh\ncat >> {}\n", file.display()),
+    );
+}
+
+fn events(file: &Path) -> Vec<Value> {
+    fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each event is one JSON line"))
+        .collect()
+}
+
+#[test]
+fn a_listener_found_only_on_path_never_hears_the_plugin_config() {
+    let sb = Sandbox::new();
+    let (path_log, trusted_log) = (
+        sb.path().join("path-events"),
+        sb.path().join("trusted-events"),
+    );
+    // `guard` exists only in a PATH directory; `audit` in APP_PLUGIN_PATH.
+    recorder(&sb, "guard", &path_log);
+    let trusted = sb.path().join("trusted");
+    fs::create_dir_all(&trusted).unwrap();
+    common::write_executable(
+        &trusted.join("app-listener-audit"),
+        &format!("#!/bin/sh\ncat >> {}\n", trusted_log.display()),
+    );
+    common::write_executable(&trusted.join("app-db"), "#!/bin/sh\nexit 0\n");
+    sb.write_config(
+        r#"{"listeners": [{"name": "guard"}, {"name": "audit"}],
+            "aliases": {"dbx": "db"},
+            "plugins": {"db": {"config": {"db_password": "s3cret-pw-42"}}}}"#,
+    );
+    for args in [&["dbx"][..], &["version"]] {
+        let _ = fs::remove_file(&path_log);
+        let _ = fs::remove_file(&trusted_log);
+        sb.run(args)
+            .env("APP_PLUGIN_PATH", &trusted)
+            .assert()
+            .code(0);
+        let (heard, trusted_heard) = (events(&path_log), events(&trusted_log));
+        assert_eq!(heard.len(), 2, "{args:?}: {heard:?}");
+        assert_eq!(trusted_heard.len(), 2, "{args:?}: {trusted_heard:?}");
+        // The PATH listener hears the command and the environment's context ...
+        assert_eq!(heard[0]["event"], "command.start");
+        assert_eq!(heard[0]["command"], trusted_heard[0]["command"]);
+        assert_eq!(
+            heard[0]["context"]["plugin_name"],
+            trusted_heard[0]["context"]["plugin_name"]
+        );
+        assert_eq!(heard[0]["context"]["plugin_config"], Value::Null);
+        assert_eq!(heard[0]["context"]["alias"], Value::Null);
+        let raw = fs::read_to_string(&path_log).unwrap();
+        assert!(!raw.contains("s3cret-pw-42"), "{args:?}: {raw}");
+        if args == ["dbx"] {
+            // ... while the trusted one gets the whole JSON context: the
+            // secret would have been seen.
+            assert_eq!(
+                trusted_heard[0]["context"]["plugin_config"]["db_password"],
+                "s3cret-pw-42"
+            );
+            assert_eq!(trusted_heard[0]["context"]["alias"]["name"], "dbx");
+        }
+    }
+}
