@@ -409,3 +409,33 @@ fn an_sse_id_with_a_control_character_is_not_kept_and_the_source_stays_reachable
     );
     wait_checkpoint(&rep, &sb, "4");
 }
+
+/// Issue 30 (smaller items): a 70 KB topic the sink refuses gave a 140 KB
+/// log line. The warning is now cut at 1 KiB, saying how much was left out.
+#[test]
+fn a_huge_refused_topic_gives_a_short_warning() {
+    let sb = Sandbox::new();
+    let source = ScriptedSource::start();
+    let topic = format!("a/\u{1}{}", "x".repeat(70_000));
+    source.push("1", &serde_json::json!({ "topic": topic }).to_string());
+    source.push_topic(2, "t/after");
+    let rep = Repeater::builder(&sb, "event-repeater")
+        .source(&source.url())
+        .sinkprotocol("stderr")
+        .args(["--allowall"])
+        .start();
+    let relayed = wait_for(Duration::from_secs(10), || {
+        rep.sink_topics()
+            .contains(&"t/after".to_string())
+            .then_some(())
+    });
+    assert!(relayed.is_some(), "{}", rep.log());
+    assert_eq!(invalid_topics(&rep), 1.0);
+    let log = rep.log();
+    let warning = log
+        .lines()
+        .find(|l| l.contains("refused an event"))
+        .unwrap_or_else(|| panic!("no warning: {}", &log[..log.len().min(2000)]));
+    assert!(warning.len() < 1200, "a warning of {} bytes", warning.len());
+    assert!(warning.contains("bytes more)"), "{warning}");
+}

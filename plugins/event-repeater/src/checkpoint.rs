@@ -150,6 +150,18 @@ impl CheckpointFile {
     /// Reads the checkpoint; an `Err` is a file that exists and cannot be
     /// used (not a regular file, too large, not a checkpoint).
     pub fn load(&self) -> Result<Loaded, String> {
+        if let Ok(meta) = std::fs::metadata(&self.path) {
+            if meta.is_file() && meta.len() > self.max_file {
+                // Only a fresh start's held first event makes it large: one
+                // from a run that took larger events than this one does.
+                return Err(format!(
+                    "the checkpoint file {} is {} bytes, over the {} this run reads (64 KiB plus room for the largest event it takes, which --max-packet-size sets): it holds the first event of a run that took larger events. Start with that run's --max-packet-size to relay it and resume, or remove the file to start from the source's live events (events sent since the last checkpoint are then missed)",
+                    self.path.display(),
+                    meta.len(),
+                    self.max_file
+                ));
+            }
+        }
         let Some(text) = crate::files::read_regular(&self.path, self.max_file)? else {
             return Ok(Loaded::None);
         };
@@ -165,7 +177,7 @@ impl CheckpointFile {
         }
         let doc: Document = serde_json::from_str(&text).map_err(|e| {
             format!(
-                "the checkpoint file {} is not valid ({e}); remove it to start from the source's live events",
+                "the checkpoint file {} is not valid ({e}); restore it, or remove it to start from the source's live events (events sent since the last checkpoint are then missed)",
                 self.path.display()
             )
         })?;

@@ -200,7 +200,11 @@ mod tests {
                 .write(None, &key("9"), &big, Some("tick"), &cancel)
                 .await
         );
-        assert!(file.load().unwrap_err().contains("over the limit"));
+        let e = file.load().unwrap_err();
+        assert!(
+            e.contains("--max-packet-size") && e.contains("remove the file"),
+            "{e}"
+        );
         let sized = file.clone().holding_events_of(big.len());
         assert_eq!(
             sized.load(),

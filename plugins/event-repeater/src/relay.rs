@@ -52,9 +52,14 @@ pub struct Relay {
 /// 5 s for the rest, so a source inventing topics cannot grow the set.
 const WARNED_TOPICS: usize = 1024;
 
-/// A warning given once per topic.
+/// The longest warning about one event: a topic can be 64 KiB, and a
+/// line twice that (escaped) told the operator nothing more (issue 30).
+const MAX_WARNING: usize = 1024;
+
+/// A warning given once per topic. Topics are remembered by a hash: 1,024
+/// topics of 64 KiB would have held 64 MiB.
 struct OncePerTopic {
-    warned: Mutex<HashSet<String>>,
+    warned: Mutex<HashSet<u64>>,
     /// How many topics are remembered ([`WARNED_TOPICS`]).
     cap: usize,
     others: RateLimited,
@@ -62,12 +67,16 @@ struct OncePerTopic {
 
 impl OncePerTopic {
     fn log(&self, topic: &str, message: impl FnOnce() -> String) {
+        use std::hash::{BuildHasher, RandomState};
+        static HASHER: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+        let key = HASHER.get_or_init(RandomState::new).hash_one(topic);
         let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
-        if warned.contains(topic) {
+        if warned.contains(&key) {
             return;
         }
+        let message = || app_plugin::text::shorten(&message(), MAX_WARNING).into_owned();
         if warned.len() < self.cap {
-            warned.insert(topic.to_string());
+            warned.insert(key);
             drop(warned);
             app_plugin::log::write(WARN, format_args!("{} (said once per topic)", message()));
         } else {
@@ -209,7 +218,9 @@ impl Relay {
                 // A size is the event's: said every 5 s while it happens.
                 Refusal::TooLarge(_) => {
                     inc(&self.metrics.failed_too_large);
-                    self.too_large_warning.log(WARN, message);
+                    self.too_large_warning.log(WARN, || {
+                        app_plugin::text::shorten(&message(), MAX_WARNING).into_owned()
+                    });
                 }
                 // A topic stays unusable: said once for each.
                 Refusal::InvalidTopic(_) => {

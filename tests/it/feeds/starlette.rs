@@ -57,7 +57,15 @@ fn an_sse_starlette_feed_is_stored_once_across_a_kill() {
         .source(&format!("http://127.0.0.1:{port}/feed/numbers"))
         .sinkprotocol("nats")
         .sink(&server.url())
-        .args(["--allowall", "--qos", "1", "--nats-stream", "STAR", "--log", "3"])
+        .args([
+            "--allowall",
+            "--qos",
+            "1",
+            "--nats-stream",
+            "STAR",
+            "--log",
+            "3",
+        ])
         .start();
     let acked = |r: &Repeater, n: f64| {
         wait_for(Duration::from_secs(20), || {
