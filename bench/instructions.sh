@@ -18,6 +18,9 @@
 #   mqtt0   --sink tcp://… --qos 0 (mosquitto; a loadgen subscriber counts)
 #   mqtt1   --sink tcp://… --qos 1
 #   nats1   --sinkprotocol nats --qos 1 (nats-server -js, JetStream acks)
+#   SINK-text  the same, the source naming each event (`event: bench/seq`)
+#              and the repeater taking it as is: --topic-from event
+#              --payload text (no JSON pass; issue 29)
 #
 # Usage: bench/instructions.sh [--record] [--no-build]
 #   --record    write the figures as the new baseline instead of comparing
@@ -88,10 +91,14 @@ stream_full() {
 # measure SINK: writes the instructions of the repeater's whole run to
 # $WORK/SINK/total.
 measure() {
-    local sink=$1 dir=$WORK/$1 port sse_port mport
+    local sink=${1%-text} dir=$WORK/$1 port sse_port mport
     mkdir -p "$dir/run" "$dir/data"
     port=$($LOADGEN port)
-    local args=(--allowall --overflow block --checkpoint on --log 1)
+    local args=(--allowall --overflow block --checkpoint on --log 1) sse_args=()
+    if [ "$1" != "$sink" ]; then
+        args+=(--topic-from event --payload text)
+        sse_args+=(--event-name)
+    fi
     case $sink in
         mqtt0 | mqtt1)
             printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 0\n' "$port" >"$dir/mosquitto.conf"
@@ -112,11 +119,11 @@ measure() {
             wait_port "$port"
             args+=(--sinkprotocol nats --sink "nats://127.0.0.1:$port" --qos 1)
             ;;
-        *) echo "instructions.sh: unknown sink '$sink' (mqtt0, mqtt1 or nats1)" >&2; exit 2 ;;
+        *) echo "instructions.sh: unknown sink '$1' (mqtt0, mqtt1 or nats1, each also with -text)" >&2; exit 2 ;;
     esac
     sse_port=$($LOADGEN port)
     "$LOADGEN" sse --listen "127.0.0.1:$sse_port" --count "$COUNT" --rate 0 --warmup "$WARMUP" \
-        --size "$SIZE" >/dev/null 2>"$dir/sse.err" &
+        --size "$SIZE" "${sse_args[@]}" >/dev/null 2>"$dir/sse.err" &
     PIDS+=($!)
     wait_port "$sse_port"
     args+=(--source "http://127.0.0.1:$sse_port")

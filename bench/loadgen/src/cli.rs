@@ -121,6 +121,10 @@ pub struct SseArgs {
     /// Write the TCP URL (`http://127.0.0.1:PORT`) here once listening.
     #[arg(long, value_name = "FILE")]
     pub url_file: Option<PathBuf>,
+    /// Name every event (`event: TOPIC`), for a repeater that takes the
+    /// topic from it (`--topic-from event --payload text`).
+    #[arg(long)]
+    pub event_name: bool,
     #[command(flatten)]
     pub gen: GenArgs,
 }

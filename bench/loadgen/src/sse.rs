@@ -25,6 +25,8 @@ const MAX_HEAD: usize = 16 * 1024;
 
 struct Source {
     topic: String,
+    /// `--event-name`: an `event: TOPIC` line on every event.
+    event_name: bool,
     rate: u64,
     count: u64,
     size: usize,
@@ -48,6 +50,7 @@ pub async fn run(args: SseArgs) -> Result<(), String> {
         gen.size
     };
     let source = Arc::new(Source {
+        event_name: args.event_name,
         topic: gen.topic,
         rate: gen.rate,
         count: gen.count,
@@ -230,6 +233,9 @@ async fn respond<S: AsyncWrite + Unpin>(
 /// Appends SSE event `seq` to `buf`.
 fn push_event(buf: &mut Vec<u8>, source: &Source, seq: u64) {
     let json = event_json(&source.topic, seq, now_ns(), source.size);
+    if source.event_name {
+        buf.extend_from_slice(format!("event: {}\n", source.topic).as_bytes());
+    }
     buf.extend_from_slice(format!("id: {seq}\ndata: {json}\n\n").as_bytes());
 }
 
