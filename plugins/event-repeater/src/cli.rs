@@ -234,7 +234,7 @@ pub struct RunArgs {
     /// The source's own flags (a plain SSE feed's headers, token, CA; where
     /// topics come from; what the payload is).
     #[command(flatten)]
-    pub source_args: crate::source::feed::SourceArgs,
+    pub source_args: crate::feed::SourceArgs,
 }
 
 /// An on/off flag value.

@@ -113,7 +113,7 @@ impl Config {
 /// `--source`: a plain SSE feed (by `--source-kind` or its URL), or an
 /// event plugin's address.
 fn source_addr(args: &RunArgs, plugin_dir: &Path) -> Result<SourceAddr, String> {
-    use crate::source::feed::{is_feed, Feed};
+    use crate::feed::{is_feed, Feed};
     let a = &args.source_args;
     if is_feed(&args.source, a.source_kind) {
         return Ok(SourceAddr::Feed(std::sync::Arc::new(Feed::new(
@@ -136,9 +136,9 @@ fn source_addr(args: &RunArgs, plugin_dir: &Path) -> Result<SourceAddr, String> 
 }
 
 /// `--topic-from` and `--payload`.
-fn decoder(a: &crate::source::feed::SourceArgs) -> Result<crate::decode::Decoder, String> {
+fn decoder(a: &crate::feed::SourceArgs) -> Result<crate::decode::Decoder, String> {
     use crate::decode::{parse_topic_from, Decoder, Payload};
-    use crate::source::feed::PayloadKind;
+    use crate::feed::PayloadKind;
     let payload = match a.payload {
         PayloadKind::Json => Payload::Json,
         PayloadKind::Text => Payload::Text,

@@ -18,7 +18,7 @@ pub const KIND: Kind = Kind {
     protocol: SinkProtocol::Stderr,
     configure: |s: &Setup| {
         Ok(Box::new(Stderr {
-            text: s.args.source_args.payload == crate::source::feed::PayloadKind::Text,
+            text: s.args.source_args.payload == crate::feed::PayloadKind::Text,
         }))
     },
 };

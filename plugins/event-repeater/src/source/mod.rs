@@ -43,7 +43,6 @@ use crate::relay::Relay;
 use crate::sse::{Item, Parser};
 
 mod connect;
-pub mod feed;
 mod pace;
 
 use connect::{get, Refused};

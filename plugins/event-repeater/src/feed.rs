@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use hyper::header::{HeaderName, HeaderValue};
 
-use crate::addr::BasicAuth;
+use crate::basic_auth::BasicAuth;
 
 /// Most `--source-header` flags.
 pub const MAX_HEADERS: usize = 64;

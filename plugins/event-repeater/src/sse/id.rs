@@ -1,0 +1,44 @@
+//! Which SSE ids are kept: an id goes back to the source as a
+//! `Last-Event-ID` header and into the checkpoint, so one that no header
+//! may hold (a control character), one that is not UTF-8, or one over
+//! [`MAX_ID`] bytes is refused (the last id stays what it was).
+
+use super::MAX_ID;
+
+/// Why an `id:` was not kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdRefusal {
+    /// Over [`MAX_ID`] bytes: this many.
+    TooLong(usize),
+    /// A control character (other than tab), which no HTTP header may hold.
+    Control,
+    /// Not UTF-8.
+    NotUtf8,
+}
+
+impl std::fmt::Display for IdRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IdRefusal::TooLong(n) => write!(f, "of {n} bytes, over the limit of {MAX_ID} bytes"),
+            IdRefusal::Control => f.write_str(
+                "holding a control character, which cannot be sent back as a Last-Event-ID header",
+            ),
+            IdRefusal::NotUtf8 => f.write_str("that is not UTF-8"),
+        }
+    }
+}
+
+/// Why `id` cannot be kept as the last event id, if it cannot: also asked
+/// of an id read from an older release's checkpoint.
+pub fn refuse_id(id: &[u8]) -> Option<IdRefusal> {
+    if id.len() > MAX_ID {
+        return Some(IdRefusal::TooLong(id.len()));
+    }
+    if id.iter().any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        return Some(IdRefusal::Control);
+    }
+    if std::str::from_utf8(id).is_err() {
+        return Some(IdRefusal::NotUtf8);
+    }
+    None
+}
