@@ -18,10 +18,9 @@ pub enum SourceAddr {
 }
 
 /// HTTP Basic credentials. Shown (Display, Debug, `/healthz`, the log, the
-/// checkpoint) as `USER:***`: the password is only ever in the header sent.
+/// checkpoint) as `***:***`: they are only ever in the header sent.
 #[derive(Clone, PartialEq, Eq)]
 pub struct BasicAuth {
-    user: String,
     header: String,
 }
 
@@ -31,7 +30,6 @@ impl BasicAuth {
         use base64::Engine;
         let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
         BasicAuth {
-            user: user.to_string(),
             header: format!("Basic {token}"),
         }
     }
@@ -44,7 +42,9 @@ impl BasicAuth {
 
 impl std::fmt::Debug for BasicAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.user, app_plugin::text::MASK)
+        // User and password both: a token is often given as the user.
+        let mask = app_plugin::redact::MASK;
+        write!(f, "{mask}:{mask}")
     }
 }
 
@@ -65,7 +65,7 @@ impl std::fmt::Display for SourceAddr {
 /// the credentials (percent-decoded) sent as HTTP Basic authentication.
 /// Messages show the text with its password masked.
 pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String> {
-    let shown = app_plugin::text::mask_url(text);
+    let shown = app_plugin::redact::url(text);
     if let Some(rest) = text.strip_prefix("http://") {
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
         let (userinfo, hostport) = match authority.rsplit_once('@') {
@@ -82,6 +82,11 @@ pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String>
         return Ok(SourceAddr::Tcp { host, port, auth });
     }
     if let Some(path) = text.strip_prefix("unix://") {
+        if !path.starts_with('/') {
+            return Err(format!(
+                "--source {shown:?}: a unix:// source is unix:///absolute/path.sock (no user, no relative path)"
+            ));
+        }
         return Ok(SourceAddr::Unix(PathBuf::from(path)));
     }
     if text.contains("://") {
@@ -94,6 +99,13 @@ pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String>
     }
     if text.contains('/') {
         return Ok(SourceAddr::Unix(PathBuf::from(text)));
+    }
+    // A plugin's instance name; `u:pw@host:port` or `host:port` without a
+    // scheme is none, and would otherwise be shown as a socket name.
+    if app_plugin::instance::check_name(text).is_err() {
+        return Err(format!(
+            "--source {shown:?} is neither a plugin instance name (letters, digits, '-', '_', '.') nor a path nor a URL; for a TCP source use http://HOST:PORT (credentials as http://USER:PASSWORD@HOST:PORT)"
+        ));
     }
     Ok(SourceAddr::Unix(plugin_dir.join(format!("{text}.sock"))))
 }
@@ -182,7 +194,7 @@ mod tests {
             auth.as_ref().map(BasicAuth::header),
             Some("Basic dTpodW5AdGVyNQ==")
         );
-        assert_eq!(with.to_string(), "http://u:***@127.0.0.1:1");
+        assert_eq!(with.to_string(), "http://***:***@127.0.0.1:1");
         assert!(!format!("{with:?}").contains("hun"));
         let err = parse_source("http://:hunter5@h:1", d).unwrap_err();
         assert!(
