@@ -34,7 +34,8 @@ use std::borrow::Cow;
 /// What a masked secret reads as.
 pub const MASK: &str = "***";
 
-/// `text` with every secret [`url`](self) rule finds replaced by [`MASK`].
+/// `text` with every secret the URL and bare-address rules find replaced
+/// by [`MASK`].
 ///
 /// ```
 /// use app_plugin::redact::url;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::{read_with_mode, ReadError};
 
-/// [`read_limited`] for a file that holds a secret (`--password-file`,
+/// [`read_limited`](super::read_limited) for a file that holds a secret (`--password-file`,
 /// `--token-file`, `--creds`, a host's `token_file`), with a warning to
 /// show when its group or others can read it: the first time this process
 /// reads that path, so a caller may call it at every use and the user is
