@@ -21,6 +21,9 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
+mod secret;
+pub use secret::read_secret;
+
 /// Why [`read_limited`] read nothing.
 #[derive(Debug)]
 pub enum ReadError {
@@ -117,8 +120,15 @@ fn open_nonblocking(path: &Path) -> Result<std::fs::File, ReadError> {
 /// ));
 /// ```
 pub fn read_limited(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+    read_with_mode(path, max).map(|(bytes, _)| bytes)
+}
+
+/// [`read_limited`], with the open file's permission bits.
+pub(crate) fn read_with_mode(path: &Path, max: u64) -> Result<(Vec<u8>, u32), ReadError> {
+    use std::os::unix::fs::PermissionsExt;
     let file = open_nonblocking(path)?;
     let meta = file.metadata().map_err(ReadError::Io)?;
+    let mode = meta.permissions().mode();
     if let Some(kind) = not_regular(meta.file_type()) {
         return Err(ReadError::NotRegular(kind));
     }
@@ -138,7 +148,7 @@ pub fn read_limited(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
             max,
         });
     }
-    Ok(bytes)
+    Ok((bytes, mode))
 }
 
 /// Like [`read_limited`], but a pipe is also read: a FIFO or socket such as

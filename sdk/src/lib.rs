@@ -42,6 +42,8 @@
 //! - [`net`]: whether a host is loopback (plain HTTP allowed);
 //! - [`time`]: RFC 3339 timestamps;
 //! - [`protocol`]: answers `__app_metadata` and `__complete` in one call;
+//! - [`redact`]: the one rule for what is a secret in a URL, an argument
+//!   list or a config, and its masked form to print, log or store;
 //! - `cli` (feature `clap`): completion derived from a `clap::Command`, and
 //!   a `--log` value parser;
 //! - `usage` (feature `clap`): a clap usage error as one log line that
@@ -81,6 +83,7 @@ pub mod notify;
 pub mod paths;
 pub mod plugin;
 pub mod protocol;
+pub mod redact;
 pub mod text;
 pub mod time;
 #[cfg(feature = "clap")]

@@ -78,6 +78,12 @@ pub struct Metadata {
     /// Whether the plugin answers `__complete`.
     #[serde(default)]
     pub completion: bool,
+    /// Keys of the plugin's config (`plugins.<name>.config`) whose values
+    /// are secrets, beyond those [named like one](crate::redact::is_secret_name):
+    /// masked wherever the config or a `--KEY` flag is shown
+    /// ([`crate::redact::config`], [`crate::redact::args`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 impl Metadata {
@@ -99,7 +105,19 @@ impl Metadata {
             description: Some(description.to_string()),
             context: None,
             completion: false,
+            secrets: Vec::new(),
         }
+    }
+
+    /// Declares config keys whose values are secrets (`"secrets": [...]`).
+    ///
+    /// ```
+    /// let meta = app_plugin::metadata::Metadata::new("d", "1", "x").secrets(["db_pass"]);
+    /// assert!(meta.to_json().contains(r#""secrets":["db_pass"]"#));
+    /// ```
+    pub fn secrets<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> Metadata {
+        self.secrets = keys.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Asks for the JSON context document on the first line of stdin

@@ -10,7 +10,7 @@
 //! - [`shorten`]: a peer's error body can be any size; what is printed of it
 //!   is bounded.
 //! - [`mask_url`]: a password or token in a URL is never printed, logged
-//!   or stored in clear.
+//!   or stored in clear (the rule is [`crate::redact`]'s).
 //!
 //! JSON output needs none of this: serde_json escapes control characters,
 //! and JSON is for programs (print it exactly).
@@ -118,117 +118,19 @@ pub fn shorten_for_terminal(text: &str) -> String {
     escape_for_terminal(&shorten(text, ERROR_BODY_MAX)).into_owned()
 }
 
-/// What a masked secret reads as.
-pub const MASK: &str = "***";
+// The one masking rule lives in `crate::redact`; these names stay for
+// the callers that know it as text.
+pub use crate::redact::{has_secret, MASK};
 
-/// Query parameters whose values are secrets (compared case-insensitively).
-const SECRET_PARAMS: &[&str] = &[
-    "token",
-    "access_token",
-    "auth",
-    "password",
-    "passwd",
-    "pass",
-    "secret",
-    "key",
-    "api_key",
-    "apikey",
-    "sig",
-    "signature",
-    "x-amz-signature",
-    "x-amz-credential",
-    "x-amz-security-token",
-];
-
-/// `url` with its password (`scheme://user:PASSWORD@host`) and the values of
-/// secret query parameters (`token`, `password`, `key`, `sig`, …) replaced by
-/// `***`: the form to print, log or store. A user name alone stays; text
-/// that is not a URL comes back unchanged.
+/// [`crate::redact::url`], owned.
 ///
 /// ```
 /// use app_plugin::text::mask_url;
-/// assert_eq!(mask_url("nats://u:hunter3@127.0.0.1:4222"), "nats://u:***@127.0.0.1:4222");
-/// assert_eq!(mask_url("https://x/p.tgz?token=abc&v=1"), "https://x/p.tgz?token=***&v=1");
-/// assert_eq!(mask_url("http://u@h/x"), "http://u@h/x");
+/// assert_eq!(mask_url("nats://u:hunter3@127.0.0.1:4222"), "nats://***:***@127.0.0.1:4222");
 /// assert_eq!(mask_url("not a url"), "not a url");
 /// ```
 pub fn mask_url(url: &str) -> String {
-    mask(url).0
-}
-
-/// [`mask_url`], and whether the URL has a password or a secret parameter
-/// (already masked or not).
-fn mask(url: &str) -> (String, bool) {
-    let Some(scheme_end) = url.find("://") else {
-        return (url.to_string(), false);
-    };
-    let rest_start = scheme_end + 3;
-    let rest = &url[rest_start..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let mut secret = false;
-    let mut out = String::with_capacity(url.len());
-    out.push_str(&url[..rest_start]);
-    match authority.rfind('@') {
-        Some(at) => {
-            let userinfo = &authority[..at];
-            match userinfo.find(':') {
-                Some(colon) => {
-                    secret = true;
-                    out.push_str(&userinfo[..colon]);
-                    out.push(':');
-                    out.push_str(MASK);
-                }
-                None => out.push_str(userinfo),
-            }
-            out.push_str(&authority[at..]);
-        }
-        None => out.push_str(authority),
-    }
-    let tail = &rest[authority_end..];
-    let (before_fragment, fragment) = tail.split_at(tail.find('#').unwrap_or(tail.len()));
-    match before_fragment.split_once('?') {
-        Some((path, query)) => {
-            out.push_str(path);
-            out.push('?');
-            let params: Vec<String> = query
-                .split('&')
-                .map(|p| {
-                    let (shown, was_secret) = mask_param(p);
-                    secret |= was_secret;
-                    shown
-                })
-                .collect();
-            out.push_str(&params.join("&"));
-        }
-        None => out.push_str(before_fragment),
-    }
-    out.push_str(fragment);
-    (out, secret)
-}
-
-/// A query parameter with a secret value masked, and whether it was one.
-fn mask_param(param: &str) -> (String, bool) {
-    match param.split_once('=') {
-        Some((name, value))
-            if !value.is_empty() && SECRET_PARAMS.iter().any(|s| s.eq_ignore_ascii_case(name)) =>
-        {
-            (format!("{name}={MASK}"), true)
-        }
-        _ => (param.to_string(), false),
-    }
-}
-
-/// Whether `url` carries a secret that [`mask_url`] hides (or has hidden:
-/// a masked URL still has one, it is just not known any more).
-///
-/// ```
-/// use app_plugin::text::has_secret;
-/// assert!(has_secret("http://u:p@h/") && has_secret("https://h/x?token=***"));
-/// assert!(!has_secret("http://u@h/?v=1"));
-/// ```
-pub fn has_secret(url: &str) -> bool {
-    mask(url).1
+    crate::redact::url(url).into_owned()
 }
 
 #[cfg(test)]
@@ -250,18 +152,5 @@ mod tests {
                 "{shown:?}"
             );
         }
-    }
-
-    #[test]
-    fn masking_keeps_the_shape_and_hides_only_secrets() {
-        assert_eq!(
-            mask_url("mqtt://user:p%40ss@[::1]:1883/x?qos=1"),
-            "mqtt://user:***@[::1]:1883/x?qos=1"
-        );
-        assert_eq!(
-            mask_url("https://h/a?Token=t1&x=2&password=p#frag"),
-            "https://h/a?Token=***&x=2&password=***#frag"
-        );
-        assert_eq!(mask_url("http://h:80/path@x"), "http://h:80/path@x");
     }
 }

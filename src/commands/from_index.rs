@@ -213,6 +213,12 @@ pub fn upgrade_one(
         return install_by_name(session, &spec, true).map(|i| Upgraded::To(Box::new(i)));
     }
     if let Some(git) = &record.git {
+        if url::has_secret(&git.url) {
+            return Err(Error::Usage(format!(
+                "plugin '{name}' was built from {}, whose password or token was not recorded; install it again with the whole URL: app plugin install --git <URL> --name {name} --force",
+                git.url
+            )));
+        }
         let spec = GitSpec {
             url: git.url.clone(),
             rev: git.rev.clone(),

@@ -54,8 +54,8 @@ fn location(text: &str) -> Result<String> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     match Source::parse(text, &cwd)? {
-        Source::Url(u) if url::has_password(&u) => Err(Error::Usage(format!(
-            "{} carries a password, which would be stored in clear; put the credential in a file and pass --token-file FILE instead",
+        Source::Url(u) if url::has_secret(&u) => Err(Error::Usage(format!(
+            "{} carries user info or a query value, which would be stored in clear (either can hold a token); add the URL without them, put the credential in a file and pass --token-file FILE instead",
             url::redact(&u)
         ))),
         Source::Url(u) => Ok(u),
@@ -82,6 +82,7 @@ fn check_token_file(file: &Path) -> Result<PathBuf> {
             file.display()
         ))
     })?;
+    crate::install::helper::warn_if_shared(&file);
     Ok(file)
 }
 

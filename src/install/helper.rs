@@ -21,8 +21,20 @@ pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
     fetch(&FetchArgs::plugin(source, sha256))
 }
 
+/// A token file its group or others can read: said once per command (the
+/// SDK remembers), here where every fetch with a token passes; app_fetch
+/// reads it (and says what is wrong with it) in a process of its own.
+pub fn warn_if_shared(file: &Path) {
+    if let Ok((_, Some(warning))) = app_plugin::file::read_secret(file, 64 * 1024) {
+        eprintln!("app: warning: token file {warning}");
+    }
+}
+
 /// Runs `app_fetch` for `args` and reads its answer.
 pub fn fetch(args: &FetchArgs) -> Result<Artifact> {
+    if let Some(file) = &args.token_file {
+        warn_if_shared(file);
+    }
     let helper = locate()?;
     let mut cmd = crate::keeper::command(&helper);
     cmd.args(protocol::args(args));

@@ -131,8 +131,9 @@ fn check_request(plugin_dir: &Path, request: &Request) -> Result<Option<String>>
     };
     if let (Source::Url(url), None) = (&request.source, &sha256) {
         return Err(Error::Usage(format!(
-            "installing from a URL needs its checksum: app plugin install {url} --sha256 <HEX> \
-             (compute it with `sha256sum` on a copy you trust)"
+            "installing from a URL needs its checksum: app plugin install {} --sha256 <HEX> \
+             (compute it with `sha256sum` on a copy you trust)",
+            url::redact(url)
         )));
     }
     if let Some(name) = &request.name {
@@ -195,7 +196,11 @@ fn record(request: &Request, artifact: Artifact, version: Option<String>) -> Ent
         }
         if let Some(git) = &origin.git {
             entry.source = format!("git+{}", url::redact(&git.url));
-            entry.git = Some(git.clone());
+            // The clone URL's password or token is not stored either.
+            entry.git = Some(index::GitRecord {
+                url: url::redact(&git.url),
+                ..git.clone()
+            });
         }
     }
     entry
@@ -261,9 +266,9 @@ pub fn upgrade(
         return Err(not_installed(name, found));
     };
     let source = Source::parse(&entry.source, Path::new("/"))?;
-    if matches!(&source, Source::Url(url) if url::has_password(url)) {
+    if matches!(&source, Source::Url(url) if url::has_secret(url)) {
         return Err(Error::Usage(format!(
-            "plugin '{name}' was installed from {}, and its password or token was not recorded; install it again with the whole URL: app plugin install <URL> --name {name} --force --sha256 <HEX>",
+            "plugin '{name}' was installed from {}, whose user info and query values (where tokens go) were not recorded; install it again with the whole URL: app plugin install <URL> --name {name} --force --sha256 <HEX>",
             entry.source
         )));
     }

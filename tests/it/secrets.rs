@@ -8,14 +8,16 @@ use std::time::Duration;
 
 use crate::common;
 
+mod records;
+
 use common::repeater::Repeater;
 use common::sse_source::ScriptedSource;
 use common::{plugin_bin, wait_for, Sandbox};
 
-const REPEATER: &str = "app-event-repeater";
+pub(crate) const REPEATER: &str = "app-event-repeater";
 
 /// Every file under `dir`, read as text (lossy), with its path.
-fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
+pub(crate) fn files_under(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return out;
@@ -62,13 +64,13 @@ fn a_source_password_is_sent_as_basic_auth_and_shown_nowhere() {
     let health: serde_json::Value = serde_json::from_str(&health).expect("JSON");
     assert_eq!(
         health["source"]["url"],
-        url.replace("hunter5", "***"),
+        url.replace("u:hunter5", "***:***"),
         "{health}"
     );
     r.signal(libc::SIGTERM);
     let log = r.log();
     assert!(
-        log.contains("u:***@127.0.0.1"),
+        log.contains("***:***@127.0.0.1"),
         "the log names the source: {log}"
     );
     assert!(!log.contains("hunter5"), "{log}");
@@ -117,7 +119,7 @@ fn credentials_in_a_sink_url_are_refused_without_showing_them() {
         let all = format!("{}{}", ran.stdout, ran.stderr);
         // It names the URL (masked) and the flags to use instead.
         assert!(
-            all.contains(&sink.replace(secret, "***")) && all.contains(flags),
+            all.contains(&sink.replace(&format!("u:{secret}"), "***:***")) && all.contains(flags),
             "{ran:?}"
         );
         assert!(!all.contains(secret), "{ran:?}");
@@ -140,11 +142,232 @@ fn credentials_in_a_manage_host_are_refused_without_showing_them() {
     assert_eq!(ran.exit(), 2, "{ran:?}");
     // It names the address (masked) and what to use instead.
     assert!(
-        ran.stderr.contains("'http://u:***@127.0.0.1:1'") && ran.stderr.contains("--token"),
+        ran.stderr.contains("'http://***:***@127.0.0.1:1'") && ran.stderr.contains("--token"),
         "{ran:?}"
     );
     assert!(
         !ran.stderr.contains("hunter9") && !ran.stdout.contains("hunter9"),
         "{ran:?}"
     );
+}
+
+/// Every output and file of a run, for the greps: none may hold `SECRET`.
+#[track_caller]
+pub(crate) fn assert_clean(what: &str, text: &str) {
+    assert!(!text.contains("SECRET"), "{what} shows a secret: {text}");
+}
+
+#[test]
+fn the_tracer_and_messages_mask_every_secret_form() {
+    let sb = Sandbox::new();
+    sb.script("app-work", "#!/bin/sh\nexit 0\n");
+    sb.write_config(r#"{"listeners": [{"name": "tracer"}]}"#);
+    let argv = [
+        "-H",
+        "http://u:SECRETa@hosta.example:1",
+        "work",
+        "--token",
+        "SECRETb",
+        "--nats-token=SECRETc",
+        "--password",
+        "SECRETd",
+        "--password-file",
+        "/etc/app/pass",
+        "--source-header",
+        "Authorization: Bearer SECRETe",
+        "--sink",
+        "mqtt://SECRETf@hostf.example:1",
+        "--source",
+        "http://u:pa/SECRETg#?@hostg.example:2",
+        "--sink=nats://SECRETh@hosth.example:4222",
+        "u:SECRETi@hosti.example:3",
+        "https://hostj.example/x?private_token=SECRETj&X-Goog-Signature=SECRETk",
+        "https://hostl.example/y?to%6Ben=SECRETl&client_secret=SECRETm",
+        "unix://u:SECRETn@/run/hostn.sock",
+        "http://ghp_SECRETo@hosto.example/r.git",
+    ];
+    sb.run(argv).assert().code(0);
+    let mut outputs = String::new();
+    for url in [
+        "http://127.0.0.1:1/app-x?token=SECRETp",
+        "http://u:SECRETq@127.0.0.1:1/app-x",
+    ] {
+        let ran = sb.run(["plugin", "install", url]).assert().code(2);
+        assert!(
+            ran.stderr.contains("needs its checksum") && ran.stderr.contains("127.0.0.1:1/app-x"),
+            "{ran:?}"
+        );
+        outputs += &format!("{}{}", ran.stdout, ran.stderr);
+    }
+    let list = sb.run(["plugin", "list"]).assert().code(0);
+    assert!(list.stdout.contains("app-listener-tracer"), "{list:?}");
+    outputs += &format!("{}{}", list.stdout, list.stderr);
+    assert_clean("the messages", &outputs);
+
+    let log_path = sb.data_dir().join("tracer.log");
+    let log = std::fs::read_to_string(&log_path).expect("tracer.log");
+    assert_clean("tracer.log", &log);
+    // Positive control: the line is there, with what is not secret.
+    for part in [
+        "hosta.example:1",
+        " work ",
+        "--password-file /etc/app/pass",
+        "hostf.example:1",
+        "hostg.example:2",
+        "hosth.example:4222",
+        "hosti.example:3",
+        "hostj.example/x?private_token=",
+        "to%6Ben=",
+        "/run/hostn.sock",
+        "hosto.example/r.git",
+        "plugin install",
+        "127.0.0.1:1/app-x",
+    ] {
+        assert!(log.contains(part), "{part:?} not in {log}");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&log_path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    for (path, text) in files_under(sb.path()) {
+        assert_clean(&path.display().to_string(), &text);
+    }
+}
+
+#[test]
+fn an_older_world_readable_tracer_log_is_narrowed() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    sb.write_config(r#"{"listeners": [{"name": "tracer"}]}"#);
+    let log_path = sb.data_dir().join("tracer.log");
+    std::fs::write(&log_path, "old line\n").unwrap();
+    std::fs::set_permissions(&log_path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    sb.run(["version"]).assert().code(0);
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(
+        log.starts_with("old line\n") && log.contains("app version"),
+        "{log}"
+    );
+    let mode = std::fs::metadata(&log_path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+}
+
+#[test]
+fn repeater_and_manage_addresses_with_secrets_are_refused_masked() {
+    let sb = Sandbox::new();
+    let repeater = |args: &[&str]| {
+        let mut cmd = sb.command(plugin_bin(REPEATER));
+        cmd.args(["run", "--name", "s"]).args(args);
+        common::run::Run::new(cmd).assert()
+    };
+    for (args, shown) in [
+        (
+            &[
+                "--source",
+                "none",
+                "--sinkprotocol",
+                "nats",
+                "--sink",
+                "nats://SECRET1@127.0.0.1:4222",
+            ][..],
+            "127.0.0.1:4222",
+        ),
+        (
+            &[
+                "--source",
+                "none",
+                "--sinkprotocol",
+                "mqtt",
+                "--sink",
+                "mqtt://SECRET2@127.0.0.1:1883",
+            ],
+            "127.0.0.1:1883",
+        ),
+        (
+            &[
+                "--source",
+                "none",
+                "--sinkprotocol",
+                "mqtt",
+                "--sink",
+                "u:SECRET3@127.0.0.1:1883",
+            ],
+            "127.0.0.1:1883",
+        ),
+        (
+            &[
+                "--source",
+                "none",
+                "--sinkprotocol",
+                "nats",
+                "--sink",
+                "u:SECRET4@127.0.0.1:4222",
+            ],
+            "127.0.0.1:4222",
+        ),
+        (
+            &[
+                "--source",
+                "http://u:pa/SECRET5#?@127.0.0.1:9",
+                "--sinkprotocol",
+                "stderr",
+            ],
+            "127.0.0.1:9",
+        ),
+        (
+            &[
+                "--source",
+                "http://u:pa?SECRET6@127.0.0.1:9",
+                "--sinkprotocol",
+                "stderr",
+            ],
+            "127.0.0.1:9",
+        ),
+        (
+            &[
+                "--source",
+                "user:SECRET7@127.0.0.1:9",
+                "--sinkprotocol",
+                "stderr",
+            ],
+            "127.0.0.1:9",
+        ),
+        (
+            &[
+                "--source",
+                "unix://user:SECRET8@/run/x.sock",
+                "--sinkprotocol",
+                "stderr",
+            ],
+            "/run/x.sock",
+        ),
+    ] {
+        let ran = repeater(args);
+        assert_eq!(ran.exit(), 2, "{args:?}: {ran:?}");
+        assert_clean(
+            &format!("{args:?}"),
+            &format!("{}{}", ran.stdout, ran.stderr),
+        );
+        assert!(ran.stderr.contains(shown), "{args:?}: {ran:?}");
+    }
+    for host in [
+        "http://SECRET1@127.0.0.1:1",
+        "u:SECRET2@127.0.0.1:1",
+        "http://u:pw/SECRET3@127.0.0.1:1",
+        "http://127.0.0.1:1/?token=SECRET4",
+        "unix://u:SECRET5@/run/m.sock",
+    ] {
+        for cmd_args in [&["get", "--host", host][..], &["status", "--host", host]] {
+            let mut cmd = sb.command(plugin_bin("app-event-repeater-manage"));
+            cmd.args(cmd_args);
+            let ran = common::run::Run::new(cmd).assert();
+            assert_eq!(ran.exit(), 2, "{host}: {ran:?}");
+            assert_clean(host, &format!("{}{}", ran.stdout, ran.stderr));
+            let place = if host.starts_with("unix") {
+                "/run/m.sock"
+            } else {
+                "127.0.0.1:1"
+            };
+            assert!(ran.stderr.contains(place), "{host}: {ran:?}");
+        }
+    }
 }

@@ -3,10 +3,10 @@
 //! - `http://` and `https://` are downloaded; `file:///path` is the local
 //!   path it names (`%XX` escapes decoded); any other `scheme://` is refused
 //!   with a clear message instead of being read as a relative file name.
-//! - A password in a URL (`http://user:pass@host/…`) or a secret query
-//!   parameter (`?token=…`, `&sig=…`) is never shown nor recorded: [`redact`]
-//!   replaces it with `***` (`app_plugin::text::mask_url`, the one masking
-//!   function of `app` and its plugins).
+//! - User info in a URL (`http://user:pass@host/…`, `http://TOKEN@host/…`)
+//!   and every query value (`?token=…`, `&sig=…`) are never shown nor
+//!   recorded: [`redact`] replaces them with `***` (`app_plugin::redact`,
+//!   the one masking rule of `app` and its plugins).
 //! - A redirect is followed only to another http(s) URL ([`follow`]).
 
 /// What a `scheme://…` text is, as far as `plugin install` cares.
@@ -24,8 +24,8 @@ pub enum Kind {
     Unsupported(String),
 }
 
-/// The mask that replaces a password.
-pub const MASK: &str = "***";
+/// The mask that replaces a secret.
+pub use app_plugin::redact::MASK;
 
 /// The scheme of `text` when it starts like a URL (`scheme://`), lower-cased.
 pub fn scheme(text: &str) -> Option<String> {
@@ -55,16 +55,17 @@ pub fn kind(text: &str) -> Kind {
     }
 }
 
-/// `url` with the password of its user info and the values of secret query
-/// parameters replaced by [`MASK`].
+/// `url` with its user info and every query value replaced by [`MASK`]
+/// ([`app_plugin::redact::url`]).
 pub fn redact(url: &str) -> String {
-    app_plugin::text::mask_url(url)
+    app_plugin::redact::url(url).into_owned()
 }
 
-/// Whether `url` carries a password or a secret query parameter (a
-/// recorded one is always [`MASK`]).
-pub fn has_password(url: &str) -> bool {
-    password_span(url).is_some() || app_plugin::text::has_secret(url)
+/// Whether `url` carries user info or a query value, which [`redact`]
+/// masks (a recorded one is always [`MASK`]): such a URL cannot be stored
+/// whole.
+pub fn has_secret(url: &str) -> bool {
+    app_plugin::redact::has_secret(url)
 }
 
 /// The origin of an http(s) URL, `scheme://host:port` in lower case with
@@ -88,17 +89,6 @@ pub fn origin(url: &str) -> Option<String> {
         None => (host_port.as_str(), default_port),
     };
     (!host.is_empty()).then(|| format!("{scheme}://{host}:{port}"))
-}
-
-/// Byte range of the password in `scheme://user:password@host…`.
-fn password_span(url: &str) -> Option<(usize, usize)> {
-    let authority_start = url.find("://")? + 3;
-    let rest = &url[authority_start..];
-    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_len];
-    let at = authority.rfind('@')?;
-    let colon = authority[..at].find(':')?;
-    Some((authority_start + colon + 1, authority_start + at))
 }
 
 /// Where a redirect from `base` to `location` leads, if it is an http(s)
@@ -188,16 +178,16 @@ mod tests {
 
     #[test]
     fn passwords_are_redacted_and_nothing_else() {
-        assert_eq!(redact("http://u:p%40ss@h:8/a@b"), "http://u:***@h:8/a@b");
-        assert_eq!(redact("https://user@h/x"), "https://user@h/x");
-        assert_eq!(redact("https://h/x?a=b:c@d"), "https://h/x?a=b:c@d");
-        assert!(has_password("http://u:@h/"));
-        assert!(!has_password("http://u@h/"));
+        assert_eq!(redact("http://u:p%40ss@h:8/a@b"), "http://***:***@h:8/a@b");
+        assert_eq!(redact("https://TOKEN@h/x"), "https://***@h/x");
+        assert_eq!(redact("https://h/x?a=b:c@d"), "https://h/x?a=***");
+        assert!(has_secret("http://u:@h/") && has_secret("http://u@h/"));
+        assert!(!has_secret("http://h:8/x"));
         assert_eq!(
             redact("https://h/p.tar.gz?token=hunter7&v=2"),
-            "https://h/p.tar.gz?token=***&v=2"
+            "https://h/p.tar.gz?token=***&v=***"
         );
-        assert!(has_password("https://h/p?token=***"));
+        assert!(has_secret("https://h/p?token=***"));
     }
 
     #[test]

@@ -23,7 +23,7 @@ impl Endpoint {
     pub fn parse(url: &str) -> Result<Endpoint, String> {
         let url = url.trim();
         // Messages quote the address; never with a password in it.
-        let shown = app_plugin::text::mask_url(url);
+        let shown = app_plugin::redact::url(url);
         if let Some(path) = url.strip_prefix("unix://") {
             if !path.starts_with('/') {
                 return Err(format!(
@@ -48,9 +48,10 @@ impl Endpoint {
         };
         let rest = rest.trim_end_matches('/');
         let authority = rest.split('/').next().unwrap_or_default();
-        if authority.contains('@') {
+        // `redact` finds user info a '/' or '?' in a password cuts short too.
+        if authority.contains('@') || app_plugin::redact::has_secret(url) {
             return Err(format!(
-                "'{shown}': a user or password in the address is not supported; give the repeater's token with --token, APP_TOKEN or the host's token_file"
+                "'{shown}': a user, password or query in the address is not supported (either can hold a token); give the repeater's token with --token, APP_TOKEN or the host's token_file"
             ));
         }
         if authority.is_empty() || authority.contains(['?', '#', ' ']) {
@@ -128,7 +129,8 @@ impl HostWord {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         {
             return Err(format!(
-                "'{word}' is neither an API address (unix:///path/to.sock, http://127.0.0.1:PORT, https://HOST:PORT) nor a host name or @group from the config file"
+                "'{}' is neither an API address (unix:///path/to.sock, http://127.0.0.1:PORT, https://HOST:PORT) nor a host name or @group from the config file",
+                app_plugin::redact::url(word)
             ));
         }
         Ok(if group {
@@ -146,7 +148,7 @@ mod tests {
     #[test]
     fn credentials_in_an_address_are_refused_masked() {
         let err = Endpoint::parse("http://u:hunter9@127.0.0.1:1").unwrap_err();
-        assert!(err.contains("u:***@") && err.contains("--token"), "{err}");
+        assert!(err.contains("***:***@") && err.contains("--token"), "{err}");
         assert!(!err.contains("hunter9"), "{err}");
     }
 

@@ -10,7 +10,6 @@ use std::path::Path;
 use crate::address::{Endpoint, HostWord};
 use crate::cli::Conn;
 use crate::error::Error;
-use crate::files::read_small;
 use crate::hosts::Inventory;
 use crate::io::Io;
 use crate::target::{find_local, Origin, Target};
@@ -141,7 +140,8 @@ fn named(inv: &Inventory, name: &str, d: &Defaults<'_>) -> Result<Target, Error>
     })?;
     let mut t = given(host.endpoint.clone(), Some(name.to_string()), d);
     if let Some(file) = &host.token_file {
-        let text = read_small(file, MAX_TOKEN, &format!("the token file of host '{name}'"))?;
+        let what = format!("the token file of host '{name}'");
+        let text = crate::files::read_secret(file, MAX_TOKEN, &what)?;
         let token = text.lines().next().unwrap_or_default().trim().to_string();
         if token.is_empty() {
             return Err(Error::Usage(format!(

@@ -39,7 +39,7 @@ impl std::fmt::Display for SourceAddr {
 /// the credentials (percent-decoded) sent as HTTP Basic authentication.
 /// Messages show the text with its password masked.
 pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String> {
-    let shown = app_plugin::text::mask_url(text);
+    let shown = app_plugin::redact::url(text);
     if let Some(rest) = text.strip_prefix("http://") {
         let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
         let (userinfo, hostport) = match authority.rsplit_once('@') {
@@ -56,6 +56,11 @@ pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String>
         return Ok(SourceAddr::Tcp { host, port, auth });
     }
     if let Some(path) = text.strip_prefix("unix://") {
+        if !path.starts_with('/') {
+            return Err(format!(
+                "--source {shown:?}: a unix:// source is unix:///absolute/path.sock (no user, no relative path)"
+            ));
+        }
         return Ok(SourceAddr::Unix(PathBuf::from(path)));
     }
     if text.contains("://") {
@@ -68,6 +73,13 @@ pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String>
     }
     if text.contains('/') {
         return Ok(SourceAddr::Unix(PathBuf::from(text)));
+    }
+    // A plugin's instance name; `u:pw@host:port` or `host:port` without a
+    // scheme is none, and would otherwise be shown as a socket name.
+    if app_plugin::instance::check_name(text).is_err() {
+        return Err(format!(
+            "--source {shown:?} is neither a plugin instance name (letters, digits, '-', '_', '.') nor a path nor a URL; for a TCP source use http://HOST:PORT (credentials as http://USER:PASSWORD@HOST:PORT)"
+        ));
     }
     Ok(SourceAddr::Unix(plugin_dir.join(format!("{text}.sock"))))
 }
@@ -156,7 +168,7 @@ mod tests {
             auth.as_ref().map(BasicAuth::header),
             Some("Basic dTpodW5AdGVyNQ==")
         );
-        assert_eq!(with.to_string(), "http://u:***@127.0.0.1:1");
+        assert_eq!(with.to_string(), "http://***:***@127.0.0.1:1");
         assert!(!format!("{with:?}").contains("hun"));
         let err = parse_source("http://:hunter5@h:1", d).unwrap_err();
         assert!(

@@ -3,10 +3,9 @@
 //! both hold them.
 
 /// HTTP Basic credentials. Shown (Display, Debug, `/healthz`, the log, the
-/// checkpoint) as `USER:***`: the password is only ever in the header sent.
+/// checkpoint) as `***:***`: they are only ever in the header sent.
 #[derive(Clone, PartialEq, Eq)]
 pub struct BasicAuth {
-    user: String,
     header: String,
 }
 
@@ -16,7 +15,6 @@ impl BasicAuth {
         use base64::Engine;
         let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
         BasicAuth {
-            user: user.to_string(),
             header: format!("Basic {token}"),
         }
     }
@@ -29,6 +27,8 @@ impl BasicAuth {
 
 impl std::fmt::Debug for BasicAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.user, app_plugin::text::MASK)
+        // User and password both: a token is often given as the user.
+        let mask = app_plugin::redact::MASK;
+        write!(f, "{mask}:{mask}")
     }
 }

@@ -189,7 +189,9 @@ impl CheckpointFile {
                 if doc.version > 1 { ", from a newer release of app" } else { "" }
             ));
         }
-        if doc.source != self.source {
+        // Older releases wrote a source's user in clear (`http://u:***@…`);
+        // masked the same way now, it is the same source.
+        if doc.source != self.source && app_plugin::redact::url(&doc.source) != self.source {
             return Ok(Loaded::OtherSource(doc.source));
         }
         if let Some(sink) = doc.sink.filter(|s| s != self.sink) {

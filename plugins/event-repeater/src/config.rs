@@ -10,7 +10,6 @@ use app_plugin::context::Context;
 pub use crate::addr::SourceAddr;
 use crate::addr::{is_loopback, parse_source, split_host_port};
 use crate::cli::{RunArgs, SinkProtocol};
-use crate::files::read_file;
 use crate::sink::{Setup, SinkConfig};
 
 /// What `run` does, checked: see [`Config::new`].
@@ -218,7 +217,7 @@ fn sink_config(
 }
 
 fn read_password(path: &Path) -> Result<String, String> {
-    let bytes = read_file(path, "--password-file", 64 * 1024)?;
+    let bytes = crate::files::read_secret_file(path, "--password-file", 64 * 1024)?;
     let text = String::from_utf8(bytes)
         .map_err(|_| format!("--password-file {} is not UTF-8 text", path.display()))?;
     Ok(text.lines().next().unwrap_or_default().to_string())

@@ -15,6 +15,17 @@ pub fn read_file(path: &Path, flag: &str, max: u64) -> Result<Vec<u8>, String> {
     app_plugin::file::read_limited(path, max).map_err(|e| format!("{flag} {} {e}", path.display()))
 }
 
+/// [`read_file`] for a file holding a secret (`--password-file`,
+/// `--creds`): a warning, once, when its group or others can read it.
+pub fn read_secret_file(path: &Path, flag: &str, max: u64) -> Result<Vec<u8>, String> {
+    let (bytes, warning) = app_plugin::file::read_secret(path, max)
+        .map_err(|e| format!("{flag} {} {e}", path.display()))?;
+    if let Some(warning) = warning {
+        app_plugin::warn!("{flag} {warning}");
+    }
+    Ok(bytes)
+}
+
 /// Reads `path` if it is a regular file of at most `max` bytes; `Ok(None)`
 /// if it does not exist (see [`app_plugin::file::read_limited`]: a FIFO
 /// cannot hang the open, a device cannot fill the memory).

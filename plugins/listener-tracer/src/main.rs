@@ -5,9 +5,15 @@
 //! when the command is over. Each becomes a line like
 //! `2026-11-29T21:56:27.123Z command.end 7f3a… "app event-time" exit=0 12ms`.
 //! The file is `$APP_DATA_DIR/tracer.log`, or `APP_TRACER_LOG`, or `--file`.
+//!
+//! Command lines carry secrets (`--token T`, `-H http://u:pw@host`,
+//! `?token=` in an install URL), so the line shows the command through
+//! `app_plugin::redact` (the one rule of `app`), and the file is made
+//! 0600 (only its owner reads it), whatever the umask, new or not.
 
 use std::fs::OpenOptions;
 use std::io::{self, BufRead, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -86,7 +92,17 @@ fn trace(input: impl BufRead, file: &PathBuf) -> io::Result<()> {
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut out = OpenOptions::new().create(true).append(true).open(file)?;
+    let mut out = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(file)?;
+    // A log an older release made 0644 (or that someone widened) is
+    // narrowed: its past lines were written unmasked.
+    let mode = out.metadata()?.permissions().mode();
+    if mode & 0o077 != 0 {
+        out.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
+    }
     for line in input.lines() {
         let line = line?;
         if line.trim().is_empty() {
@@ -102,11 +118,24 @@ fn trace(input: impl BufRead, file: &PathBuf) -> io::Result<()> {
 /// the SDK's [`Event`]s) is logged as is rather than dropped.
 fn format_event(line: &str) -> String {
     let Ok(event) = serde_json::from_str::<Event>(line) else {
-        return format!("unparsed {line}\n");
+        return format!("unparsed {}\n", app_plugin::redact::words(line));
     };
+    let shown = |command: &str| app_plugin::redact::command_line(command, &[]);
     let mut out = match &event {
-        Event::Start(s) => format!("{} {} {} {:?}", s.timestamp, event.name(), s.id, s.command),
-        Event::End(e) => format!("{} {} {} {:?}", e.timestamp, event.name(), e.id, e.command),
+        Event::Start(s) => format!(
+            "{} {} {} {:?}",
+            s.timestamp,
+            event.name(),
+            s.id,
+            shown(&s.command)
+        ),
+        Event::End(e) => format!(
+            "{} {} {} {:?}",
+            e.timestamp,
+            event.name(),
+            e.id,
+            shown(&e.command)
+        ),
         // A kind of event newer than this SDK: its name at least.
         other => format!("- {} - \"-\"", other.name()),
     };
@@ -139,5 +168,23 @@ mod tests {
     #[test]
     fn garbage_is_kept_not_dropped() {
         assert_eq!(format_event("not json"), "unparsed not json\n");
+        assert_eq!(format_event("x http://T@h"), "unparsed x http://***@h\n");
+    }
+
+    #[test]
+    fn secrets_in_the_command_are_masked() {
+        let line = format_event(
+            r#"{"event":"command.end","id":"a","timestamp":"T","command":"app -H http://u:S1@h x --token S2 --sink=mqtt://S3@b:1","exit_code":0,"duration_ms":1}"#,
+        );
+        assert!(
+            !["S1", "S2", "S3"].iter().any(|s| line.contains(s)),
+            "{line}"
+        );
+        assert!(
+            line.contains("http://***:***@h")
+                && line.contains("--token '***'")
+                && line.contains("mqtt://***@b:1"),
+            "{line}"
+        );
     }
 }

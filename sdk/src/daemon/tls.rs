@@ -5,6 +5,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use rustls::pki_types::pem::{self, PemObject};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
 /// The most a PEM file may hold.
 const MAX_PEM: u64 = 1 << 20;
 
@@ -27,7 +30,9 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, St
     };
     let cert_text = read(cert, "--tls-cert")?;
     let key_text = read(key, "--tls-key")?;
-    let certs: Vec<_> = rustls_pemfile::certs(&mut cert_text.as_slice())
+    // rustls-pki-types' PEM reader (rustls-pemfile is unmaintained,
+    // RUSTSEC-2025-0134): sections of other kinds are skipped.
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_text)
         .collect::<Result<_, _>>()
         .map_err(|e| format!("--tls-cert {}: not PEM: {e}", cert.display()))?;
     if certs.is_empty() {
@@ -36,14 +41,13 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, St
             cert.display()
         ));
     }
-    let key = rustls_pemfile::private_key(&mut key_text.as_slice())
-        .map_err(|e| format!("--tls-key {}: not PEM: {e}", key.display()))?
-        .ok_or_else(|| {
-            format!(
-                "--tls-key {} holds no private key (-----BEGIN PRIVATE KEY-----)",
-                key.display()
-            )
-        })?;
+    let key = PrivateKeyDer::from_pem_slice(&key_text).map_err(|e| match e {
+        pem::Error::NoItemsFound => format!(
+            "--tls-key {} holds no private key (-----BEGIN PRIVATE KEY-----)",
+            key.display()
+        ),
+        e => format!("--tls-key {}: not PEM: {e}", key.display()),
+    })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()

@@ -90,6 +90,9 @@ impl NatsServer {
             ),
         )
         .expect("write user.creds");
+        // Private, as nsc writes it (one others can read is warned about).
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&creds, fs::Permissions::from_mode(0o600)).expect("chmod user.creds");
         Some((server, creds))
     }
 

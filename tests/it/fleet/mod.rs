@@ -65,8 +65,11 @@ fn routes_of(r: &Repeater) -> Vec<(String, String)> {
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
     let path = dir.join(name);
     std::fs::write(&path, text).expect("write");
+    // Private, as a user keeps a token file: one others can read is warned about.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     path.to_string_lossy().into_owned()
 }
 

@@ -101,7 +101,7 @@ pub fn no_credentials(text: &str, rest: &str, flags: &str) -> Result<(), String>
     if authority.contains('@') {
         return Err(format!(
             "--sink {:?}: give credentials with {flags}, not in the URL",
-            app_plugin::text::mask_url(text)
+            app_plugin::redact::url(text)
         ));
     }
     Ok(())

@@ -79,7 +79,8 @@ pub fn configure(setup: &Setup) -> Result<MqttConfig, String> {
         let (host, port, t) = parse_sink(text)?;
         if t != tls {
             return Err(format!(
-                "--sink {text:?}: every MQTT broker must use TLS (mqtts://) or none"
+                "--sink {:?}: every MQTT broker must use TLS (mqtts://) or none",
+                app_plugin::redact::url(text)
             ));
         }
         failover.push(Endpoint { host, port, tls });
@@ -126,7 +127,7 @@ pub fn parse_sink(text: &str) -> Result<(String, u16, bool), String> {
     } else if text.contains("://") {
         return Err(format!(
             "--sink {:?}: unsupported scheme; use tcp://, mqtt:// or mqtts://",
-            app_plugin::text::mask_url(text)
+            app_plugin::redact::url(text)
         ));
     } else {
         (text, false)
@@ -144,7 +145,12 @@ pub fn parse_sink(text: &str) -> Result<(String, u16, bool), String> {
         None if rest.starts_with('[') && rest.ends_with(']') => {
             (rest[1..rest.len() - 1].to_string(), default_port)
         }
-        None => return Err(format!("--sink {text:?} is not HOST:PORT")),
+        None => {
+            return Err(format!(
+                "--sink {:?} is not HOST:PORT",
+                app_plugin::redact::url(text)
+            ))
+        }
     };
     Ok((host, port, tls))
 }

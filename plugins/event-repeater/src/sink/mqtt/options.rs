@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rumqttc::{MqttOptions, QoS, TlsConfiguration, Transport};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::CertificateDer;
 
 use crate::cli::Qos;
 use crate::sink::mqtt::config::{Endpoint, MqttConfig};
@@ -56,7 +58,8 @@ fn tls_config(cfg: &MqttConfig) -> Result<TlsConfiguration, String> {
     match &cfg.ca_file {
         Some(path) => {
             let pem = crate::files::read_file(path, "--ca-file", 1 << 20)?;
-            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+            // rustls-pki-types' PEM reader (rustls-pemfile is unmaintained).
+            for cert in CertificateDer::pem_slice_iter(&pem) {
                 let cert = cert.map_err(|e| format!("--ca-file {}: {e}", path.display()))?;
                 roots
                     .add(cert)

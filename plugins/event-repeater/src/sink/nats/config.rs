@@ -63,7 +63,7 @@ pub fn configure(setup: &Setup) -> Result<NatsConfig, String> {
     }
     if let Some(path) = &args.creds {
         // Checked here; the NATS client reads it again when it connects.
-        crate::files::read_file(path, "--creds", 64 * 1024)?;
+        crate::files::read_secret_file(path, "--creds", 64 * 1024)?;
     }
     if args.nats_token.as_deref().is_some_and(str::is_empty) {
         return Err("the NATS token (--nats-token or APP_NATS_TOKEN) must not be empty".into());
@@ -113,7 +113,7 @@ pub fn parse_nats_sink(text: &str) -> Result<(String, bool), String> {
     } else if text.contains("://") {
         return Err(format!(
             "--sink {:?}: unsupported scheme for NATS; use nats:// or tls://",
-            app_plugin::text::mask_url(text)
+            app_plugin::redact::url(text)
         ));
     } else {
         (text, false)
@@ -123,10 +123,18 @@ pub fn parse_nats_sink(text: &str) -> Result<(String, bool), String> {
     let (host, port) = match split_host_port(rest) {
         Some(hp) => hp,
         None if !rest.is_empty() && !rest.contains([':', '@', '/']) => (rest.to_string(), 4222),
-        None => return Err(format!("--sink {text:?} is not HOST:PORT")),
+        None => {
+            return Err(format!(
+                "--sink {:?} is not HOST:PORT",
+                app_plugin::redact::url(text)
+            ))
+        }
     };
     if host.contains('/') {
-        return Err(format!("--sink {text:?} is not HOST:PORT"));
+        return Err(format!(
+            "--sink {:?} is not HOST:PORT",
+            app_plugin::redact::url(text)
+        ));
     }
     let scheme = if tls { "tls" } else { "nats" };
     Ok((format!("{scheme}://{}", join_host_port(&host, port)), tls))
@@ -164,7 +172,7 @@ mod tests {
         assert!(parse_nats_sink("mqtt://h").is_err());
         let err = parse_nats_sink("nats://u:hunter3@h:1").unwrap_err();
         assert!(
-            err.contains("nats://u:***@h:1") && !err.contains("hunter3"),
+            err.contains("nats://***:***@h:1") && !err.contains("hunter3"),
             "{err}"
         );
     }
