@@ -33,6 +33,7 @@ mod broker;
 mod crashes;
 mod hardening;
 mod hostile_api;
+mod qos2;
 mod source;
 
 fn loadgen() -> PathBuf {
@@ -148,7 +149,7 @@ impl Counter {
     }
 
     /// Waits until `n` distinct numbers arrived.
-    fn wait_distinct(&self, n: u64, timeout: Duration) {
+    pub(crate) fn wait_distinct(&self, n: u64, timeout: Duration) {
         let ok = wait_for(timeout, || (self.distinct() >= n).then_some(()));
         assert!(
             ok.is_some(),
