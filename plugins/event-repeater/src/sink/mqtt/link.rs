@@ -13,7 +13,7 @@ use app_plugin::log::{debug, info, warn};
 use rumqttc::{ConnectionError, QoS};
 
 use crate::backoff::Backoff;
-use crate::metrics::{inc, Metrics};
+use crate::metrics::{inc, set_problem, Metrics};
 use crate::sink::mqtt::book::Book;
 
 pub struct Link {
@@ -109,6 +109,7 @@ impl Link {
 
     /// The connection was lost (`e`), or could not be made.
     pub fn lost(&mut self, e: &ConnectionError, book: &mut Book, m: &Metrics, url: &str) {
+        set_problem(&m.sink_last_error, &format!("{url}: {e}"));
         if self.connected {
             self.connected = false;
             m.sink_connected.store(false, Ordering::Relaxed);
