@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::broker::Broker;
 use common::nats::NatsServer;
-use common::repeater::Repeater;
+use common::repeater::{status_rows, Repeater};
 use common::{free_port, wait_for, Sandbox};
 use serde_json::{json, Value};
 
@@ -96,7 +96,15 @@ fn a_frozen_mqtt_broker_is_degraded_then_ok_once_it_answers() {
     let r = Repeater::builder(&sb, "frozen")
         .source(&format!("http://127.0.0.1:{port}"))
         .sink(&broker.url())
-        .args(["--qos", "1", "--allowall", "--log", "3"])
+        .args([
+            "--qos",
+            "1",
+            "--allowall",
+            "--log",
+            "3",
+            "--listen",
+            "127.0.0.1:0",
+        ])
         .start();
     let ok = wait_health(&r, Duration::from_secs(20), "ok", false);
     assert_eq!(ok["sink"]["connected"], true, "{ok}");
@@ -108,8 +116,16 @@ fn a_frozen_mqtt_broker_is_degraded_then_ok_once_it_answers() {
         "{h}"
     );
     assert_eq!(metric(&r, "sink_stalled"), 1);
+    let row = status_rows(&sb, &[&r.url()])[0].clone();
+    assert_eq!(row["state"], "degraded", "{row}");
+    assert_eq!(row["sink_stalled"], true, "{row}");
+    let why = row["sink_problem"].as_str().unwrap_or_default();
+    assert!(why.contains("acknowledged none"), "{row}");
     broker.resume();
     wait_health(&r, Duration::from_secs(30), "ok", false);
     assert_eq!(metric(&r, "sink_stalled"), 0);
     assert_eq!(metric(&r, "sink_stalls_total"), 1);
+    let row = status_rows(&sb, &[&r.url()])[0].clone();
+    assert_eq!(row["state"], "up", "{row}");
+    assert_eq!(row["sink_stalled"], false, "{row}");
 }
