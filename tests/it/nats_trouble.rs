@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 /// One JetStream API request over the NATS protocol (`PUB subject` with a
 /// reply inbox), as the `nats` CLI would send it: the JSON answer.
-fn js_api(port: u16, subject: &str, body: &Value) -> Value {
+pub(crate) fn js_api(port: u16, subject: &str, body: &Value) -> Value {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect to nats-server");
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");

@@ -89,9 +89,18 @@ pub struct SinkHealth {
     pub broker: String,
     /// Whether the sink is connected (always for stderr).
     pub connected: bool,
+    /// Of the duplicates, how many stored a different message: another writer with
+    /// the same `--source-id` sends other events (they were lost).
+    pub duplicate_conflicts: u64,
+    /// Publishes the stream acknowledged as duplicates (NATS JetStream:
+    /// it already held their `Nats-Msg-Id`).
+    pub duplicates: u64,
     /// Why the sink cannot store events though connected (NATS: no
-    /// JetStream, a full stream); `null` when nothing.
+    /// JetStream, a full stream), or why it is stalled; `null` when nothing.
     pub problem: Option<String>,
+    /// Whether events wait and the sink has acknowledged none for 10 s
+    /// (the reason in `problem`).
+    pub stalled: bool,
     /// The sink as given (`mqtt://…`, `nats://…`, `stderr`).
     pub url: String,
 }
@@ -110,7 +119,8 @@ mod tests {
             "started_unix": 1_796_025_600u64,
             "uptime_secs": 5,
             "source": {"url": "unix:/s.sock", "connected": true, "stalled": false, "problem": null, "start": "resumed after event id 7"},
-            "sink": {"url": "nats://n:4222", "connected": true, "broker": "", "problem": "the stream is full"},
+            "sink": {"url": "nats://n:4222", "connected": true, "broker": "", "problem": "the stream is full",
+                     "duplicate_conflicts": 0, "duplicates": 2, "stalled": false},
             "routes": 2,
             "allowall": false,
             "buffered": 1,
@@ -125,7 +135,10 @@ mod tests {
             sink: SinkHealth {
                 broker: String::new(),
                 connected: true,
+                duplicate_conflicts: 0,
+                duplicates: 2,
                 problem: Some("the stream is full".into()),
+                stalled: false,
                 url: "nats://n:4222".into(),
             },
             source: SourceHealth {

@@ -241,6 +241,28 @@ pub const SINK_PROBLEM: Metric = Metric::gauge(
     "sink_problem",
     "1 while the sink cannot store events for a reason the connection state does not show (see sink.problem in /healthz).",
 );
+/// 1 while events wait and the sink acknowledged none for a while.
+pub const SINK_STALLED: Metric = Metric::gauge(
+    "sink_stalled",
+    "1 while events wait and the sink has acknowledged none for 10 s or more (connected or not; the reason is sink.problem in /healthz).",
+);
+/// Times the sink stalled so.
+pub const SINK_STALLS: Metric = Metric::counter(
+    "sink_stalls",
+    "Times events waited and the sink acknowledged none for 10 s.",
+);
+/// JetStream acknowledgements that said `duplicate`: the stream already
+/// held a message with the publish's `Nats-Msg-Id`.
+pub const EVENTS_DUPLICATE: Metric = Metric::counter(
+    "events_duplicate",
+    "Publishes the stream acknowledged as duplicates (it already held their Nats-Msg-Id): sent again by this repeater, an earlier run of it, or another writer with the same --source-id.",
+);
+/// Duplicates whose stored message differs from the event sent: another
+/// writer used the same `--source-id` for other events, which were lost.
+pub const EVENTS_DUPLICATE_CONFLICT: Metric = Metric::counter(
+    "events_duplicate_conflict",
+    "Duplicates whose stored message differs from the event sent (checked for those this run had not sent before): another writer with the same --source-id sends other events, and this event was not stored.",
+);
 /// Publishes the broker refused, by [`label::REASON`]:
 /// [`label::STREAM_FULL`].
 pub const SINK_REFUSED: Metric = Metric::counter(
@@ -268,7 +290,7 @@ pub const START_TIME: Metric = Metric::gauge(
 .with_unit(Unit::Seconds);
 
 /// Every family, in the order of the answer.
-pub const ALL: [Metric; 30] = [
+pub const ALL: [Metric; 34] = [
     EVENTS_RECEIVED,
     EVENTS_MISSED,
     EVENTS_INVALID,
@@ -277,6 +299,8 @@ pub const ALL: [Metric; 30] = [
     EVENTS_PUBLISHED,
     EVENTS_REPUBLISHED,
     EVENTS_ACKED,
+    EVENTS_DUPLICATE,
+    EVENTS_DUPLICATE_CONFLICT,
     EVENTS_FAILED,
     EVENTS_DROPPED,
     EVENTS_BUFFERED,
@@ -294,6 +318,8 @@ pub const ALL: [Metric; 30] = [
     SOURCE_STALLED,
     SOURCE_STALLS,
     SINK_PROBLEM,
+    SINK_STALLED,
+    SINK_STALLS,
     SINK_REFUSED,
     ROUTE_EVENTS,
     ROUTE_SERIES_OMITTED,

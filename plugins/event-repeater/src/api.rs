@@ -426,10 +426,14 @@ async fn healthz(State(st): St) -> Response {
         start: metrics::problem(&m.source_start),
         url: st.source.clone(),
     };
+    let stalled = metrics::problem(&m.sink_stalled);
     let sink = SinkHealth {
         broker: m.broker(),
         connected: m.sink_connected.load(Relaxed),
-        problem: metrics::problem(&m.sink_problem),
+        duplicate_conflicts: m.duplicate_conflicts.load(Relaxed),
+        duplicates: m.duplicates.load(Relaxed),
+        stalled: stalled.is_some(),
+        problem: metrics::problem(&m.sink_problem).or(stalled),
         url: st.sink.clone(),
     };
     let ok = source.connected && !source.stalled && sink.connected && sink.problem.is_none();

@@ -159,9 +159,9 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "on|off", default_value = "on")]
     pub checkpoint: Switch,
 
-    /// Unacknowledged publishes allowed on the wire at once (QoS 1 and 2; MQTT and NATS).
-    #[arg(long, value_name = "N", default_value = "1000", value_parser = clap::value_parser!(u16).range(1..))]
-    pub inflight: u16,
+    /// Unacknowledged publishes allowed on the wire at once (QoS 1 and 2; MQTT and NATS): 1000 by default, 20 for MQTT at QoS 2 (mosquitto's max_inflight_messages; a broker silently drops QoS 2 publishes over its limit)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub inflight: Option<u16>,
 
     /// JetStream stream for --sinkprotocol nats; created if missing (see docs/event-repeater.md).
     #[arg(long, value_name = "NAME", default_value = "EVENTS")]
@@ -246,6 +246,14 @@ pub enum Switch {
 
 /// The default of `--max-connections`, per API listener.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+
+/// `--inflight` when not given (MQTT QoS 1, NATS JetStream).
+pub const DEFAULT_INFLIGHT: u16 = 1000;
+
+/// `--inflight` when not given for MQTT at QoS 2: mosquitto's default
+/// `max_inflight_messages`. Over MQTT 3.1.1 a QoS 2 publish over the
+/// broker's limit is answered like an accepted one and then discarded.
+pub const DEFAULT_INFLIGHT_MQTT_QOS2: u16 = 20;
 
 /// The longest `--drain-timeout`: a stop that waits longer than this is a
 /// hang to whoever stops the repeater.

@@ -68,7 +68,12 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         )
     });
 
+    let stall = Stage::spawn(|stop| {
+        crate::sink::stall::watch(core.metrics.clone(), core.buffer.clone(), stop)
+    });
+
     let why = shutdown.recv().await;
+    stall.stop(why).await;
     status.stop(why).await;
     tasks.drain(&cfg, &core, why).await;
     api.stop(why).await;

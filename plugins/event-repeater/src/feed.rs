@@ -245,7 +245,8 @@ fn client_config(ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, String>
     match ca {
         Some(path) => {
             let pem = crate::files::read_file(path, "--source-ca-file", 1 << 20)?;
-            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+            use rustls::pki_types::{pem::PemObject, CertificateDer};
+            for cert in CertificateDer::pem_slice_iter(&pem) {
                 let cert = cert.map_err(|e| format!("--source-ca-file {}: {e}", path.display()))?;
                 roots
                     .add(cert)

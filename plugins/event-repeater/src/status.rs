@@ -54,12 +54,15 @@ pub async fn report(sink: String, metrics: Arc<Metrics>, buffer: Arc<Buffer>, st
         let per_second = now_acked.saturating_sub(acked) as f64 / seconds;
         (acked, at) = (now_acked, now);
         let stats = buffer.stats();
-        let text = line(
-            &sink,
-            metrics.sink_connected.load(Ordering::Relaxed),
-            per_second,
-            stats.queued + stats.inflight,
-        );
+        let text = match crate::metrics::problem(&metrics.sink_stalled) {
+            Some(why) => format!("degraded: {why}"),
+            None => line(
+                &sink,
+                metrics.sink_connected.load(Ordering::Relaxed),
+                per_second,
+                stats.queued + stats.inflight,
+            ),
+        };
         if text != last {
             app_plugin::notify::status(&text);
             last = text;

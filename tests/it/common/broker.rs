@@ -42,6 +42,19 @@ impl Broker {
 
     /// A broker, with persistence (in its temp dir) when asked.
     pub fn start_with(persistence: bool) -> Option<Broker> {
+        Broker::start_conf(persistence, "max_queued_messages 0\n")
+    }
+
+    /// A broker with mosquitto's defaults for every limit: its queue to a
+    /// subscriber holds 1,000 messages, its quota of unfinished QoS 2
+    /// publishes from a client is 20 (`max_inflight_messages`).
+    pub fn start_defaults() -> Option<Broker> {
+        Broker::start_conf(false, "")
+    }
+
+    /// A broker with `limits` (lines of mosquitto.conf) and, when asked,
+    /// persistence.
+    fn start_conf(persistence: bool, limits: &str) -> Option<Broker> {
         let exe = require("mosquitto", "mosquitto")?;
         let dir = tempfile::Builder::new()
             .prefix("app-broker-")
@@ -51,7 +64,7 @@ impl Broker {
         // SAFETY: geteuid has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
         let mut conf = format!(
-            "listener {port} 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\nlog_dest file {}\n",
+            "listener {port} 127.0.0.1\nallow_anonymous true\n{limits}log_dest file {}\n",
             dir.path().join("mosquitto.log").display()
         );
         if root {

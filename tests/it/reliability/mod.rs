@@ -34,6 +34,7 @@ mod crashes;
 mod hardening;
 mod hostile_api;
 mod ids_on_some_events;
+mod qos2;
 mod source;
 
 fn loadgen() -> PathBuf {
@@ -149,7 +150,7 @@ impl Counter {
     }
 
     /// Waits until `n` distinct numbers arrived.
-    fn wait_distinct(&self, n: u64, timeout: Duration) {
+    pub(crate) fn wait_distinct(&self, n: u64, timeout: Duration) {
         let ok = wait_for(timeout, || (self.distinct() >= n).then_some(()));
         assert!(
             ok.is_some(),

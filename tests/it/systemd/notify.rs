@@ -354,3 +354,40 @@ fn event_time_notifies_ready_watchdog_and_stopping() {
         Some(0)
     );
 }
+
+/// Issue 30: a sink that takes nothing for 10 s while events wait makes
+/// `STATUS=` say `degraded:` with the reason (before, the line said only
+/// "waiting for the sink", which is also what a short outage says; that
+/// line comes first here, so the test would see a status without the word).
+#[test]
+fn a_stalled_sink_makes_the_status_line_say_degraded() {
+    let sb = Sandbox::new();
+    let source = EventTime::start(&sb, &["--name", "src", "--rate", "100"]);
+    let mut notify = NotifySocket::bind(&sb);
+    // Nothing listens there: the events wait, none is acknowledged.
+    let port = crate::common::free_port();
+    let mut cmd = sb.command(crate::common::plugin_bin("app-event-repeater"));
+    cmd.args(["run", "--name", "stalled", "--allowall"])
+        .args(["--sink", &format!("tcp://127.0.0.1:{port}")])
+        .args(["--source", &source.socket().to_string_lossy()])
+        .env("NOTIFY_SOCKET", &notify.path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let _proc = Proc::spawn("app-event-repeater", &mut cmd);
+    assert!(
+        notify.wait_line_containing("STATUS=waiting for the sink", Duration::from_secs(20)),
+        "{}",
+        notify.transcript()
+    );
+    assert!(
+        notify.wait_line_containing("STATUS=degraded: ", Duration::from_secs(30)),
+        "{}",
+        notify.transcript()
+    );
+    assert!(
+        notify.wait_line_containing("the sink has acknowledged none", Duration::ZERO),
+        "{}",
+        notify.transcript()
+    );
+}

@@ -35,6 +35,11 @@ pub struct Row {
     pub sink: Option<String>,
     /// Whether the sink is connected.
     pub sink_connected: Option<bool>,
+    /// Whether events wait and the sink has acknowledged none for 10 s.
+    pub sink_stalled: Option<bool>,
+    /// Why the sink cannot store events (or is stalled), as the repeater
+    /// says it.
+    pub sink_problem: Option<String>,
     /// Events read from the source per second over the interval.
     pub received_per_sec: Option<f64>,
     /// Events the sink acknowledged per second over the interval.
@@ -80,6 +85,8 @@ pub fn row(host: &str, before: Option<&Sample>, now: &Sample, elapsed: Duration)
         source_stalled: h.map(|h| h.source.stalled),
         sink: text(|h| &h.sink.url),
         sink_connected: h.map(|h| h.sink.connected),
+        sink_stalled: h.map(|h| h.sink.stalled),
+        sink_problem: h.and_then(|h| h.sink.problem.clone()),
         received_per_sec: rate(&metric::EVENTS_RECEIVED),
         acked_per_sec: rate(&metric::EVENTS_ACKED),
         buffered,
@@ -168,7 +175,13 @@ fn cells(r: &Row) -> Vec<String> {
         } else {
             link(&r.source, r.source_connected)
         },
-        link(&r.sink, r.sink_connected),
+        if r.sink_stalled == Some(true) {
+            r.sink
+                .as_ref()
+                .map_or("-".into(), |u| format!("STALLED {u}"))
+        } else {
+            link(&r.sink, r.sink_connected)
+        },
         rate(r.received_per_sec),
         rate(r.acked_per_sec),
         opt(r.buffered),

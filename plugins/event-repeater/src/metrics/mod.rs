@@ -63,6 +63,17 @@ pub struct Metrics {
     /// Publishes the broker refused because the stream is full (the events
     /// are kept and sent again).
     pub refused_stream_full: AtomicU64,
+    /// Why the sink is stalled (events wait, none acknowledged for
+    /// [`crate::sink::stall::AFTER`]), for `/healthz`; "" when it is not.
+    pub sink_stalled: std::sync::RwLock<String>,
+    /// Times the sink stalled.
+    pub sink_stalls: AtomicU64,
+    /// The sink's last error, the stall's likely reason ("" until one).
+    pub sink_last_error: std::sync::RwLock<String>,
+    /// JetStream acknowledgements that said duplicate.
+    pub duplicates: AtomicU64,
+    /// Duplicates whose stored message differs from the event sent.
+    pub duplicate_conflicts: AtomicU64,
 }
 
 /// Reads a problem slot ("" when none).

@@ -42,6 +42,10 @@ pub struct Snapshot {
     source_stalled: bool,
     source_stalls: u64,
     sink_problem: bool,
+    sink_stalled: bool,
+    sink_stalls: u64,
+    duplicates: u64,
+    duplicate_conflicts: u64,
     refused_stream_full: u64,
     buffer: BufferStats,
     routes: usize,
@@ -92,6 +96,10 @@ impl Metrics {
             source_stalled: self.source_stalled.load(Ordering::Relaxed),
             source_stalls: get(&self.source_stalls),
             sink_problem: problem(&self.sink_problem).is_some(),
+            sink_stalled: problem(&self.sink_stalled).is_some(),
+            sink_stalls: get(&self.sink_stalls),
+            duplicates: get(&self.duplicates),
+            duplicate_conflicts: get(&self.duplicate_conflicts),
             refused_stream_full: get(&self.refused_stream_full),
             buffer,
             routes,
@@ -191,6 +199,12 @@ impl Snapshot {
         counter(e, &metric::EVENTS_PUBLISHED, self.published)?;
         counter(e, &metric::EVENTS_REPUBLISHED, self.republished)?;
         counter(e, &metric::EVENTS_ACKED, self.acked)?;
+        counter(e, &metric::EVENTS_DUPLICATE, self.duplicates)?;
+        counter(
+            e,
+            &metric::EVENTS_DUPLICATE_CONFLICT,
+            self.duplicate_conflicts,
+        )?;
         let failed = [
             (label::TOO_LARGE, self.failed_too_large),
             (label::INVALID_TOPIC, self.failed_invalid_topic),
@@ -233,6 +247,8 @@ impl Snapshot {
         gauge(e, &metric::SOURCE_STALLED, u64::from(self.source_stalled))?;
         counter(e, &metric::SOURCE_STALLS, self.source_stalls)?;
         gauge(e, &metric::SINK_PROBLEM, u64::from(self.sink_problem))?;
+        gauge(e, &metric::SINK_STALLED, u64::from(self.sink_stalled))?;
+        counter(e, &metric::SINK_STALLS, self.sink_stalls)?;
         let refused = [(label::STREAM_FULL, self.refused_stream_full)];
         counters_by(e, &metric::SINK_REFUSED, label::REASON, &refused)
     }
@@ -328,6 +344,8 @@ mod tests {
             "events_published_total",
             "events_republished_total",
             "events_acked_total",
+            "events_duplicate_total",
+            "events_duplicate_conflict_total",
             "events_failed_total{reason=\"too_large\"}",
             "events_failed_total{reason=\"invalid_topic\"}",
             "events_failed_total{reason=\"sink_error\"}",
@@ -348,6 +366,8 @@ mod tests {
             "source_stalled",
             "source_stalls_total",
             "sink_problem",
+            "sink_stalled",
+            "sink_stalls_total",
             "sink_refused_total{reason=\"stream_full\"}",
             "route_events_total{sourcetopic=\"timer/sec/1\",sinktopic=\"/time/1s\"}",
             // Label values are escaped as the text format wants.
@@ -446,7 +466,7 @@ mod tests {
                 assert_eq!(sample, want, "{line}");
             }
         }
-        assert_eq!(families.len(), 30, "{families:?}");
+        assert_eq!(families.len(), 34, "{families:?}");
         // In the order, and with the names, that the API lists.
         let listed: Vec<String> = metric::ALL
             .iter()

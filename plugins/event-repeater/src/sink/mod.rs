@@ -11,6 +11,7 @@ pub mod drain;
 pub mod mqtt;
 pub mod nats;
 pub mod rules;
+pub mod stall;
 pub mod stderr;
 
 use std::sync::atomic::Ordering;

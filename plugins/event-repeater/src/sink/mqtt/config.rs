@@ -104,12 +104,31 @@ pub fn configure(setup: &Setup) -> Result<MqttConfig, String> {
         password: setup.password.clone(),
         qos: args.qos,
         retain: args.retain,
-        inflight: args.inflight,
+        inflight: inflight(args.inflight, args.qos),
         max_packet_size: args.max_packet_size,
         failover,
         ack_timeout: args.ack_timeout,
     };
     Ok(mqtt)
+}
+
+/// The window: `--inflight`, or its default for the QoS. A QoS 2 window
+/// over the broker's limit loses events unseen (see
+/// [`crate::cli::DEFAULT_INFLIGHT_MQTT_QOS2`]), so one asked for is warned
+/// about once, at start.
+fn inflight(asked: Option<u16>, qos: Qos) -> u16 {
+    let qos2 = crate::cli::DEFAULT_INFLIGHT_MQTT_QOS2;
+    match (asked, qos) {
+        (Some(n), Qos::ExactlyOnce) if n > qos2 => {
+            app_plugin::log::warn!(
+                "--inflight {n} at --qos 2: the broker must take {n} unfinished QoS 2 publishes (mosquitto: max_inflight_messages, 20 by default); over MQTT 3.1.1 one over its limit is answered as if accepted and then discarded, so the event is lost; leave --inflight at its QoS 2 default of {qos2} unless the broker's limit is at least {n}"
+            );
+            n
+        }
+        (Some(n), _) => n,
+        (None, Qos::ExactlyOnce) => qos2,
+        (None, _) => crate::cli::DEFAULT_INFLIGHT,
+    }
 }
 
 /// `tcp://h:p`, `mqtt://h:p`, `mqtts://h:p`, `h:p` or `h` → (host, port, tls).
@@ -169,6 +188,20 @@ mod tests {
         let args = run_args(&["--sink", "a", "--sink", "tcp://b:2"]);
         let m = configure(&setup(&args, "event-time")).unwrap();
         assert_eq!(m.url(), "mqtt://a:1883,mqtt://b:2");
+    }
+
+    #[test]
+    fn the_window_defaults_to_what_brokers_take_for_each_qos() {
+        let window = |args: &[&str]| {
+            configure(&setup(&run_args(args), "event-time"))
+                .unwrap()
+                .inflight
+        };
+        assert_eq!(window(&[]), 1000);
+        assert_eq!(window(&["--qos", "0"]), 1000);
+        assert_eq!(window(&["--qos", "2"]), 20);
+        assert_eq!(window(&["--qos", "2", "--inflight", "50"]), 50);
+        assert_eq!(window(&["--qos", "1", "--inflight", "7"]), 7);
     }
 
     #[test]

@@ -27,6 +27,7 @@
 
 mod book;
 pub mod config;
+mod link;
 mod options;
 mod run;
 

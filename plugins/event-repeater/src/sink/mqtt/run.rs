@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use rumqttc::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, Outgoing, Packet, QoS};
 
-use crate::backoff::Backoff;
 use crate::buffer::Record;
 use crate::metrics::inc;
 use crate::sink::mqtt::book::Book;
 use crate::sink::mqtt::config::Endpoint;
+use crate::sink::mqtt::link::Link;
 use crate::sink::mqtt::options::{options_for, qos};
 use crate::sink::mqtt::MqttSink;
 use crate::sink::{until, Drain};
@@ -48,15 +48,6 @@ async fn write_pending(el: &mut EventLoop) -> Result<(), ConnectionError> {
             .map_err(|_| ConnectionError::FlushTimeout)??;
     }
     Ok(())
-}
-
-struct Link {
-    connected: bool,
-    ever_connected: bool,
-    down_since: Option<Instant>,
-    backoff: Backoff,
-    /// When the broker last sent anything (for the hang check).
-    last_heard: Instant,
 }
 
 /// What one turn of the loop brought.
@@ -200,13 +191,7 @@ impl MqttSink {
             client,
             el,
             book: Book::new(qos(self.cfg.qos), self.cfg.retain, self.cfg.inflight),
-            link: Link {
-                connected: false,
-                ever_connected: false,
-                down_since: None,
-                backoff: Backoff::network(),
-                last_heard: Instant::now(),
-            },
+            link: Link::new(),
             deadline: None,
             back: Arc::new(tokio::sync::Notify::new()),
             prober: None,
@@ -284,7 +269,7 @@ impl MqttSink {
                 // Events rumqttc had queued before the error are real:
                 // handle them before anything is republished.
                 self.queued_events(st);
-                self.lost(&e, &mut st.link, &st.url);
+                st.link.lost(&e, &mut st.book, &self.metrics, &st.url);
                 if st.failover {
                     return Some((next, true));
                 }
@@ -357,6 +342,10 @@ impl MqttSink {
     /// Their topics and sizes were checked by the router (the only way into
     /// the buffer) against the same rules.
     fn fill(&self, book: &mut Book, el: &mut EventLoop) {
+        if book.qos != QoS::AtMostOnce {
+            // Publishes over a lowered window go first, oldest first.
+            book.resend_some(el);
+        }
         while book.has_room() {
             let Some(rec) = self.buffer.take_one() else {
                 return;
@@ -379,31 +368,16 @@ impl MqttSink {
         }
         match event {
             Event::Incoming(Packet::ConnAck(ack)) => {
-                link.connected = true;
-                self.metrics.sink_connected.store(true, Ordering::Relaxed);
-                self.metrics.set_broker(url);
-                link.backoff.reset();
-                let again = if ack.session_present {
-                    0
-                } else {
-                    book.republish_all(el)
-                };
-                let session = if ack.session_present {
-                    "session resumed"
-                } else {
-                    "new session"
-                };
-                match link.down_since.take() {
-                    Some(t) => warn!(
-                        "connected to the broker {url} again after {:.1}s ({session}; {again} unacknowledged publishes sent again)",
-                        t.elapsed().as_secs_f64()
-                    ),
-                    None if !link.ever_connected || !self.cfg.failover.is_empty() => {
-                        info!("connected to the broker {url} ({again} unacknowledged publishes sent again)")
-                    }
-                    None => {}
-                }
-                link.ever_connected = true;
+                let again = book.reconnected(el, ack.session_present);
+                let failover = !self.cfg.failover.is_empty();
+                link.connack(
+                    book,
+                    again,
+                    ack.session_present,
+                    failover,
+                    &self.metrics,
+                    url,
+                );
                 if !self.cfg.clean_session {
                     el.mqtt_options.set_clean_session(false);
                 }
@@ -420,18 +394,24 @@ impl MqttSink {
                 None => debug!("rumqttc wrote publish {pkid}, which is not in our book"),
             },
             Event::Incoming(Packet::PubAck(ack)) if book.qos == QoS::AtLeastOnce => {
-                self.finish(book.done(ack.pkid), ack.pkid)
+                self.finish(book.done(ack.pkid), ack.pkid, book, link, url)
+            }
+            Event::Incoming(Packet::PubRec(rec)) if book.qos == QoS::ExactlyOnce => {
+                book.received(rec.pkid)
             }
             Event::Incoming(Packet::PubComp(comp)) if book.qos == QoS::ExactlyOnce => {
-                self.finish(book.done(comp.pkid), comp.pkid)
+                self.finish(book.done(comp.pkid), comp.pkid, book, link, url)
             }
             _ => {}
         }
     }
 
-    fn finish(&self, rec: Option<Record>, pkid: u16) {
+    fn finish(&self, rec: Option<Record>, pkid: u16, book: &Book, link: &mut Link, url: &str) {
         match rec {
             Some(rec) => {
+                if !link.progressed {
+                    link.acked(book, url);
+                }
                 inc(&self.metrics.acked);
                 self.buffer.release(&rec);
             }
@@ -467,27 +447,6 @@ impl MqttSink {
                 _ = until(dl) => return,
                 _ = drain.watchdog_due() => {}
             }
-        }
-    }
-
-    fn lost(&self, e: &ConnectionError, link: &mut Link, url: &str) {
-        if link.connected {
-            link.connected = false;
-            self.metrics.sink_connected.store(false, Ordering::Relaxed);
-            inc(&self.metrics.sink_disconnects);
-            if link.down_since.is_none() {
-                warn!("lost the connection to the broker {url}: {e}; reconnecting with backoff, events are kept in the buffer");
-                link.down_since = Some(Instant::now());
-            }
-        } else if link.down_since.is_none() {
-            let hint = match e {
-                ConnectionError::ConnectionRefused(_) => {
-                    "; check --username, the password and --client-id"
-                }
-                _ => "; is the broker running? (see --sink)",
-            };
-            warn!("cannot connect to the broker {url}: {e}{hint}; retrying with backoff, events are kept in the buffer");
-            link.down_since = Some(Instant::now());
         }
     }
 }

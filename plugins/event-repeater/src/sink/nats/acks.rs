@@ -27,8 +27,19 @@ use tokio::time::Instant;
 /// async-nats words it).
 pub const TIMED_OUT: &str = "timed out: didn't receive ack in time";
 
+/// A stored publish: `Some` when the stream answered `duplicate` (it held
+/// a message with that `Nats-Msg-Id` already), with where that one is.
+pub type Stored = Option<Duplicate>;
+
+/// Where the message a duplicate publish matched is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Duplicate {
+    pub stream: String,
+    pub seq: u64,
+}
+
 /// What a waiting publish came to.
-pub type Outcome<T> = (T, Result<(), String>);
+pub type Outcome<T> = (T, Result<Stored, String>);
 
 struct Waiting<T> {
     sent: Instant,
@@ -170,6 +181,10 @@ struct Answer {
     error: Option<ApiError>,
     #[serde(default)]
     stream: Option<String>,
+    #[serde(default)]
+    seq: u64,
+    #[serde(default)]
+    duplicate: bool,
 }
 
 #[derive(Deserialize)]
@@ -184,7 +199,7 @@ struct ApiError {
 
 /// Whether an acknowledgement says stored; the error text otherwise,
 /// worded as async-nats words it (sink::nats::trouble reads it).
-fn verdict(msg: &Message) -> Result<(), String> {
+fn verdict(msg: &Message) -> Result<Stored, String> {
     if let Some(status) = msg.status {
         if status == StatusCode::NO_RESPONDERS {
             return Err("no stream found for given subject".into());
@@ -198,8 +213,9 @@ fn verdict(msg: &Message) -> Result<(), String> {
     static ERROR: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"error\""));
     let p = &msg.payload[..];
     // The server writes a success as {"stream":…,"seq":…[,"duplicate":true]}.
-    if p.starts_with(b"{\"stream\":") && ERROR.find(p).is_none() {
-        return Ok(());
+    // A duplicate (rare) is read whole, for where its original is.
+    if p.starts_with(b"{\"stream\":") && ERROR.find(p).is_none() && !p.ends_with(b"true}") {
+        return Ok(None);
     }
     match serde_json::from_slice::<Answer>(p) {
         Ok(Answer { error: Some(e), .. }) => Err(format!(
@@ -209,8 +225,11 @@ fn verdict(msg: &Message) -> Result<(), String> {
             e.err_code
         )),
         Ok(Answer {
-            stream: Some(_), ..
-        }) => Ok(()),
+            stream: Some(stream),
+            seq,
+            duplicate,
+            ..
+        }) => Ok(duplicate.then_some(Duplicate { stream, seq })),
         _ => Err(format!(
             "publish failed: an acknowledgement that is not JetStream's ({} bytes)",
             p.len()
@@ -243,14 +262,21 @@ mod tests {
         let r: Vec<Subject> = (0..3).map(|i| acks.add(i, t0)).collect();
         assert_eq!(r[2].as_str(), "_INBOX.x.2");
         let ok = r#"{"stream":"EVENTS","seq":7}"#;
-        assert_eq!(acks.arrived(&msg("_INBOX.x.1", ok)), Some((1, Ok(()))));
+        assert_eq!(acks.arrived(&msg("_INBOX.x.1", ok)), Some((1, Ok(None))));
         assert_eq!(acks.len(), 2);
         // The same answer again, or one for nothing sent: ignored.
         assert_eq!(acks.arrived(&msg("_INBOX.x.1", ok)), None);
         assert_eq!(acks.arrived(&msg("_INBOX.x.9", ok)), None);
         assert_eq!(acks.arrived(&msg("_INBOX.y.0", ok)), None);
         let dup = r#"{"stream":"EVENTS","seq":7,"duplicate":true}"#;
-        assert_eq!(acks.arrived(&msg("_INBOX.x.0", dup)), Some((0, Ok(()))));
+        let original = Duplicate {
+            stream: "EVENTS".into(),
+            seq: 7,
+        };
+        assert_eq!(
+            acks.arrived(&msg("_INBOX.x.0", dup)),
+            Some((0, Ok(Some(original))))
+        );
         let full =
             r#"{"error":{"code":503,"err_code":10077,"description":"maximum messages exceeded"}}"#;
         assert_eq!(

@@ -94,7 +94,7 @@ pub fn configure(setup: &Setup) -> Result<NatsConfig, String> {
         token: args.nats_token.clone(),
         creds: args.creds.clone(),
         qos: args.qos,
-        inflight: args.inflight,
+        inflight: args.inflight.unwrap_or(crate::cli::DEFAULT_INFLIGHT),
         stream: stream.clone(),
         stream_max_age: Duration::from_secs(24 * 3600),
         stream_replicas: usize::from(args.nats_replicas),

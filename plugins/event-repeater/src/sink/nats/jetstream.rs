@@ -14,8 +14,9 @@ use tokio::time::Instant;
 
 use crate::backoff::Backoff;
 use crate::buffer::Record;
-use crate::metrics::inc;
-use crate::sink::nats::acks::{self, Acks, Outcome};
+use crate::metrics::{inc, set_problem};
+use crate::sink::nats::acks::{self, Acks, Outcome, Stored};
+use crate::sink::nats::dups::Dups;
 use crate::sink::nats::stream::{Ready, StreamBook};
 use crate::sink::nats::subject::first_token;
 use crate::sink::nats::trouble::{self, Condition};
@@ -63,6 +64,7 @@ struct Publisher<'a> {
     warned_missing: HashSet<String>,
     /// No JetStream, replicas it cannot place, a full stream: said once.
     condition: Condition,
+    dups: Dups,
 }
 
 impl NatsSink {
@@ -186,6 +188,7 @@ impl<'a> Publisher<'a> {
             paused_until: None,
             warned_missing: HashSet::new(),
             condition: Condition::new(sink.metrics.clone(), cfg),
+            dups: Dups::new(sink.metrics.clone(), &cfg.source_id),
         }
     }
 
@@ -226,6 +229,7 @@ impl<'a> Publisher<'a> {
                     continue;
                 }
                 Ready::Later(why) => {
+                    set_problem(&sink.metrics.sink_last_error, &why);
                     if !self.condition.failed(&why) {
                         self.trouble
                             .log(WARN, || format!("{why}; retrying with backoff"));
@@ -295,6 +299,7 @@ impl<'a> Publisher<'a> {
                     return false;
                 };
                 let e = e.to_string();
+                set_problem(&metrics.sink_last_error, &e);
                 if !self.condition.failed(&e) {
                     self.trouble.log(WARN, || {
                         format!("cannot publish to JetStream: {e}; retrying with backoff")
@@ -316,10 +321,14 @@ impl<'a> Publisher<'a> {
     /// What became of a publish: done when stored, else sent again after a
     /// backoff (unless it can never be stored). `paused`: a backoff was
     /// already under way when it came.
-    fn settle(&mut self, job: Job, result: Result<(), String>, paused: bool) {
+    fn settle(&mut self, job: Job, result: Result<Stored, String>, paused: bool) {
         let sink = self.sink;
         let e = match result {
-            Ok(()) => {
+            Ok(stored) => {
+                if let Some(original) = stored {
+                    let (s, p) = (&job.subject, &job.rec.payload);
+                    self.dups.seen(&self.js, original, s, p, job.sent_before);
+                }
                 self.backoff.reset();
                 self.condition.stored();
                 inc(&sink.metrics.acked);
@@ -328,6 +337,7 @@ impl<'a> Publisher<'a> {
             }
             Err(e) => e,
         };
+        set_problem(&sink.metrics.sink_last_error, &e);
         if e.contains("no stream found") || e.contains("does not exist") {
             // The stream went away or lost the subject: look again.
             self.book.known = false;

@@ -30,6 +30,7 @@
 pub mod acks;
 pub mod config;
 mod core;
+mod dups;
 mod jetstream;
 mod options;
 mod stream;
