@@ -41,6 +41,9 @@ pub enum Payload {
 pub struct Decoder {
     topic: TopicFrom,
     payload: Payload,
+    /// `field:/topic` with JSON: event-time's dialect, decided once rather
+    /// than by a string comparison per event.
+    dialect: bool,
 }
 
 impl Default for Decoder {
@@ -48,6 +51,7 @@ impl Default for Decoder {
         Decoder {
             topic: TopicFrom::Field("/topic".into()),
             payload: Payload::Json,
+            dialect: true,
         }
     }
 }
@@ -85,7 +89,12 @@ impl Decoder {
                 "--payload text relays data that is not JSON, so the topic cannot come from a field of it: add --topic-from event or --topic-from const:NAME".into(),
             );
         }
-        Ok(Decoder { topic, payload })
+        let dialect = payload == Payload::Json && topic == TopicFrom::Field("/topic".into());
+        Ok(Decoder {
+            topic,
+            payload,
+            dialect,
+        })
     }
 
     /// The event to route from one SSE event's data and `event:` name.
@@ -94,8 +103,10 @@ impl Decoder {
         data: &'a EventData,
         event_name: Option<&'a str>,
     ) -> Result<Event<'a>, EventError> {
+        if self.dialect {
+            return Event::parse(data);
+        }
         match (&self.topic, self.payload) {
-            (TopicFrom::Field(p), Payload::Json) if p == "/topic" => Event::parse(data),
             (TopicFrom::Field(pointer), _) => by_pointer(data, pointer),
             (topic, payload) => {
                 let topic: Cow<'a, str> = match topic {

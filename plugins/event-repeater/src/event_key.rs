@@ -28,25 +28,25 @@ use std::sync::Arc;
 /// An event's position and dedup key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventKey {
-    /// The dedup key (see the module docs).
-    key: Arc<str>,
     /// The last SSE id in force: what a resume sends as `Last-Event-ID`.
     id: Arc<str>,
+    /// The dedup key (see the module docs) when it is not `id` itself: an
+    /// own id without `#`, the common case, costs one reference count.
+    key: Option<Arc<str>>,
 }
 
 impl EventKey {
     /// The key of an event with its own `id:`.
     pub fn own(id: Arc<str>) -> EventKey {
-        if memchr::memchr(b'#', id.as_bytes()).is_none() {
-            return EventKey {
-                key: id.clone(),
-                id,
-            };
-        }
-        EventKey {
-            key: Arc::from(escape(&id)),
-            id,
-        }
+        let has_hash = memchr::memchr(b'#', id.as_bytes()).is_some();
+        EventKey::own_scanned(id, has_hash)
+    }
+
+    /// The same, for an id already scanned for `#` (the parser's one pass
+    /// over an id checks its bytes and looks for `#` at once).
+    pub fn own_scanned(id: Arc<str>, has_hash: bool) -> EventKey {
+        let key = has_hash.then(|| Arc::from(escape(&id)));
+        EventKey { id, key }
     }
 
     /// The key of the `since`-th event (from 1) after the one that set
@@ -56,7 +56,7 @@ impl EventKey {
         // Writing into a String cannot fail.
         let _ = write!(key, "#{since}.{:016x}", fnv1a(data));
         EventKey {
-            key: Arc::from(key),
+            key: Some(Arc::from(key)),
             id: id.clone(),
         }
     }
@@ -66,17 +66,17 @@ impl EventKey {
     pub fn restored(id: &str, key: Option<&str>) -> EventKey {
         let id: Arc<str> = Arc::from(id);
         match key {
-            Some(key) => EventKey {
-                key: Arc::from(key),
+            Some(key) if key != &*id => EventKey {
+                key: Some(Arc::from(key)),
                 id,
             },
-            None => EventKey::own(id),
+            _ => EventKey::own(id),
         }
     }
 
     /// The dedup key.
     pub fn as_str(&self) -> &str {
-        &self.key
+        self.key.as_deref().unwrap_or(&self.id)
     }
 
     /// The SSE id to resume after (`Last-Event-ID`).
@@ -91,7 +91,10 @@ impl EventKey {
 
     /// Whether the event had an `id:` of its own (its key is its id's).
     pub fn is_own(&self) -> bool {
-        *self.key == *escape_if_needed(&self.id)
+        match &self.key {
+            None => true,
+            Some(key) => **key == *escape_if_needed(&self.id),
+        }
     }
 }
 

@@ -85,6 +85,8 @@ pub struct Parser {
     since: u64,
     /// The current event's block has an `id:` of its own.
     own_id: bool,
+    /// `last_id` holds a `#`.
+    id_hash: bool,
 }
 
 impl Parser {
@@ -105,6 +107,7 @@ impl Parser {
             last_id: None,
             since: 0,
             own_id: false,
+            id_hash: false,
         }
     }
 
@@ -115,6 +118,7 @@ impl Parser {
 
     /// Sets the last event id, e.g. kept from an earlier connection.
     pub fn set_last_id(&mut self, id: Option<Arc<str>>) {
+        self.id_hash = id.as_deref().is_some_and(|i| i.contains('#'));
         self.last_id = id;
         self.since = 0;
     }
@@ -266,18 +270,23 @@ impl Parser {
                 self.since = 0;
                 self.own_id = true;
             }
-            b"id" => match refuse_id(value) {
-                Some(why) => out.push(Item::IdRefused(why)),
-                None => {
-                    // refuse_id checked UTF-8.
-                    let id = std::str::from_utf8(value).unwrap_or_default();
-                    if self.last_id.as_deref() != Some(id) {
-                        self.last_id = Some(Arc::from(id));
+            b"id" => {
+                let (printable, hash) = id::scan(value);
+                if !printable || value.len() > MAX_ID {
+                    if let Some(why) = refuse_id(value) {
+                        out.push(Item::IdRefused(why));
+                        return;
                     }
-                    self.since = 0;
-                    self.own_id = true;
                 }
-            },
+                // Printable ASCII, or checked UTF-8 by refuse_id.
+                let id = std::str::from_utf8(value).unwrap_or_default();
+                if self.last_id.as_deref() != Some(id) {
+                    self.last_id = Some(Arc::from(id));
+                }
+                self.since = 0;
+                self.own_id = true;
+                self.id_hash = hash;
+            }
             b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
             b"retry" => {
                 if let Some(ms) = std::str::from_utf8(value)
@@ -323,7 +332,7 @@ impl Parser {
     fn key(&mut self, own_id: bool, data: &[u8]) -> Option<EventKey> {
         let id = self.last_id.as_ref()?;
         if own_id {
-            return Some(EventKey::own(id.clone()));
+            return Some(EventKey::own_scanned(id.clone(), self.id_hash));
         }
         self.since += 1;
         Some(EventKey::after(id, self.since, data))
