@@ -105,3 +105,48 @@ fn an_https_feed_with_headers_and_a_token_is_relayed_once_across_drops() {
         );
     }
 }
+
+/// The same feed into MQTT at QoS 1: every event at least once, in order,
+/// at a persistent subscriber, across the feed's drops.
+#[test]
+fn the_same_feed_reaches_an_mqtt_subscriber_at_least_once_in_order() {
+    use crate::common::broker::{Broker, Subscriber};
+    let Some(broker) = Broker::start() else {
+        return;
+    };
+    let Some(sub) = Subscriber::start(&broker, "mediawiki.recentchange", Some("wiki-sub")) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let (ca, cert, key) = pki(sb.path());
+    let count = 30;
+    let Some(feed) = Feed::start(sb.path(), "wiki", count, Some((&cert, &key, TOKEN))) else {
+        return;
+    };
+    let token_file = sb.path().join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let url = format!(
+        "https://127.0.0.1:{}/v2/stream/recentchange?since=2026-12-01T00%3A00%3A00Z",
+        feed.port
+    );
+    let r = Repeater::builder(&sb, "wiki-mqtt")
+        .source(&url)
+        .sink(&broker.url())
+        .args(["--allowall", "--qos", "1"])
+        .args(["--source-ca-file", ca.to_str().unwrap()])
+        .args(["--source-header", "Api-User-Agent: relay-test@example.org"])
+        .args(["--source-header", "X-Two: 2"])
+        .args(["--source-token-file", token_file.to_str().unwrap()])
+        .args(["--topic-from", "field:/meta/stream"])
+        .start();
+    let got = sub.wait(Duration::from_secs(30), |m| m.len() >= count as usize);
+    let seqs: Vec<u64> = got
+        .iter()
+        .filter_map(|(_, p)| serde_json::from_str::<Value>(p).ok())
+        .filter_map(|v| v["seq"].as_u64())
+        .collect();
+    let mut distinct = seqs.clone();
+    distinct.dedup();
+    assert_eq!(distinct, (1..=count).collect::<Vec<_>>(), "{}", r.log());
+    assert!(feed.requests().len() >= 5, "{:?}", feed.requests());
+}
