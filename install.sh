@@ -11,8 +11,7 @@
 #
 # One build of what it installs (not the benchmarks or the man page
 # generator), with the `source` profile: the release optimisation without
-# the package's whole-program LTO, which is most of a release build's time
-# (docs/benchmarks.md, "Build profiles"). `cargo install --path .` alone
+# the package's whole-program LTO (docs/benchmarks.md, "Build profiles"). `cargo install --path .` alone
 # would install only `app`.
 set -euo pipefail
 cd "$(dirname "$0")"
