@@ -9,8 +9,10 @@
 #   ./install.sh                 # PREFIX = $CARGO_HOME (~/.cargo): ~/.cargo/bin/app, ~/.cargo/libexec/app/
 #   ./install.sh --prefix DIR    # DIR/bin/app, DIR/libexec/app/
 #
-# One build of the whole workspace; `cargo install --path .` alone would
-# install only `app`.
+# One build of what it installs (not the benchmarks or the man page
+# generator), with the `source` profile: the release optimisation without
+# the package's whole-program LTO (docs/benchmarks.md, "Build profiles"). `cargo install --path .` alone
+# would install only `app`.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -19,29 +21,34 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
     --prefix=*) prefix="${1#--prefix=}"; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown argument '$1'; see ./install.sh --help" >&2; exit 2 ;;
   esac
 done
 bindir="$prefix/bin"
 libexec="$prefix/libexec/app"
 
-cargo build --release --locked --workspace --bins
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+out="$target/source"
+cargo build --profile source --locked --bins \
+  -p app -p app-fetch -p app-event-repeater -p app-event-repeater-manage \
+  -p app-event-time -p app-listener-tracer
 mkdir -p "$bindir" "$libexec"
 # app_fetch downloads for `app plugin install`; app looks for it in libexec.
-shipped=(target/release/app_fetch)
-for f in target/release/app-*; do
+shipped=("$out/app_fetch")
+for f in "$out"/app-*; do
   # Only executables, not the .d dependency files cargo leaves beside them.
   [ -f "$f" ] && [ -x "$f" ] && shipped+=("$f")
 done
-install -m 0755 target/release/app "$bindir/"
+install -m 0755 "$out/app" "$bindir/"
 install -m 0755 "${shipped[@]}" "$libexec/"
 # The plugin SDK's source, for `app plugin new --lang rust` skeletons to build
 # against until app-plugin is on crates.io: the crate as it would be published
 # (a standalone Cargo.toml, no workspace), unpacked in PREFIX/share/app/sdk.
 sdkdir="$prefix/share/app/sdk"
+rm -f "$target"/package/app-plugin-*.crate
 cargo package -p app-plugin --no-verify --allow-dirty --quiet
-crate=$(ls target/package/app-plugin-*.crate | tail -n 1)
+crate=$(ls "$target"/package/app-plugin-*.crate | tail -n 1)
 rm -rf "$sdkdir" && mkdir -p "$sdkdir"
 tar -xzf "$crate" -C "$sdkdir" --strip-components=1
 echo "installed app into $bindir"

@@ -5,7 +5,8 @@
 # It holds /usr/bin/app; the shipped plugins and app_fetch in
 # /usr/libexec/app/ (where app finds and trusts them, as install.sh's
 # PREFIX/libexec/app); man pages generated from the clap definitions
-# (packaging/man); the bash, zsh and fish completions; the systemd units
+# (packaging/man); the plugin SDK's source in /usr/share/app/sdk (for
+# `app plugin new --lang rust`); the bash, zsh and fish completions; the systemd units
 # app-event-time.service and app-event-repeater@.service with their
 # example options file (a conffile); the system user app (postinst, and
 # sysusers.d); /usr/share/doc/app. See docs/operations.md.
@@ -19,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 case "${1:-}" in
-  -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
   "") ;;
   *) echo "deb.sh: unknown argument '$1'; see packaging/deb.sh --help" >&2; exit 2 ;;
 esac
@@ -63,10 +64,25 @@ strip --strip-unneeded --remove-section=.comment --remove-section=.note \
 
 # Man pages from the clap definitions.
 "$out/mangen" "$work/man" >/dev/null
-install -d "$root/usr/share/man/man1"
-for page in "$work"/man/*.1; do
-  gzip -9n < "$page" > "$root/usr/share/man/man1/${page##*/}.gz"
+install -d "$root/usr/share/man/man1" "$root/usr/share/man/man8"
+for page in "$work"/man/*.1 "$work"/man/*.8; do
+  section="${page##*.}"
+  gzip -9n < "$page" > "$root/usr/share/man/man$section/${page##*/}.gz"
 done
+# One page for both units: the second name is a link to it.
+ln -s app-event-repeater@.service.8.gz "$root/usr/share/man/man8/app-event-time.service.8.gz"
+
+# The plugin SDK's source, which `app plugin new --lang rust` skeletons
+# build against (their [patch.crates-io] names /usr/share/app/sdk, found
+# beside /usr/bin/app) until app-plugin is on crates.io: the crate as it
+# would be published, a standalone Cargo.toml, as install.sh installs it.
+rm -f "$target"/package/app-plugin-*.crate
+cargo package -p app-plugin --no-verify --allow-dirty --quiet >&2
+crate="$(ls "$target"/package/app-plugin-*.crate | tail -n 1)"
+install -d "$root/usr/share/app/sdk"
+tar -xzf "$crate" -C "$root/usr/share/app/sdk" --strip-components=1 --no-same-owner
+rm -f "$root/usr/share/app/sdk/.cargo_vcs_info.json" "$root/usr/share/app/sdk/Cargo.toml.orig"
+find "$root/usr/share/app/sdk" -type d -exec chmod 0755 {} + -o -type f -exec chmod 0644 {} +
 
 # Completions (the same scripts `app completion SHELL` prints).
 install -D -m 0644 completions/app.bash "$root/usr/share/bash-completion/completions/app"

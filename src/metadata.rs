@@ -82,8 +82,24 @@ impl Cache {
         // Flushed before the rename (a power loss leaves the old entry or the
         // new one, never an empty file); the directory is not: a lost entry
         // is only queried again.
-        app_plugin::file::write_atomic_via(file, &tmp, &serde_json::to_vec(entry)?, 0o644, false)
+        // As any file the process makes: 0666 less the umask, so a unit's
+        // UMask=0027 gives 0640 in its CacheDirectory= (an explicit 0644
+        // would override it: write_atomic_via sets the mode it is given).
+        let mode = 0o666 & !umask();
+        app_plugin::file::write_atomic_via(file, &tmp, &serde_json::to_vec(entry)?, mode, false)
     }
+}
+
+/// The process's umask, from /proc/self/status (reading it with umask(2)
+/// means changing it, racing any thread that creates a file meanwhile);
+/// 022, the usual one, where /proc does not say.
+fn umask() -> u32 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        .map_or(0o022, |m| m & 0o777)
 }
 
 fn mtime_ns(stat: &fs::Metadata) -> i128 {

@@ -50,7 +50,7 @@ pub fn text(out: &Output) -> String {
 }
 
 /// `dpkg-deb -x DEB DIR`: the package's files under `DIR`.
-fn unpack(deb: &Path, dir: &Path) {
+pub fn unpack(deb: &Path, dir: &Path) {
     let out = run(Command::new("dpkg-deb").arg("-x").arg(deb).arg(dir));
     assert!(out.status.success(), "dpkg-deb -x: {}", text(&out));
 }
@@ -177,7 +177,7 @@ fn lintian_finds_no_errors_in_the_package() {
 
 /// A root to verify units in: the package's files plus the host's own
 /// units (the targets the package's units are ordered against).
-fn unit_root(deb: &Path, dir: &Path) {
+pub fn unit_root(deb: &Path, dir: &Path) {
     unpack(deb, dir);
     let units = dir.join("usr/lib/systemd/system");
     let out = run(Command::new("cp")

@@ -30,13 +30,18 @@ check state-dir test -d "$M/var/lib/app"
 check runs inside /usr/bin/app event-repeater run --help
 # What an operator adds: an edited example, an instance, routes.
 echo "# edited by the operator" >> "$M/etc/app/event-repeater/example.env"
-echo "REPEATER_OPTIONS=--allowall" > "$M/etc/app/event-repeater/edge1.env"
+# The instance file made as example.env's own first lines say (install -m 0600).
+make=$(sed -n 's/^#   sudo \(install -m 0600 .*\)$/\1/p' "$M/etc/app/event-repeater/example.env" | sed 's/NAME/edge1/g')
+echo "instance made by: $make"
+inside $make
+echo "REPEATER_OPTIONS=--allowall" >> "$M/etc/app/event-repeater/edge1.env"
+check instance-0600 test "$(stat -c %a "$M/etc/app/event-repeater/edge1.env")" = 600
 mkdir -p "$M/var/lib/app/event-repeater"
 cp "$FIXTURE" "$M/var/lib/app/event-repeater/edge1.routes.json"
 inside dpkg -i "$DEB2" >"$M/dpkg2.log" 2>&1; echo "upgrade: $?"
 echo "version: $(inside dpkg-query -W -f '${Version}' app)"
 check upgrade-kept-conffile grep -q "edited by the operator" "$M/etc/app/event-repeater/example.env"
-check upgrade-kept-instance test -f "$M/etc/app/event-repeater/edge1.env"
+check upgrade-kept-instance grep -q "REPEATER_OPTIONS=--allowall" "$M/etc/app/event-repeater/edge1.env"
 check upgrade-kept-state cmp -s "$FIXTURE" "$M/var/lib/app/event-repeater/edge1.routes.json"
 inside dpkg -r app >"$M/dpkg3.log" 2>&1; echo "remove: $?"
 check remove-removed-app test ! -e "$M/usr/bin/app"
@@ -115,6 +120,10 @@ fn dpkg_installs_upgrades_removes_and_purges_keeping_state_until_purge() {
         return;
     }
     eprintln!("{transcript}");
+    assert!(
+        transcript.contains("instance made by: install -m 0600 /etc/app/event-repeater/example.env /etc/app/event-repeater/edge1.env"),
+        "{transcript}"
+    );
     for step in ["dpkg -i: 0", "upgrade: 0", "remove: 0", "purge: 0"] {
         assert!(transcript.contains(step), "{step} missing:\n{transcript}");
     }
@@ -126,7 +135,7 @@ fn dpkg_installs_upgrades_removes_and_purges_keeping_state_until_purge() {
         .lines()
         .filter(|l| l.starts_with("check "))
         .collect();
-    assert_eq!(checks.len(), 14, "{transcript}");
+    assert_eq!(checks.len(), 15, "{transcript}");
     let failed: Vec<&&str> = checks.iter().filter(|l| l.ends_with(" no")).collect();
     assert!(failed.is_empty(), "{failed:?}\n{transcript}");
     // The overlay went with the namespace: the host's dpkg never saw app.

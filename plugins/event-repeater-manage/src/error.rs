@@ -45,6 +45,16 @@ pub enum Error {
         /// The socket that would exist if it ran.
         socket: PathBuf,
     },
+    /// The system instances' directory is there but closed to this user
+    /// (not in the group that owns it).
+    NoAccess {
+        /// The repeater's `--name`.
+        name: String,
+        /// The socket a system instance of that name would have.
+        socket: PathBuf,
+        /// The group the directory is open to (a name, else its number).
+        group: String,
+    },
     /// The socket file exists but nobody accepts connections on it.
     StaleSocket {
         /// The repeater's `--name`.
@@ -111,6 +121,7 @@ impl Error {
         match self {
             Error::Usage(_) | Error::Json { .. } | Error::Invalid { .. } => EXIT_USAGE,
             Error::NotRunning { .. }
+            | Error::NoAccess { .. }
             | Error::StaleSocket { .. }
             | Error::StaleListen { .. }
             | Error::Unreachable { .. }
@@ -155,6 +166,15 @@ impl fmt::Display for Error {
                 "no event repeater named '{name}' is running (no socket at {}); start one with: {}",
                 socket.display(),
                 run_command(name)
+            ),
+            Error::NoAccess {
+                name,
+                socket,
+                group,
+            } => write!(
+                f,
+                "no event repeater named '{name}' runs as you, and the system instances' socket {} is open only to the group {group}, which you are not in: add yourself with: sudo usermod -aG {group} $USER (then log in again), or run manage as a member of it",
+                socket.display()
             ),
             Error::StaleSocket { name, socket } => write!(
                 f,

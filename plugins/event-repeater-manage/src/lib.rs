@@ -21,6 +21,7 @@
 //!   [`error`]: messages and exit codes
 //! - [`complete`]: answers to `__complete` for shell completion
 
+pub mod access;
 pub mod address;
 pub mod apply;
 pub mod cli;

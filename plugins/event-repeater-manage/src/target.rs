@@ -74,12 +74,17 @@ pub fn find_local(
         ca_file: ca_file.clone(),
         timeout,
     };
+    let mut closed = None;
     for dir in local_dirs(plugin_dir) {
         let socket = dir.join(format!("{name}.sock"));
         // symlink_metadata: a socket file is there even when nobody listens on it,
         // and then we want to say "stale", not "not running".
-        if socket.symlink_metadata().is_ok() {
-            return Ok(target(Endpoint::Unix(socket), Origin::Socket));
+        match socket.symlink_metadata() {
+            Ok(_) => return Ok(target(Endpoint::Unix(socket), Origin::Socket)),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                closed.get_or_insert(socket.clone());
+            }
+            Err(_) => {}
         }
         let listen = dir.join(format!("{name}.listen"));
         // An address is short: a listen file over 4 KiB is not ours.
@@ -92,6 +97,13 @@ pub fn find_local(
             })?;
             return Ok(target(endpoint, Origin::ListenFile(listen)));
         }
+    }
+    if let Some(socket) = closed {
+        return Err(Error::NoAccess {
+            name: name.to_string(),
+            group: crate::access::group_of_closed(&socket),
+            socket,
+        });
     }
     Err(Error::NotRunning {
         name: name.to_string(),

@@ -41,6 +41,7 @@ pub mod first_checkpoint;
 pub mod ledger;
 pub mod lock;
 pub mod metrics;
+pub mod options_file;
 pub mod overflow;
 pub mod relay;
 pub mod resume;
@@ -124,6 +125,7 @@ fn command(call: app_plugin::plugin::Call) -> u8 {
 
 /// `run`: the configuration, then the daemon until a signal.
 fn start(run_args: &cli::RunArgs, ctx: &app_plugin::context::Context) -> Result<(), error::Error> {
+    options_file::check(std::env::var_os(options_file::VAR).as_deref()).map_err(error::usage)?;
     let password = std::env::var("APP_MQTT_PASSWORD").ok();
     let cfg = config::Config::new(run_args, ctx, password).map_err(error::usage)?;
     daemon::run(cfg)

@@ -69,7 +69,10 @@ Options:
                    e.g. ~/.local/share/app/tracer.log)
   -h, --help       Print help
 
-See docs/plugin-protocol.md#listeners.
+Exit codes: 0 every event logged (stdin closed); 1 the log cannot be written;
+2 usage error.
+
+See man app-listener-tracer, and app's docs/plugin-protocol.md (Listeners).
 ";
 
 fn log_file(args: &[String]) -> Result<PathBuf, String> {

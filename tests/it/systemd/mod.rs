@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use crate::common::repeater::raw_request;
 
+mod cache_mode;
 mod journal;
 mod notify;
+mod options_file;
 mod system_instance;
 
 fn healthz(socket: &Path) -> Option<u16> {

@@ -133,6 +133,17 @@ fn a_system_instance_keeps_its_files_in_systemds_directories_and_the_app_group_m
         !out.status.success(),
         "a stranger reached the repeater: {out:?}"
     );
+    // ...and is told why: the socket, and the group to join (this one has
+    // no name in /etc/group, so its number).
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains(&format!(
+            "socket {} is open only to the group {group}, which you are not in",
+            socket.display()
+        )) && said.contains(&format!("sudo usermod -aG {group} $USER")),
+        "{said}"
+    );
     proc.signal(libc::SIGTERM);
     assert_eq!(
         proc.wait_exit(Duration::from_secs(20))
