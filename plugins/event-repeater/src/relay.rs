@@ -191,7 +191,8 @@ impl Relay {
             return;
         };
         let sink_topic = match decision.for_event(&event.topic, event.json.as_str()) {
-            Ok(None) => decision.sink_topic.clone(),
+            // Moved, not cloned: one reference count less per event.
+            Ok(None) => decision.sink_topic,
             Ok(Some(rendered)) => rendered,
             Err(why) => {
                 self.buffer.skip(id);
