@@ -158,7 +158,11 @@ impl Feed {
             Some(BasicAuth::new(&decode(url.username())?, &password))
         };
         let tls = match (https, &args.source_ca_file) {
-            (true, ca) => Some(client_config(ca.as_deref())?),
+            (true, ca) => Some(crate::tls_client::config(
+                ca.as_deref(),
+                "--source-ca-file",
+                "the https:// feed",
+            )?),
             (false, Some(_)) => {
                 return Err(format!(
                     "--source-ca-file is for an https:// feed; --source {shown:?} is http://"
@@ -237,47 +241,6 @@ fn read_token(file: &Path) -> Result<String, String> {
         return Err(format!("--source-token-file {} is empty", file.display()));
     }
     Ok(token.to_string())
-}
-
-/// Verifies the feed with `ca` (PEM) or the system's CA certificates.
-fn client_config(ca: Option<&Path>) -> Result<Arc<rustls::ClientConfig>, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    match ca {
-        Some(path) => {
-            let pem = crate::files::read_file(path, "--source-ca-file", 1 << 20)?;
-            use rustls::pki_types::{pem::PemObject, CertificateDer};
-            for cert in CertificateDer::pem_slice_iter(&pem) {
-                let cert = cert.map_err(|e| format!("--source-ca-file {}: {e}", path.display()))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("--source-ca-file {}: {e}", path.display()))?;
-            }
-            if roots.is_empty() {
-                return Err(format!(
-                    "--source-ca-file {} holds no PEM certificate (-----BEGIN CERTIFICATE-----); pass the CA that signed the feed's certificate",
-                    path.display()
-                ));
-            }
-        }
-        None => {
-            for cert in rustls_native_certs::load_native_certs().certs {
-                let _ = roots.add(cert);
-            }
-            if roots.is_empty() {
-                return Err(
-                    "no CA certificates to verify the https:// feed with; pass --source-ca-file"
-                        .into(),
-                );
-            }
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS set-up failed: {e}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Arc::new(config))
 }
 
 #[cfg(test)]

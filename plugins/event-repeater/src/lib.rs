@@ -51,6 +51,7 @@ pub mod source;
 pub mod sse;
 pub mod state;
 pub mod status;
+pub mod tls_client;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

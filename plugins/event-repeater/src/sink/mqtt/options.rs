@@ -1,12 +1,9 @@
 //! The rumqttc options for a broker: keep-alive, packet sizes, the window,
 //! credentials and TLS.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use rumqttc::{MqttOptions, QoS, TlsConfiguration, Transport};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::CertificateDer;
 
 use crate::cli::Qos;
 use crate::sink::mqtt::config::{Endpoint, MqttConfig};
@@ -54,38 +51,6 @@ pub fn check_tls(cfg: &MqttConfig) -> Result<(), String> {
 }
 
 fn tls_config(cfg: &MqttConfig) -> Result<TlsConfiguration, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    match &cfg.ca_file {
-        Some(path) => {
-            let pem = crate::files::read_file(path, "--ca-file", 1 << 20)?;
-            // rustls-pki-types' PEM reader (rustls-pemfile is unmaintained).
-            for cert in CertificateDer::pem_slice_iter(&pem) {
-                let cert = cert.map_err(|e| format!("--ca-file {}: {e}", path.display()))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("--ca-file {}: {e}", path.display()))?;
-            }
-        }
-        None => {
-            for cert in rustls_native_certs::load_native_certs().certs {
-                let _ = roots.add(cert);
-            }
-        }
-    }
-    if roots.is_empty() {
-        return Err(match &cfg.ca_file {
-            Some(path) => format!(
-                "--ca-file {} holds no PEM certificate (-----BEGIN CERTIFICATE-----); pass the CA that signed the broker's certificate",
-                path.display()
-            ),
-            None => "no CA certificates to verify the broker with; pass --ca-file".into(),
-        });
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS set-up failed: {e}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(TlsConfiguration::Rustls(Arc::new(config)))
+    crate::tls_client::config(cfg.ca_file.as_deref(), "--ca-file", "the broker")
+        .map(TlsConfiguration::Rustls)
 }
