@@ -123,6 +123,8 @@ const APP: Extra = Extra {
         ("APP_MQTT_PASSWORD", "The MQTT or NATS password for the event repeater's --username."),
         ("APP_OPTIONS_FILE", "Set by app-event-repeater@.service to the instance's options file, which the repeater requires."),
         ("APP_FETCH_TIMEOUT", "Seconds, 1 to 3600: lowers the download limits of app plugin install and index updates."),
+        ("APP_FETCH_TOTAL_TIMEOUT", "Seconds, 1 to 86400: the total time a download may take, however steadily it moves (default 300 s for an index, 1 h for a plugin)."),
+        ("APP_USER_PLUGINS", "0 leaves the user plugin directory out of the search path (the units set it: the daemon user can write that directory)."),
         ("APP_INSTALL_MAX_BYTES", "The largest download app plugin install accepts (default 256 MiB)."),
         ("APP_BUILD_TIMEOUT", "Seconds, 1 to 86400: lowers the git and cargo time limits of app plugin install --git."),
         ("APP_TRACER_LOG", "The log file of app-listener-tracer."),

@@ -276,7 +276,7 @@ fn an_index_url_with_a_query_is_refused_without_showing_it_and_the_plain_url_add
     w.server.serve("/q.json.minisig", &w.key.sign(&bytes));
     let url = w.server.url("/q.json?private_token=T0KEN-SECRET");
     let out = w.add("q", &url).code(2);
-    let text = format!("{out:?}");
+    let text = format!("{}{}", out.stdout, out.stderr);
     assert!(text.contains("--token-file"), "{text}");
     assert!(!text.contains("T0KEN-SECRET"), "{text}");
     // The positive control: the same index without the query is added,
