@@ -105,7 +105,17 @@ fn a_broker_dropping_the_connection_over_its_quota_lowers_the_window_and_loses_n
     let r = start_qos2(&sb, &broker, port, &["--inflight", "1000"]);
     let sum = counter.finish(Duration::from_secs(120));
     let log = r.log();
-    all_in_order(&sum, count, &log);
+    // A dropped connection starts a clean session: a publish the broker
+    // took but whose PUBREC the drop cut off is sent again (10 of 20,000
+    // seen once under load, in CI-like runs). At most a window of them.
+    assert_eq!(sum["missing"], 0, "events lost: {sum}\nlog:\n{log}");
+    assert_eq!(sum["distinct"], count, "{sum}");
+    assert_eq!(sum["out_of_order"], 0, "{sum}");
+    let dups = sum["duplicates"].as_u64().unwrap_or(u64::MAX);
+    assert!(
+        dups <= 1000,
+        "{dups} duplicates: more than one window\n{sum}"
+    );
     assert_eq!(
         log.matches("it may take fewer unacknowledged publishes")
             .count(),
