@@ -15,6 +15,22 @@ use serde_json::Value;
 
 const TOKEN: &str = "tok-8f3a1c-SECRET";
 
+/// The feed's flags as its documentation says: CA, two headers, the token
+/// file, the topic from `/meta/stream`.
+fn feed_flags(ca: &std::path::Path, token_file: &std::path::Path) -> Vec<String> {
+    let mut flags: Vec<String> = vec!["--source-ca-file".into(), ca.display().to_string()];
+    for h in ["Api-User-Agent: relay-test@example.org", "X-Two: 2"] {
+        flags.extend(["--source-header".to_string(), h.to_string()]);
+    }
+    flags.extend([
+        "--source-token-file".to_string(),
+        token_file.display().to_string(),
+        "--topic-from".into(),
+        "field:/meta/stream".into(),
+    ]);
+    flags
+}
+
 #[test]
 fn an_https_feed_with_headers_and_a_token_is_relayed_once_across_drops() {
     let Some(server) = NatsServer::start() else {
@@ -37,11 +53,7 @@ fn an_https_feed_with_headers_and_a_token_is_relayed_once_across_drops() {
         .sinkprotocol("nats")
         .sink(&server.url())
         .args(["--allowall", "--qos", "1", "--nats-stream", "WIKI"])
-        .args(["--source-ca-file", ca.to_str().unwrap()])
-        .args(["--source-header", "Api-User-Agent: relay-test@example.org"])
-        .args(["--source-header", "X-Two: 2"])
-        .args(["--source-token-file", token_file.to_str().unwrap()])
-        .args(["--topic-from", "field:/meta/stream"])
+        .args(feed_flags(&ca, &token_file))
         .start();
     let acked = wait_for(Duration::from_secs(30), || {
         let m = r.metrics();
@@ -133,11 +145,7 @@ fn the_same_feed_reaches_an_mqtt_subscriber_at_least_once_in_order() {
         .source(&url)
         .sink(&broker.url())
         .args(["--allowall", "--qos", "1"])
-        .args(["--source-ca-file", ca.to_str().unwrap()])
-        .args(["--source-header", "Api-User-Agent: relay-test@example.org"])
-        .args(["--source-header", "X-Two: 2"])
-        .args(["--source-token-file", token_file.to_str().unwrap()])
-        .args(["--topic-from", "field:/meta/stream"])
+        .args(feed_flags(&ca, &token_file))
         .start();
     let got = sub.wait(Duration::from_secs(30), |m| m.len() >= count as usize);
     let seqs: Vec<u64> = got
