@@ -233,7 +233,9 @@ fn headers(args: &SourceArgs) -> Result<Vec<(HeaderName, HeaderValue)>, String> 
 
 /// The token in `file`: a regular file of at most 8 KiB, one line.
 fn read_token(file: &Path) -> Result<String, String> {
-    let bytes = crate::files::read_file(file, "--source-token-file", MAX_HEADER_BYTES as u64)?;
+    // A secret: warned about once when others can read it, like --password-file.
+    let bytes =
+        crate::files::read_secret_file(file, "--source-token-file", MAX_HEADER_BYTES as u64)?;
     let text = String::from_utf8(bytes)
         .map_err(|_| format!("--source-token-file {} is not UTF-8", file.display()))?;
     let token = text.trim();
