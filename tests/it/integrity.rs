@@ -31,6 +31,23 @@ fn invalid_topics(rep: &Repeater) -> f64 {
     metric(rep, "events_failed_total{reason=\"invalid_topic\"}")
 }
 
+/// A repeater relaying every topic of `source` to stderr.
+fn to_stderr<'a>(sb: &'a Sandbox, source: &ScriptedSource) -> Repeater<'a> {
+    Repeater::builder(sb, "event-repeater")
+        .source(&source.url())
+        .sinkprotocol("stderr")
+        .args(["--allowall"])
+        .start()
+}
+
+/// Waits until the stderr sink printed an event on `topic`.
+fn wait_relayed(rep: &Repeater, topic: &str) {
+    let relayed = wait_for(Duration::from_secs(10), || {
+        rep.sink_topics().iter().any(|t| t == topic).then_some(())
+    });
+    assert!(relayed.is_some(), "{topic} not relayed:\n{}", rep.log());
+}
+
 /// Waits until the checkpoint file names `id` (the repeater writes it every
 /// 100 ms while it moves).
 fn wait_checkpoint(rep: &Repeater, sb: &Sandbox, id: &str) {
@@ -303,17 +320,8 @@ fn an_overlong_sse_id_is_not_kept_and_the_repeater_restarts_after_kill9() {
     source.push_topic(1, "t/a");
     let long_id = "x".repeat(70_005);
     source.push(&long_id, r#"{"topic":"t/long"}"#);
-    let mut rep = Repeater::builder(&sb, "event-repeater")
-        .source(&source.url())
-        .sinkprotocol("stderr")
-        .args(["--allowall"])
-        .start();
-    let relayed = wait_for(Duration::from_secs(10), || {
-        rep.sink_topics()
-            .contains(&"t/long".to_string())
-            .then_some(())
-    });
-    assert!(relayed.is_some(), "{}", rep.log());
+    let mut rep = to_stderr(&sb, &source);
+    wait_relayed(&rep, "t/long");
     assert_eq!(metric(&rep, "source_ids_refused_total"), 1.0);
     assert!(rep
         .log()
@@ -327,12 +335,7 @@ fn an_overlong_sse_id_is_not_kept_and_the_repeater_restarts_after_kill9() {
 
     source.push_topic(3, "t/after");
     rep.restart();
-    let relayed = wait_for(Duration::from_secs(10), || {
-        rep.sink_topics()
-            .contains(&"t/after".to_string())
-            .then_some(())
-    });
-    assert!(relayed.is_some(), "{}", rep.log());
+    wait_relayed(&rep, "t/after");
     // It resumed after the last id it kept, so the long-id event came again.
     assert_eq!(source.asked().last(), Some(&Some("1".to_string())));
     assert_eq!(metric(&rep, "source_ids_refused_total"), 1.0);
@@ -350,11 +353,7 @@ fn an_sse_id_with_a_control_character_is_not_kept_and_the_source_stays_reachable
     source.push_topic(1, "t/a");
     source.push("2\u{1}x", r#"{"topic":"t/ctl"}"#);
     source.push_topic(3, "t/b");
-    let mut rep = Repeater::builder(&sb, "event-repeater")
-        .source(&source.url())
-        .sinkprotocol("stderr")
-        .args(["--allowall"])
-        .start();
+    let mut rep = to_stderr(&sb, &source);
     let relayed = wait_for(Duration::from_secs(10), || {
         (rep.sink_topics().len() >= 3).then(|| rep.sink_topics())
     });
@@ -377,12 +376,7 @@ fn an_sse_id_with_a_control_character_is_not_kept_and_the_source_stays_reachable
     rep.kill9();
     source.push_topic(4, "t/after");
     rep.restart();
-    let relayed = wait_for(Duration::from_secs(10), || {
-        rep.sink_topics()
-            .contains(&"t/after".to_string())
-            .then_some(())
-    });
-    assert!(relayed.is_some(), "{}", rep.log());
+    wait_relayed(&rep, "t/after");
     assert_eq!(source.asked().last(), Some(&Some("3".to_string())));
 
     // A checkpoint an older release wrote with such an id: warned about,
@@ -419,17 +413,8 @@ fn a_huge_refused_topic_gives_a_short_warning() {
     let topic = format!("a/\u{1}{}", "x".repeat(70_000));
     source.push("1", &serde_json::json!({ "topic": topic }).to_string());
     source.push_topic(2, "t/after");
-    let rep = Repeater::builder(&sb, "event-repeater")
-        .source(&source.url())
-        .sinkprotocol("stderr")
-        .args(["--allowall"])
-        .start();
-    let relayed = wait_for(Duration::from_secs(10), || {
-        rep.sink_topics()
-            .contains(&"t/after".to_string())
-            .then_some(())
-    });
-    assert!(relayed.is_some(), "{}", rep.log());
+    let rep = to_stderr(&sb, &source);
+    wait_relayed(&rep, "t/after");
     assert_eq!(invalid_topics(&rep), 1.0);
     let log = rep.log();
     let warning = log
