@@ -132,8 +132,7 @@ fn install_source(
     force: bool,
     sha256: Option<String>,
 ) -> Result<Installed> {
-    let cwd =
-        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let cwd = current_dir()?;
     let by_name = Spec::parse(text).filter(|_| crate::install::url::scheme(text).is_none());
     let Some(spec) = by_name else {
         let source = match Source::parse(text, &cwd)? {
@@ -152,6 +151,10 @@ fn install_source(
         return Err(from_index::ambiguous(session, &spec, &text));
     }
     from_index::install_by_name(session, &spec, force)
+}
+
+fn current_dir() -> Result<std::path::PathBuf> {
+    std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))
 }
 
 /// The path a `[INDEX/]NAME[@VERSION]` word would name as a file.
@@ -174,9 +177,7 @@ fn install_path(
     force: bool,
     sha256: Option<String>,
 ) -> Result<Installed> {
-    let cwd =
-        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let path = cwd.join(path);
+    let path = current_dir()?.join(path);
     let path = if path.is_dir() {
         crate::install::local::plugin_in_folder(&path)?
     } else {
