@@ -143,14 +143,20 @@ fn mqtt_delivers_every_event_and_an_empty_id_clears_the_resume() {
         .expect("the restarted repeater subscribed")
     };
     assert_eq!(asked(2)[1], Some("7".to_string()), "{}", rep.log());
-    sub.wait(Duration::from_secs(15), |m| m.len() >= 9);
+    let again = sub.wait(Duration::from_secs(15), |m| m.len() >= 9);
+    assert_eq!(
+        again.last().map(|(t, _)| t.as_str()),
+        Some("ids/8"),
+        "{again:?}"
+    );
 
     // Then an empty id and one more event: the checkpoint holds no id, and
     // a restart asks for no Last-Event-ID.
     push(&source, Some(""), 9);
-    sub.wait(Duration::from_secs(15), |m| {
+    let with_9 = sub.wait(Duration::from_secs(15), |m| {
         m.iter().any(|(t, _)| t == "ids/9")
     });
+    assert!(with_9.iter().any(|(t, _)| t == "ids/9"), "{}", rep.log());
     wait_checkpoint(&rep, &sb, |t| t.contains("\"last_event_id\":null"));
     rep.kill9();
     rep.restart();
