@@ -106,24 +106,19 @@ impl Decoder {
         if self.dialect {
             return Event::parse(data);
         }
-        match (&self.topic, self.payload) {
-            (TopicFrom::Field(pointer), _) => by_pointer(data, pointer),
-            (topic, payload) => {
-                let topic: Cow<'a, str> = match topic {
-                    TopicFrom::EventName => {
-                        Cow::Borrowed(event_name.filter(|n| !n.is_empty()).unwrap_or("message"))
-                    }
-                    TopicFrom::Const(name) => Cow::Borrowed(name),
-                    TopicFrom::Field(_) => unreachable!("matched above"),
-                };
-                let json = match payload {
-                    // Shared, not copied: the payload is the data's bytes.
-                    Payload::Text => data.clone(),
-                    Payload::Json => one_line(data)?,
-                };
-                Ok(Event { topic, json })
+        let topic: Cow<'a, str> = match &self.topic {
+            TopicFrom::Field(pointer) => return by_pointer(data, pointer),
+            TopicFrom::EventName => {
+                Cow::Borrowed(event_name.filter(|n| !n.is_empty()).unwrap_or("message"))
             }
-        }
+            TopicFrom::Const(name) => Cow::Borrowed(name),
+        };
+        let json = match self.payload {
+            // Shared, not copied: the payload is the data's bytes.
+            Payload::Text => data.clone(),
+            Payload::Json => one_line(data)?,
+        };
+        Ok(Event { topic, json })
     }
 }
 
