@@ -93,7 +93,7 @@ fn a_qos2_window_over_the_brokers_quota_is_warned_about_and_loses_unseen() {
 /// backoff grows meanwhile (no reconnect storm), the log says so once, and
 /// every event arrives once, in order.
 #[test]
-fn a_broker_dropping_the_connection_over_its_quota_lowers_the_window_and_loses_nothing() {
+fn a_broker_dropping_the_connection_over_its_quota_lowers_the_window_without_a_storm() {
     let Some(broker) = Broker::start() else {
         return;
     };
