@@ -33,7 +33,12 @@ impl Sent {
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
         let mut sent = Sent::default();
-        for (n, line) in text.lines().enumerate() {
+        // A line cut by a kill mid-write has no newline: not counted.
+        let whole = match text.rfind('\n') {
+            Some(end) => &text[..end],
+            None => "",
+        };
+        for (n, line) in whole.lines().enumerate() {
             let bad = || {
                 format!(
                     "{}:{}: not `start NS` or `FIRST LAST`",
@@ -50,8 +55,6 @@ impl Sent {
                     let (a, b) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
                     sent.runs.push((a, b));
                 }
-                // A line cut by a kill mid-write is the last one: ignored.
-                _ if n + 1 == text.lines().count() && !text.ends_with('\n') => {}
                 _ => return Err(bad()),
             }
         }
