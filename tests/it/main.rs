@@ -43,6 +43,7 @@ mod plugin_index;
 mod plugin_index_install;
 mod plugin_install;
 mod plugin_logs;
+mod rabbitmq_stream;
 mod reliability;
 mod repeater;
 mod secrets;

@@ -32,6 +32,10 @@ pub enum Mode {
     NatsRead(NatsReadArgs),
     /// Publish numbered events straight into JetStream with an in-flight window.
     NatsPublish(NatsPublishArgs),
+    /// Read a RabbitMQ stream back and count it (numbered events).
+    RmqRead(RmqReadArgs),
+    /// Publish numbered events straight into a RabbitMQ stream with an in-flight window.
+    RmqPublish(RmqPublishArgs),
     /// Print a free TCP port on 127.0.0.1.
     Port,
 }
@@ -64,6 +68,39 @@ pub struct NatsPublishArgs {
     /// The stream to publish into (created as the repeater would if missing).
     #[arg(long, default_value = "EVENTS")]
     pub stream: String,
+    #[command(flatten)]
+    pub gen: GenArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RmqReadArgs {
+    /// The node's stream port on 127.0.0.1.
+    #[arg(long, default_value_t = 5552)]
+    pub port: u16,
+    /// The stream to read from its first message.
+    #[arg(long, default_value = "bench/seq")]
+    pub stream: String,
+    /// Count the numbered events 1..=EXPECT (missing, duplicated); the read
+    /// ends once all are there and nothing more came for a second, or
+    /// nothing came for 3 s.
+    #[arg(long, default_value_t = 0)]
+    pub expect: u64,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct RmqPublishArgs {
+    /// The node's stream port on 127.0.0.1.
+    #[arg(long, default_value_t = 5552)]
+    pub port: u16,
+    /// Unconfirmed publishes at once (the repeater's --inflight).
+    #[arg(long, default_value_t = 1000)]
+    pub inflight: usize,
+    /// The stream (created if missing); default: the topic, as the repeater names it.
+    #[arg(long)]
+    pub stream: Option<String>,
     #[command(flatten)]
     pub gen: GenArgs,
 }

@@ -13,6 +13,7 @@ pub mod payload;
 pub mod pipelined;
 pub mod publish;
 pub mod report;
+pub mod rmq;
 pub mod sent;
 pub mod sse;
 pub mod subscribe;
@@ -46,6 +47,8 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
             cli::Mode::Subscribe(a) => subscribe::run(a).await,
             cli::Mode::Report(a) => report::run(&a.results),
             cli::Mode::NatsRead(a) => nats::read(a).await,
+            cli::Mode::RmqRead(a) => rmq::read(a).await,
+            cli::Mode::RmqPublish(a) => rmq::publish(a).await,
             cli::Mode::NatsPublish(a) => nats::publish(a).await,
             cli::Mode::Port => std::net::TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())

@@ -55,6 +55,8 @@ pub enum SinkProtocol {
     Mqtt,
     /// Publish to NATS: JetStream at QoS 1 and 2, core NATS at QoS 0.
     Nats,
+    /// Publish to RabbitMQ Streams, deduplicated by producer name and publishing id.
+    RabbitmqStream,
     /// Write one JSON line per event to stderr.
     Stderr,
 }
@@ -235,6 +237,9 @@ pub struct RunArgs {
     /// topics come from; what the payload is).
     #[command(flatten)]
     pub source_args: crate::feed::SourceArgs,
+
+    #[command(flatten)]
+    pub rabbitmq: crate::sink::rabbitmq_stream::RabbitArgs,
 }
 
 /// An on/off flag value.

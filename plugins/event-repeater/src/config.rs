@@ -197,11 +197,18 @@ fn sink_config(
             "a password was given (APP_MQTT_PASSWORD or --password-file) but no --username".into(),
         );
     }
+    if args.source_id.is_some()
+        && !matches!(
+            args.sinkprotocol,
+            SinkProtocol::Nats | SinkProtocol::RabbitmqStream
+        )
+    {
+        return Err("--source-id only applies to --sinkprotocol nats or rabbitmq-stream".into());
+    }
     if args.sinkprotocol != SinkProtocol::Nats {
         for (flag, set) in [
             ("--creds", args.creds.is_some()),
             ("--nats-token (APP_NATS_TOKEN)", args.nats_token.is_some()),
-            ("--source-id", args.source_id.is_some()),
         ] {
             if set {
                 return Err(format!("{flag} only applies to --sinkprotocol nats"));

@@ -205,6 +205,7 @@ pub mod http_server;
 pub mod index;
 pub mod nats;
 pub mod process;
+pub mod rabbitmq;
 pub mod repeater;
 pub mod run;
 pub mod server;

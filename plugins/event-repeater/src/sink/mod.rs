@@ -10,6 +10,7 @@
 pub mod drain;
 pub mod mqtt;
 pub mod nats;
+pub mod rabbitmq_stream;
 pub mod rules;
 pub mod stall;
 pub mod stderr;
@@ -27,7 +28,7 @@ pub use drain::{until, Drain};
 pub use rules::{has_control, Refusal, Rules, TopicRules};
 
 /// Every sink, in the order of `--sinkprotocol`'s values.
-pub const KINDS: &[Kind] = &[mqtt::KIND, nats::KIND, stderr::KIND];
+pub const KINDS: &[Kind] = &[mqtt::KIND, nats::KIND, rabbitmq_stream::KIND, stderr::KIND];
 
 /// A kind of sink: the `--sinkprotocol` value that selects it.
 pub struct Kind {

@@ -1,0 +1,253 @@
+//! The RabbitMQ Streams sink's configuration: `--sink` nodes, credentials,
+//! TLS, replicas and the producer name, checked before anything connects.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::sink::rabbitmq_stream::pubid::producer_name;
+use crate::sink::{default_client_id, Setup};
+
+/// The stream port RabbitMQ listens on, without and with TLS.
+pub const PORT: u16 = 5552;
+pub const TLS_PORT: u16 = 5551;
+
+/// Where Debian keeps the system's CA certificates (the client library
+/// reads trusted roots from one PEM file).
+const SYSTEM_CA: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// One node of `--sink`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// Without IPv6 brackets (what a socket connects to).
+    pub host: String,
+    pub port: u16,
+}
+
+/// RabbitMQ Streams settings (`--sinkprotocol rabbitmq-stream`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RabbitConfig {
+    /// Tried in turn: the nodes of a cluster (any node takes publishes for
+    /// any stream).
+    pub nodes: Vec<Node>,
+    pub tls: bool,
+    /// Roots to trust with TLS: `--ca-file` or the system's.
+    pub ca_file: PathBuf,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub vhost: String,
+    /// The initial cluster size of a stream the repeater creates.
+    pub replicas: u8,
+    /// The producer name every repeater of the source shares.
+    pub producer: String,
+    /// `--source-id` as given or derived (for messages).
+    pub source_id: String,
+    pub inflight: usize,
+    pub ack_timeout: Duration,
+    /// The connection name the broker shows.
+    pub client_name: String,
+}
+
+impl RabbitConfig {
+    /// The nodes as `rabbitmq-stream[+tls]://HOST:PORT`, comma separated.
+    pub fn url(&self) -> String {
+        let scheme = if self.tls {
+            "rabbitmq-stream+tls"
+        } else {
+            "rabbitmq-stream"
+        };
+        self.nodes
+            .iter()
+            .map(|n| {
+                let host = if n.host.contains(':') {
+                    format!("[{}]", n.host)
+                } else {
+                    n.host.clone()
+                };
+                format!("{scheme}://{host}:{}", n.port)
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// The settings; an `Err` is a usage error.
+pub fn configure(setup: &Setup) -> Result<RabbitConfig, String> {
+    let args = setup.args;
+    let given: Vec<&str> = if args.sink.is_empty() {
+        vec!["rabbitmq-stream://localhost:5552"]
+    } else {
+        args.sink.iter().map(String::as_str).collect()
+    };
+    let mut nodes = Vec::new();
+    let mut schemes = Vec::new();
+    for text in given {
+        let (node, tls) = parse_sink(text)?;
+        nodes.push(node);
+        schemes.push(tls);
+    }
+    let tls = schemes[0];
+    if schemes.iter().any(|&t| t != tls) {
+        return Err("--sink: give every RabbitMQ node with the same scheme (all rabbitmq-stream:// or all rabbitmq-stream+tls://)".into());
+    }
+    if args.ca_file.is_some() && !tls {
+        return Err("--ca-file only applies to a rabbitmq-stream+tls:// sink".into());
+    }
+    let ca_file = args
+        .ca_file
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(SYSTEM_CA));
+    if tls {
+        // Checked here; the client library reads it again when it connects.
+        crate::files::read_file(&ca_file, "--ca-file", 1 << 20)?;
+    }
+    let vhost = &args.rabbitmq.rabbitmq_vhost;
+    if vhost.is_empty() || vhost.len() > 255 || vhost.chars().any(char::is_control) {
+        return Err(format!(
+            "--rabbitmq-vhost {vhost:?} is not a virtual host name (1 to 255 bytes, no control characters)"
+        ));
+    }
+    let source_id = match &args.source_id {
+        Some(id) if id.is_empty() || id.chars().any(char::is_control) => {
+            return Err("--source-id must be non-empty printable text".into())
+        }
+        Some(id) => id.clone(),
+        None => setup.source.clone(),
+    };
+    Ok(RabbitConfig {
+        nodes,
+        tls,
+        ca_file,
+        username: args.username.clone(),
+        password: setup.password.clone(),
+        vhost: vhost.clone(),
+        replicas: args.rabbitmq.rabbitmq_replicas,
+        producer: producer_name(&source_id),
+        source_id,
+        inflight: usize::from(args.inflight.unwrap_or(crate::cli::DEFAULT_INFLIGHT)),
+        ack_timeout: args.ack_timeout,
+        client_name: default_client_id(setup.name),
+    })
+}
+
+/// `rabbitmq-stream://HOST[:PORT]` or `rabbitmq-stream+tls://HOST[:PORT]`
+/// → the node and whether it is TLS. Credentials, paths and queries are
+/// refused, naming the flag to use instead.
+pub fn parse_sink(text: &str) -> Result<(Node, bool), String> {
+    let shown = || app_plugin::redact::url(text);
+    let url = url::Url::parse(text).map_err(|e| {
+        format!(
+            "--sink {:?} is not a URL ({e}); use rabbitmq-stream://HOST:PORT",
+            shown()
+        )
+    })?;
+    let tls = match url.scheme() {
+        "rabbitmq-stream" => false,
+        "rabbitmq-stream+tls" => true,
+        _ => {
+            return Err(format!(
+                "--sink {:?}: unsupported scheme for RabbitMQ Streams; use rabbitmq-stream:// or rabbitmq-stream+tls://",
+                shown()
+            ))
+        }
+    };
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!(
+            "--sink {:?}: give credentials with --username and --password-file, not in the URL",
+            shown()
+        ));
+    }
+    if !matches!(url.path(), "" | "/") || url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "--sink {:?} has a path or query; use rabbitmq-stream://HOST:PORT (the virtual host is --rabbitmq-vhost)",
+            shown()
+        ));
+    }
+    let host = match url.host() {
+        Some(url::Host::Ipv6(a)) => a.to_string(),
+        Some(h) if !h.to_string().is_empty() => h.to_string(),
+        _ => return Err(format!("--sink {:?} has no host", shown())),
+    };
+    let port = url.port().unwrap_or(if tls { TLS_PORT } else { PORT });
+    Ok((Node { host, port }, tls))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sink::{run_args, setup};
+
+    fn node(host: &str, port: u16) -> Node {
+        Node {
+            host: host.into(),
+            port,
+        }
+    }
+
+    #[test]
+    fn sinks_are_parsed_with_url() {
+        assert_eq!(
+            parse_sink("rabbitmq-stream://127.0.0.1:1"),
+            Ok((node("127.0.0.1", 1), false))
+        );
+        assert_eq!(
+            parse_sink("rabbitmq-stream://h"),
+            Ok((node("h", PORT), false))
+        );
+        assert_eq!(
+            parse_sink("rabbitmq-stream+tls://[::1]/"),
+            Ok((node("::1", TLS_PORT), true))
+        );
+        for bad in [
+            "h:1",
+            "nats://h:1",
+            "rabbitmq-stream://h:1/vhost",
+            "rabbitmq-stream://h:1?x=1",
+            "rabbitmq-stream://",
+            "rabbitmq-stream://h:99999",
+        ] {
+            assert!(parse_sink(bad).is_err(), "{bad}");
+        }
+        let err = parse_sink("rabbitmq-stream://u:hunter3@h:1").unwrap_err();
+        assert!(
+            !err.contains("hunter3") && err.contains("--password-file"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn nodes_producer_and_flags() {
+        let args = run_args(&[
+            "--sinkprotocol",
+            "rabbitmq-stream",
+            "--sink",
+            "rabbitmq-stream://a:1",
+            "--sink",
+            "rabbitmq-stream://[::1]:2",
+            "--source-id",
+            "site",
+            "--rabbitmq-replicas",
+            "3",
+        ]);
+        let c = configure(&setup(&args, "http://127.0.0.1:9")).unwrap();
+        assert_eq!(c.nodes, [node("a", 1), node("::1", 2)]);
+        assert_eq!(c.url(), "rabbitmq-stream://a:1,rabbitmq-stream://[::1]:2");
+        assert_eq!(c.producer, "app-event-repeater:site");
+        assert_eq!((c.replicas, c.vhost.as_str()), (3, "/"));
+        let mixed = run_args(&[
+            "--sinkprotocol",
+            "rabbitmq-stream",
+            "--sink",
+            "rabbitmq-stream://a:1",
+            "--sink",
+            "rabbitmq-stream+tls://b:2",
+        ]);
+        assert!(configure(&setup(&mixed, "x")).is_err());
+        let ca = run_args(&["--sinkprotocol", "rabbitmq-stream", "--ca-file", "/x"]);
+        assert!(configure(&setup(&ca, "x")).unwrap_err().contains("+tls"));
+        // The default producer name comes from the source address.
+        let plain = run_args(&["--sinkprotocol", "rabbitmq-stream"]);
+        let c = configure(&setup(&plain, "http://h:1")).unwrap();
+        assert_eq!(c.producer, "app-event-repeater:http://h:1");
+        assert_eq!(c.nodes, [node("localhost", PORT)]);
+    }
+}

@@ -1,0 +1,111 @@
+//! The RabbitMQ Streams sink (`--sinkprotocol rabbitmq-stream`): every
+//! event is published to the stream named by its sink topic (see
+//! [`names`]), through the `rabbitmq-stream-client` crate.
+//!
+//! # Delivery
+//! An event is done only when RabbitMQ confirmed it. Up to `--inflight`
+//! publishes wait for their confirmation at once, on one connection; when
+//! the connection ends, a publish is refused, or a confirmation takes
+//! longer than `--ack-timeout`, the connection is dropped and what was not
+//! confirmed is sent again on a new one (after a backoff, oldest first,
+//! counted as republished), to the next `--sink` node in turn.
+//!
+//! # Deduplication
+//! Events with a decimal SSE id are published by a producer named after
+//! `--source-id` ([`pubid::producer_name`]) with that number as the
+//! publishing id ([`pubid`]): RabbitMQ stores each once however often it is
+//! sent, by however many repeaters of the source. Other events are
+//! published by a producer without a name: at least once.
+//!
+//! # Streams
+//! A stream that does not exist is created (`--rabbitmq-replicas` as its
+//! initial cluster size, 24 h max age); one that exists is used as it is.
+
+mod args;
+pub mod config;
+mod link;
+pub mod names;
+pub mod pubid;
+mod run;
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
+
+use crate::buffer::Buffer;
+use crate::cli::SinkProtocol;
+use crate::metrics::Metrics;
+use crate::sink::{Drain, Kind, Refusal, Sink, SinkConfig, TopicRules};
+
+pub use args::RabbitArgs;
+pub use config::RabbitConfig;
+
+/// The largest event the sink publishes: one message must fit in a
+/// frame of the stream protocol (1 MiB by default on both sides), with
+/// room for the frame's own fields.
+pub const MAX_EVENT: usize = 1_000_000;
+
+/// `--sinkprotocol rabbitmq-stream`.
+pub const KIND: Kind = Kind {
+    protocol: SinkProtocol::RabbitmqStream,
+    configure: |setup| Ok(Box::new(config::configure(setup)?)),
+};
+
+impl SinkConfig for RabbitConfig {
+    fn protocol(&self) -> &'static str {
+        "rabbitmq-stream"
+    }
+
+    fn url(&self) -> String {
+        RabbitConfig::url(self)
+    }
+
+    fn rules(&self) -> Arc<dyn TopicRules> {
+        Arc::new(RabbitRules)
+    }
+
+    /// Nothing to check before the first connection: the sink connects
+    /// (and keeps trying) once it runs.
+    fn build(
+        &self,
+        buffer: Arc<Buffer>,
+        metrics: Arc<Metrics>,
+    ) -> BoxFuture<'_, Result<Box<dyn Sink>, String>> {
+        let sink = RabbitSink {
+            cfg: self.clone(),
+            buffer,
+            metrics,
+        };
+        async move { Ok(Box::new(sink) as Box<dyn Sink>) }.boxed()
+    }
+}
+
+/// Stream names ([`names`]) and [`MAX_EVENT`].
+pub struct RabbitRules;
+
+impl TopicRules for RabbitRules {
+    fn refuse_topic(&self, topic: &str) -> Option<Refusal> {
+        names::refuse(topic).map(Refusal::InvalidTopic)
+    }
+
+    fn refuse_size(&self, _topic: &str, payload_len: usize) -> Option<Refusal> {
+        (payload_len > MAX_EVENT).then(|| {
+            Refusal::TooLarge(format!(
+                "an event of {payload_len} bytes is over the {MAX_EVENT} a RabbitMQ stream message may hold here"
+            ))
+        })
+    }
+}
+
+pub struct RabbitSink {
+    pub cfg: RabbitConfig,
+    pub buffer: Arc<Buffer>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Sink for RabbitSink {
+    fn run(self: Box<Self>, drain: Drain) -> BoxFuture<'static, usize> {
+        run::run(*self, drain).boxed()
+    }
+}
