@@ -163,7 +163,7 @@ impl RabbitNode {
             .stdout(fs::File::create(d.join("stdout.txt")).expect("stdout file"))
             .stderr(Stdio::null());
         if let Some((uid, gid)) = self.owner {
-            cmd.uid(uid).gid(gid).groups(&[gid]);
+            cmd.uid(uid).gid(gid);
         }
         self.child = Some(cmd.spawn().expect("start rabbitmq-server"));
     }
