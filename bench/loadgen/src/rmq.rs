@@ -1,16 +1,15 @@
-//! RabbitMQ Streams modes, through the `rabbitmq-stream-client` crate the
-//! repeater uses: `rmq-read` reads a stream from its first message and
-//! counts the numbered events (missing, duplicated); `rmq-publish`
-//! publishes numbered events straight into a stream with the repeater's
-//! window (one connection, a named producer, batches of up to 256 KiB),
-//! the direct path of bench/relay-rmq.sh.
+//! RabbitMQ Streams modes, through the repeater's own stream protocol
+//! client (`app_event_repeater::sink::rabbitmq_stream::client`, the code
+//! the sink publishes with): `rmq-read` reads a stream from its first
+//! message and counts the numbered events (missing, duplicated);
+//! `rmq-publish` publishes numbered events straight into a stream with the
+//! repeater's window (one connection, a named producer, batches of up to
+//! 256 KiB), the direct path of the RabbitMQ bench.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use futures_util::StreamExt;
-use rabbitmq_stream_client::types::{Message, OffsetSpecification, ResponseKind};
-use rabbitmq_stream_client::{Client, ClientOptions, Environment};
+use app_event_repeater::sink::rabbitmq_stream::client::proto::{amqp_body, code, code_name};
+use app_event_repeater::sink::rabbitmq_stream::client::{self, Batch, Client, Event, Options};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -20,24 +19,25 @@ use crate::payload::{event_json, min_fixed_size, now_ns, read_stamp};
 use crate::publish::announce_until;
 use crate::tally::Tally;
 
+/// Chunks RabbitMQ may send ahead of the reader.
+const CREDIT: u16 = 10;
+
+async fn connect(port: u16, name: &str) -> Result<(Client, mpsc::Receiver<Event>), String> {
+    let mut o = Options::new("127.0.0.1", port);
+    o.connection_name = name;
+    o.timeout = Duration::from_secs(10);
+    client::connect(&o)
+        .await
+        .map_err(|e| format!("cannot connect to RabbitMQ on {port}: {e}"))
+}
+
 pub async fn read(args: RmqReadArgs) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs_f64(args.timeout.max(0.0));
-    let env = tokio::time::timeout(
-        Duration::from_secs(10),
-        Environment::builder()
-            .host("127.0.0.1")
-            .port(args.port)
-            .build(),
-    )
-    .await
-    .map_err(|_| "no answer from RabbitMQ within 10 s".to_string())?
-    .map_err(|e| format!("cannot connect to RabbitMQ on {}: {e}", args.port))?;
-    let mut consumer = env
-        .consumer()
-        .offset(OffsetSpecification::First)
-        .build(&args.stream)
-        .await
-        .map_err(|e| format!("stream {}: {e}", args.stream))?;
+    let (client, mut events) = connect(args.port, "loadgen rmq-read").await?;
+    match client.subscribe(1, &args.stream, CREDIT).await? {
+        code::OK => {}
+        c => return Err(format!("stream {}: {}", args.stream, code_name(c))),
+    }
     let mut tally = Tally::with_capacity(args.expect.max(1024));
     let mut messages = 0u64;
     loop {
@@ -50,60 +50,28 @@ pub async fn read(args: RmqReadArgs) -> Result<(), String> {
             break;
         }
         let wait = quiet.min(deadline.saturating_duration_since(Instant::now()));
-        match tokio::time::timeout(wait, consumer.next()).await {
-            Ok(Some(Ok(d))) => {
-                messages += 1;
-                let data = d.message().data().unwrap_or_default();
-                match read_stamp(data) {
-                    Some(s) => tally.record(s.seq, s.t_ns, data.len(), now_ns()),
-                    None => tally.record_unreadable(),
+        match tokio::time::timeout(wait, events.recv()).await {
+            Ok(Some(Event::Delivered(_, records))) => {
+                for m in &records {
+                    messages += 1;
+                    match amqp_body(m).and_then(read_stamp) {
+                        Some(s) => tally.record(s.seq, s.t_ns, m.len(), now_ns()),
+                        None => tally.record_unreadable(),
+                    }
                 }
+                client.credit(1, 1).await?;
             }
-            Ok(Some(Err(e))) => return Err(format!("reading {}: {e}", args.stream)),
+            Ok(Some(Event::Closed(why))) => return Err(format!("reading {}: {why}", args.stream)),
+            Ok(Some(_)) => {}
             Ok(None) | Err(_) => break,
         }
     }
-    let _ = tokio::time::timeout(Duration::from_secs(2), consumer.handle().close()).await;
+    client.close(Duration::from_secs(2)).await;
     let mut summary = tally.summary(args.expect);
     summary["mode"] = json!("rmq-read");
     summary["messages"] = json!(messages);
     println!("{summary}");
     Ok(())
-}
-
-/// Confirmations as they arrive: `(confirmed ids, refused ids)`.
-type Answers = mpsc::UnboundedReceiver<(Vec<u64>, usize)>;
-
-async fn connect(port: u16) -> Result<(Client, Answers), String> {
-    let opts = ClientOptions::builder()
-        .host("127.0.0.1")
-        .port(port)
-        .build();
-    let client = tokio::time::timeout(Duration::from_secs(10), Client::connect(opts))
-        .await
-        .map_err(|_| "no answer from RabbitMQ within 10 s".to_string())?
-        .map_err(|e| format!("cannot connect to RabbitMQ on {port}: {e}"))?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    client
-        .set_handler(move |item: rabbitmq_stream_client::types::MessageResult| {
-            let tx = tx.clone();
-            async move {
-                if let Some(Ok(r)) = item {
-                    match r.kind() {
-                        ResponseKind::PublishConfirm(c) => {
-                            let _ = tx.send((c.publishing_ids.clone(), 0));
-                        }
-                        ResponseKind::PublishError(e) => {
-                            let _ = tx.send((Vec::new(), e.publishing_errors.len()));
-                        }
-                        _ => {}
-                    }
-                }
-                Ok(())
-            }
-        })
-        .await;
-    Ok((client, rx))
 }
 
 pub async fn publish(args: RmqPublishArgs) -> Result<(), String> {
@@ -114,55 +82,38 @@ pub async fn publish(args: RmqPublishArgs) -> Result<(), String> {
         gen.size
     };
     let stream = args.stream.clone().unwrap_or_else(|| gen.topic.clone());
-    let (client, mut answers) = connect(args.port).await?;
-    let created = client
-        .create_stream(&stream, HashMap::new())
-        .await
-        .map_err(|e| format!("create {stream}: {e}"))?;
-    use rabbitmq_stream_client::types::ResponseCode;
-    if !matches!(created.code(), ResponseCode::Ok | ResponseCode::StreamAlreadyExists) {
-        return Err(format!("create {stream}: {:?}", created.code()));
+    let (client, mut events) = connect(args.port, "loadgen rmq-publish").await?;
+    let created = client.create_stream(&stream, &[]).await?;
+    if !matches!(created, code::OK | code::STREAM_ALREADY_EXISTS) {
+        return Err(format!("create {stream}: {}", code_name(created)));
     }
-
     let declared = client
-        .declare_publisher(1, Some("loadgen".into()), &stream)
-        .await
-        .map_err(|e| format!("declare a producer on {stream}: {e}"))?;
-    if !declared.is_ok() {
+        .declare_publisher(1, Some("loadgen"), &stream)
+        .await?;
+    if declared != code::OK {
         return Err(format!(
-            "declare a producer on {stream}: {:?}",
-            declared.code()
+            "declare a producer on {stream}: {}",
+            code_name(declared)
         ));
     }
-    let mut next_id = client
-        .query_publisher_sequence("loadgen", &stream)
-        .await
-        .map_err(|e| e.to_string())?
-        + 1;
+    let mut next_id = client.query_publisher_sequence("loadgen", &stream).await? + 1;
     let window = args.inflight.max(1);
     let (mut inflight, mut acked, mut refused) = (0usize, 0u64, 0usize);
     let topic = gen.topic.clone();
-    let wait =
-        |inflight: &mut usize, acked: &mut u64, refused: &mut usize, answers: &mut Answers| {
-            let got = answers.try_recv();
-            if let Ok((ok, bad)) = got {
-                *inflight -= ok.len() + bad;
-                *acked += ok.len() as u64;
-                *refused += bad;
-                true
-            } else {
-                false
+    let mut settle = |ev: Event, inflight: &mut usize| -> Result<(), String> {
+        match ev {
+            Event::Confirmed(_, ids) => {
+                *inflight = inflight.saturating_sub(ids.len());
+                acked += ids.len() as u64;
             }
-        };
-    let send = |client: &Client, batch: Vec<Message>| {
-        let client = client.clone();
-        async move {
-            client
-                .publish(1, batch, 1)
-                .await
-                .map(|_| ())
-                .map_err(|e| format!("publish: {e}"))
+            Event::Failed(_, errs) => {
+                *inflight = inflight.saturating_sub(errs.len());
+                refused += errs.len();
+            }
+            Event::Closed(why) => return Err(format!("the connection to RabbitMQ ended: {why}")),
+            Event::Delivered(..) => {}
         }
+        Ok(())
     };
     if let Some(file) = &gen.ready_file {
         announce_until(file, || async { Ok(()) }).await?;
@@ -171,11 +122,12 @@ pub async fn publish(args: RmqPublishArgs) -> Result<(), String> {
     let mut started = Instant::now();
     let mut i = 0u64;
     while i < total || inflight > 0 {
-        while wait(&mut inflight, &mut acked, &mut refused, &mut answers) {}
+        while let Ok(ev) = events.try_recv() {
+            settle(ev, &mut inflight)?;
+        }
         if i < total && inflight < window {
-            let mut batch = Vec::new();
-            let mut bytes = 0;
-            while i < total && inflight < window && bytes < 256 * 1024 {
+            let mut batch = Batch::new(1);
+            while i < total && inflight < window && batch.bytes() < 256 * 1024 {
                 let numbered = i.checked_sub(gen.warmup);
                 if numbered == Some(0) {
                     started = Instant::now();
@@ -189,29 +141,24 @@ pub async fn publish(args: RmqPublishArgs) -> Result<(), String> {
                     }
                 }
                 let body = event_json(&topic, numbered.map_or(0, |n| n + 1), now_ns(), size);
-                bytes += body.len();
-                batch.push(Message::builder().publishing_id(next_id).body(body).build());
+                batch.push(next_id, body.as_bytes());
                 next_id += 1;
                 inflight += 1;
                 i += 1;
             }
-            if !batch.is_empty() {
-                send(&client, batch).await?;
+            if batch.count() > 0 {
+                client.publish(batch).await?;
                 continue;
             }
         }
-        match tokio::time::timeout(Duration::from_millis(1), answers.recv()).await {
-            Ok(Some((ok, bad))) => {
-                inflight -= ok.len() + bad;
-                acked += ok.len() as u64;
-                refused += bad;
-            }
+        match tokio::time::timeout(Duration::from_millis(1), events.recv()).await {
+            Ok(Some(ev)) => settle(ev, &mut inflight)?,
             Ok(None) => return Err("the connection to RabbitMQ ended".into()),
             Err(_) => {}
         }
     }
     let span = started.elapsed();
-    let _ = tokio::time::timeout(Duration::from_secs(2), client.close()).await;
+    client.close(Duration::from_secs(2)).await;
     println!(
         "{}",
         json!({

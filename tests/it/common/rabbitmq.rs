@@ -51,6 +51,8 @@ impl RabbitNode {
         Some(node)
     }
 
+    // For the 3-node replicated test, not written yet (issue 32 item 4).
+    #[allow(dead_code)]
     /// `n` nodes clustered (classic config peer discovery), all up when this
     /// returns. They share one `epmd` on a free port.
     pub fn cluster(n: usize) -> Option<Vec<RabbitNode>> {
@@ -172,11 +174,11 @@ impl RabbitNode {
         let t0 = Instant::now();
         let (stream, amqp) = (self.stream_port, self.amqp_port);
         let up = wait_for(START_WITHIN, || {
-            if self
-                .child
-                .as_mut()
-                .is_none_or(|c| !matches!(c.try_wait(), Ok(None)))
-            {
+            let running = match self.child.as_mut() {
+                Some(c) => matches!(c.try_wait(), Ok(None)),
+                None => false,
+            };
+            if !running {
                 return Some(false);
             }
             let open = |port| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
@@ -235,6 +237,7 @@ impl RabbitNode {
         self.reap(Duration::from_secs(10));
     }
 
+    #[allow(dead_code)] // for a broker-pause/clean-stop test, not written yet
     /// Clean stop (SIGTERM: RabbitMQ shuts down in order), bounded.
     pub fn stop(&mut self) {
         self.signal(libc::SIGTERM);

@@ -2,6 +2,7 @@
 //! TLS, replicas and the producer name, checked before anything connects.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::sink::rabbitmq_stream::pubid::producer_name;
@@ -10,10 +11,6 @@ use crate::sink::{default_client_id, Setup};
 /// The stream port RabbitMQ listens on, without and with TLS.
 pub const PORT: u16 = 5552;
 pub const TLS_PORT: u16 = 5551;
-
-/// Where Debian keeps the system's CA certificates (the client library
-/// reads trusted roots from one PEM file).
-const SYSTEM_CA: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 /// One node of `--sink`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +27,8 @@ pub struct RabbitConfig {
     /// any stream).
     pub nodes: Vec<Node>,
     pub tls: bool,
-    /// Roots to trust with TLS: `--ca-file` or the system's.
-    pub ca_file: PathBuf,
+    /// Roots to trust with TLS: `--ca-file`, or the system's.
+    pub ca_file: Option<PathBuf>,
     pub username: Option<String>,
     pub password: Option<String>,
     pub vhost: String,
@@ -92,14 +89,7 @@ pub fn configure(setup: &Setup) -> Result<RabbitConfig, String> {
     if args.ca_file.is_some() && !tls {
         return Err("--ca-file only applies to a rabbitmq-stream+tls:// sink".into());
     }
-    let ca_file = args
-        .ca_file
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(SYSTEM_CA));
-    if tls {
-        // Checked here; the client library reads it again when it connects.
-        crate::files::read_file(&ca_file, "--ca-file", 1 << 20)?;
-    }
+    let ca_file = args.ca_file.clone();
     let vhost = &args.rabbitmq.rabbitmq_vhost;
     if vhost.is_empty() || vhost.len() > 255 || vhost.chars().any(char::is_control) {
         return Err(format!(
@@ -113,7 +103,7 @@ pub fn configure(setup: &Setup) -> Result<RabbitConfig, String> {
         Some(id) => id.clone(),
         None => setup.source.clone(),
     };
-    Ok(RabbitConfig {
+    let cfg = RabbitConfig {
         nodes,
         tls,
         ca_file,
@@ -126,7 +116,18 @@ pub fn configure(setup: &Setup) -> Result<RabbitConfig, String> {
         inflight: usize::from(args.inflight.unwrap_or(crate::cli::DEFAULT_INFLIGHT)),
         ack_timeout: args.ack_timeout,
         client_name: default_client_id(setup.name),
-    })
+    };
+    if tls {
+        // Checked now (a usage error); made again when the sink is built.
+        tls_config(&cfg)?;
+    }
+    Ok(cfg)
+}
+
+/// The TLS client configuration: the project's ([`crate::tls_client`]),
+/// trusting `--ca-file` or the system's CA certificates.
+pub fn tls_config(cfg: &RabbitConfig) -> Result<Arc<rustls::ClientConfig>, String> {
+    crate::tls_client::config(cfg.ca_file.as_deref(), "--ca-file", "RabbitMQ")
 }
 
 /// `rabbitmq-stream://HOST[:PORT]` or `rabbitmq-stream+tls://HOST[:PORT]`

@@ -1,40 +1,32 @@
-//! One connection to a RabbitMQ node through the `rabbitmq-stream-client`
-//! crate's `Client`, with the producers of every stream the sink writes to
-//! declared on it. Its confirmations and errors arrive on one channel.
-//!
-//! The crate's `Producer` is not used: it opens a connection per stream,
-//! keys its waiters by publishing id (a repeated id replaces a waiter, and
-//! its confirmation then panics the connection's task), and closes itself
-//! with a blocking wait in `drop`. The `Client` underneath does none of that.
+//! One connection to a RabbitMQ node through the sink's own [`client`],
+//! with the producers of every stream the sink writes to declared on it.
+//! Its confirmations and errors arrive on one channel.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rabbitmq_stream_client::error::ClientError;
-use rabbitmq_stream_client::types::{MessageResult, ResponseCode, ResponseKind};
-use rabbitmq_stream_client::{Client, ClientOptions, TlsConfiguration};
 use tokio::sync::mpsc;
 
+use crate::sink::rabbitmq_stream::client::proto::{code, code_name};
+use crate::sink::rabbitmq_stream::client::{self, Client, Options};
 use crate::sink::rabbitmq_stream::config::{Node, RabbitConfig};
+
+pub use crate::sink::rabbitmq_stream::client::Event;
 
 /// How long connecting, and every request on the connection, may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a stream the sink creates keeps its messages.
+pub const MAX_AGE: &str = "24h";
+
+/// The heartbeat asked for (RabbitMQ's default is 60 s): a node that went
+/// away without closing is noticed within two of them.
+const HEARTBEAT: Duration = Duration::from_secs(10);
+
 /// The most streams written to at once on one connection: two producers
 /// each (RabbitMQ numbers a connection's producers with one byte).
 pub const MAX_STREAMS: usize = 120;
-
-/// What the connection reports.
-#[derive(Debug)]
-pub enum Event {
-    /// Stored (or dropped as a duplicate, which RabbitMQ confirms too).
-    Confirmed(u8, Vec<u64>),
-    /// Refused, with RabbitMQ's code.
-    Failed(u8, Vec<(u64, ResponseCode)>),
-    /// The connection ended.
-    Closed,
-}
 
 /// The producers of one stream on this connection.
 #[derive(Debug, Clone, Copy)]
@@ -57,79 +49,32 @@ pub enum NotReady {
 
 pub struct Link {
     pub client: Client,
-    pub events: mpsc::UnboundedReceiver<Event>,
+    pub events: mpsc::Receiver<Event>,
     pub node: String,
     pub streams: HashMap<Arc<str>, Producers>,
     free: Vec<u8>,
 }
 
-async fn bounded<T>(
-    what: &str,
-    f: impl std::future::Future<Output = Result<T, ClientError>>,
-) -> Result<T, String> {
-    match tokio::time::timeout(REQUEST_TIMEOUT, f).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(format!("{what}: {e}")),
-        Err(_) => Err(format!("{what}: no answer within {REQUEST_TIMEOUT:?}")),
-    }
-}
-
 /// Connects to `node` and signs in; `Err` says why not.
-pub async fn connect(cfg: &RabbitConfig, node: &Node) -> Result<Link, String> {
+pub async fn connect(
+    cfg: &RabbitConfig,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+    node: &Node,
+) -> Result<Link, String> {
     let shown = format!("{}:{}", node.host, node.port);
-    let mut o = ClientOptions::builder()
-        .host(&node.host)
-        .port(node.port)
-        .v_host(&cfg.vhost)
-        .heartbeat(10)
-        .client_provided_name(cfg.client_name.clone());
+    let mut o = Options::new(&node.host, node.port);
+    o.vhost = &cfg.vhost;
+    o.connection_name = &cfg.client_name;
+    o.heartbeat = HEARTBEAT;
+    o.timeout = REQUEST_TIMEOUT;
+    o.tls = tls.cloned();
     if let Some(user) = &cfg.username {
-        o = o
-            .user(user)
-            .password(cfg.password.as_deref().unwrap_or_default());
+        o.username = user;
+        o.password = cfg.password.as_deref().unwrap_or_default();
     }
-    if cfg.tls {
-        // The library builds its rustls configuration with the process's
-        // default provider: ring, as the rest of the repeater uses.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let tls = TlsConfiguration::builder()
-            .add_root_certificates(cfg.ca_file.display().to_string())
-            .build()
-            .map_err(|e| format!("TLS for RabbitMQ: {e}"))?;
-        o = o.tls(tls);
-    }
-    let client = bounded(
-        &format!("cannot connect to RabbitMQ at {shown}"),
-        Client::connect(o.build()),
-    )
-    .await
-    .map_err(|e| format!("{e}{}", hint(&e)))?;
-    let (tx, events) = mpsc::unbounded_channel();
-    client
-        .set_handler(move |item: MessageResult| {
-            let tx = tx.clone();
-            async move {
-                let event = match item {
-                    Some(Ok(r)) => match r.kind() {
-                        ResponseKind::PublishConfirm(c) => {
-                            Event::Confirmed(c.publisher_id, c.publishing_ids.clone())
-                        }
-                        ResponseKind::PublishError(e) => Event::Failed(
-                            e.publisher_id,
-                            e.publishing_errors
-                                .iter()
-                                .map(|p| (p.publishing_id, p.error_code.clone()))
-                                .collect(),
-                        ),
-                        _ => return Ok(()),
-                    },
-                    Some(Err(_)) | None => Event::Closed,
-                };
-                let _ = tx.send(event);
-                Ok(())
-            }
-        })
-        .await;
+    let (client, events) = client::connect(&o)
+        .await
+        .map_err(|e| format!("cannot connect to RabbitMQ at {shown}: {e}{}", hint(&e)))?;
     Ok(Link {
         client,
         events,
@@ -140,11 +85,12 @@ pub async fn connect(cfg: &RabbitConfig, node: &Node) -> Result<Link, String> {
 }
 
 fn hint(e: &str) -> &'static str {
-    let l = e.to_ascii_lowercase();
-    if l.contains("authentication") || l.contains("sasl") || l.contains("access") {
+    if e.contains("authentication") || e.contains("SASL") {
         " (check --username and --password-file)"
-    } else if l.contains("virtual") || l.contains("vhost") {
+    } else if e.contains("virtual host") {
         " (check --rabbitmq-vhost)"
+    } else if e.contains("TLS") {
+        " (check the scheme, rabbitmq-stream+tls://, and --ca-file)"
     } else {
         " (is RabbitMQ running with the rabbitmq_stream plugin? see --sink)"
     }
@@ -176,13 +122,16 @@ impl Link {
             self.forget_one(&busy).await?;
         }
         self.create(cfg, stream).await?;
-        let named = self.declare(stream, Some(cfg.producer.clone())).await?;
-        let stored = bounded(
-            &format!("cannot read the producer's sequence in the stream {stream}"),
-            self.client.query_publisher_sequence(&cfg.producer, stream),
-        )
-        .await
-        .map_err(NotReady::Later)?;
+        let named = self.declare(stream, Some(&cfg.producer)).await?;
+        let stored = self
+            .client
+            .query_publisher_sequence(&cfg.producer, stream)
+            .await
+            .map_err(|e| {
+                NotReady::Later(format!(
+                    "cannot read the producer's sequence in the stream {stream}: {e}"
+                ))
+            })?;
         let plain = if plain {
             Some(self.declare(stream, None).await?)
         } else {
@@ -198,29 +147,30 @@ impl Link {
     }
 
     async fn create(&self, cfg: &RabbitConfig, stream: &str) -> Result<(), NotReady> {
-        let args = HashMap::from([
-            ("initial-cluster-size".to_string(), cfg.replicas.to_string()),
-            ("max-age".to_string(), "24h".to_string()),
-        ]);
-        let r = bounded(
-            &format!("cannot create the stream {stream}"),
-            self.client.create_stream(stream, args),
-        )
-        .await
-        .map_err(NotReady::Later)?;
-        match r.code() {
-            ResponseCode::Ok => {
+        let replicas = cfg.replicas.to_string();
+        let args = [
+            ("initial-cluster-size", replicas.as_str()),
+            ("max-age", MAX_AGE),
+        ];
+        let r = self
+            .client
+            .create_stream(stream, &args)
+            .await
+            .map_err(|e| NotReady::Later(format!("cannot create the stream {stream}: {e}")))?;
+        match r {
+            code::OK => {
                 app_plugin::log::info!("created the stream {stream} ({} replicas)", cfg.replicas);
                 Ok(())
             }
-            ResponseCode::StreamAlreadyExists => Ok(()),
-            ResponseCode::PreconditionFailed => Err(NotReady::Refused(format!(
-                "RabbitMQ refuses to create a stream named {stream:?} ({:?})",
-                r.code()
+            code::STREAM_ALREADY_EXISTS => Ok(()),
+            code::PRECONDITION_FAILED => Err(NotReady::Refused(format!(
+                "RabbitMQ refuses to create a stream named {stream:?} ({})",
+                code_name(r)
             ))),
-            code => Err(NotReady::Later(format!(
-                "cannot create the stream {stream}: {code:?}{}",
-                if *code == ResponseCode::AccessRefused {
+            c => Err(NotReady::Later(format!(
+                "cannot create the stream {stream}: {}{}",
+                code_name(c),
+                if c == code::ACCESS_REFUSED {
                     " (the user may not configure it)"
                 } else {
                     ""
@@ -229,27 +179,21 @@ impl Link {
         }
     }
 
-    async fn declare(&mut self, stream: &str, name: Option<String>) -> Result<u8, NotReady> {
+    async fn declare(&mut self, stream: &str, name: Option<&str>) -> Result<u8, NotReady> {
         let Some(id) = self.free.pop() else {
             return Err(NotReady::Later("no producer left on the connection".into()));
         };
-        let r = bounded(
-            &format!("cannot declare a producer on the stream {stream}"),
-            self.client.declare_publisher(id, name, stream),
-        )
-        .await;
-        match r {
-            Ok(r) if r.is_ok() => Ok(id),
-            Ok(r) => {
+        match self.client.declare_publisher(id, name, stream).await {
+            Ok(code::OK) => Ok(id),
+            r => {
                 self.free.push(id);
+                let why = match r {
+                    Ok(c) => code_name(c).to_string(),
+                    Err(e) => e,
+                };
                 Err(NotReady::Later(format!(
-                    "cannot declare a producer on the stream {stream}: {:?}",
-                    r.code()
+                    "cannot declare a producer on the stream {stream}: {why}"
                 )))
-            }
-            Err(e) => {
-                self.free.push(id);
-                Err(NotReady::Later(e))
             }
         }
     }
@@ -269,7 +213,7 @@ impl Link {
         };
         self.streams.remove(&stream);
         for id in std::iter::once(p.named).chain(p.plain) {
-            let _ = bounded("delete a producer", self.client.delete_publisher(id)).await;
+            let _ = self.client.delete_publisher(id).await;
             self.free.push(id);
         }
         Ok(())
@@ -277,6 +221,6 @@ impl Link {
 
     /// Closes the connection, bounded.
     pub async fn close(self) {
-        let _ = tokio::time::timeout(Duration::from_millis(500), self.client.close()).await;
+        self.client.close(Duration::from_millis(500)).await;
     }
 }

@@ -1,6 +1,7 @@
 //! The RabbitMQ Streams sink (`--sinkprotocol rabbitmq-stream`): every
 //! event is published to the stream named by its sink topic (see
-//! [`names`]), through the `rabbitmq-stream-client` crate.
+//! [`names`]), through the sink's own stream protocol [`client`] (which
+//! RabbitMQ 3.9 and 3.10 take; `rabbitmq-stream-client` needs 3.11).
 //!
 //! # Delivery
 //! An event is done only when RabbitMQ confirmed it. Up to `--inflight`
@@ -22,6 +23,7 @@
 //! initial cluster size, 24 h max age); one that exists is used as it is.
 
 mod args;
+pub mod client;
 pub mod config;
 mod link;
 pub mod names;
@@ -42,7 +44,8 @@ pub use args::RabbitArgs;
 pub use config::RabbitConfig;
 
 /// The largest event the sink publishes: one message must fit in a
-/// frame of the stream protocol (1 MiB by default on both sides), with
+/// frame of the stream protocol (1 MiB, [`client::FRAME_MAX`], unless
+/// RabbitMQ asks for less: then a larger event is refused when sent), with
 /// room for the frame's own fields.
 pub const MAX_EVENT: usize = 1_000_000;
 
@@ -65,19 +68,27 @@ impl SinkConfig for RabbitConfig {
         Arc::new(RabbitRules)
     }
 
-    /// Nothing to check before the first connection: the sink connects
-    /// (and keeps trying) once it runs.
+    /// The TLS configuration; nothing else is checked before the first
+    /// connection: the sink connects (and keeps trying) once it runs.
     fn build(
         &self,
         buffer: Arc<Buffer>,
         metrics: Arc<Metrics>,
     ) -> BoxFuture<'_, Result<Box<dyn Sink>, String>> {
-        let sink = RabbitSink {
-            cfg: self.clone(),
-            buffer,
-            metrics,
-        };
-        async move { Ok(Box::new(sink) as Box<dyn Sink>) }.boxed()
+        async move {
+            let tls = match self.tls {
+                true => Some(config::tls_config(self)?),
+                false => None,
+            };
+            let sink = RabbitSink {
+                cfg: self.clone(),
+                tls,
+                buffer,
+                metrics,
+            };
+            Ok(Box::new(sink) as Box<dyn Sink>)
+        }
+        .boxed()
     }
 }
 
@@ -100,6 +111,7 @@ impl TopicRules for RabbitRules {
 
 pub struct RabbitSink {
     pub cfg: RabbitConfig,
+    pub tls: Option<Arc<rustls::ClientConfig>>,
     pub buffer: Arc<Buffer>,
     pub metrics: Arc<Metrics>,
 }

@@ -8,19 +8,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app_plugin::log::{info, RateLimited, WARN};
-use rabbitmq_stream_client::types::Message;
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
 use crate::buffer::Record;
 use crate::metrics::{inc, set_problem};
+use crate::sink::rabbitmq_stream::client::proto::code_name;
+use crate::sink::rabbitmq_stream::client::{max_body, Batch};
 use crate::sink::rabbitmq_stream::link::{self, Event, Link, NotReady};
 use crate::sink::rabbitmq_stream::pubid::publishing_id;
 use crate::sink::rabbitmq_stream::RabbitSink;
 use crate::sink::{until, Drain};
 
 /// A publish frame holds at most this many bytes of events (one bigger
-/// event goes alone; a frame is 1 MiB at most).
+/// event goes alone, within the tuned frame max).
 const BATCH_BYTES: usize = 256 * 1024;
 
 /// An event on its way.
@@ -98,7 +99,7 @@ pub async fn run(sink: RabbitSink, drain: Drain) -> usize {
         let timeout_at = l.sent_order.front().map(|(t, _)| *t + sink.cfg.ack_timeout);
         tokio::select! {
             ev = next_event(&mut l.link) => {
-                l.settle(ev.unwrap_or(Event::Closed)).await;
+                l.settle(ev.unwrap_or_else(|| Event::Closed("the connection ended".into()))).await;
                 while let Some(ev) = l.link.as_mut().and_then(|k| k.events.try_recv().ok()) {
                     l.settle(ev).await;
                 }
@@ -151,7 +152,7 @@ impl<'a> Loop<'a> {
         let cfg = &self.sink.cfg;
         let node = &cfg.nodes[self.next_node % cfg.nodes.len()];
         self.next_node += 1;
-        match link::connect(cfg, node).await {
+        match link::connect(cfg, self.sink.tls.as_ref(), node).await {
             Ok(link) => {
                 info!("connected to RabbitMQ at {}", link.node);
                 self.sink
@@ -216,15 +217,27 @@ impl<'a> Loop<'a> {
     /// batches per producer.
     async fn send(&mut self) -> Result<(), String> {
         let sink = self.sink;
-        let mut batch: Vec<Message> = Vec::new();
-        let mut batch_of = 0u8;
-        let mut batch_bytes = 0usize;
+        let mut batch: Option<Batch> = None;
         while self.pending.len() < sink.cfg.inflight {
             let Some(job) = self.next_job() else { break };
             let id = publishing_id(job.rec.id.as_ref());
             let stream = job.rec.sink_topic.clone();
             let busy = &self.busy;
             let link = self.link.as_mut().ok_or("not connected")?;
+            let frame_max = link.client.frame_max;
+            let len = job.rec.payload.len();
+            if len > max_body(frame_max) {
+                // RabbitMQ agreed on smaller frames than MAX_EVENT assumes.
+                inc(&sink.metrics.failed_too_large);
+                self.refused.log(WARN, || {
+                    format!(
+                        "refused an event of {len} bytes: RabbitMQ at {} takes frames of {frame_max} bytes",
+                        link.node
+                    )
+                });
+                sink.buffer.release(&job.rec);
+                continue;
+            }
             let producers = match link
                 .ready(&sink.cfg, &stream, id.is_none(), |p| {
                     busy.get(&p).is_some_and(|&n| n > 0)
@@ -241,7 +254,7 @@ impl<'a> Loop<'a> {
                 }
                 Err(NotReady::Later(why)) => {
                     self.retry.insert(job.rec.seq, job);
-                    self.flush(&mut batch, batch_of).await?;
+                    self.flush(batch.take()).await?;
                     return Err(why);
                 }
             };
@@ -266,19 +279,17 @@ impl<'a> Loop<'a> {
                     (p, self.plain_seq, false)
                 }
             };
-            let len = job.rec.payload.len();
-            if !batch.is_empty() && (producer != batch_of || batch_bytes + len > BATCH_BYTES) {
-                self.flush(&mut batch, batch_of).await?;
-                batch_bytes = 0;
+            let full = |b: &Batch| {
+                b.publisher() != producer
+                    || !b.fits(len, frame_max)
+                    || b.bytes() + len > BATCH_BYTES
+            };
+            if batch.as_ref().is_some_and(full) {
+                self.flush(batch.take()).await?;
             }
-            batch_of = producer;
-            batch_bytes += len;
-            batch.push(
-                Message::builder()
-                    .publishing_id(pub_id)
-                    .body(job.rec.payload.to_vec())
-                    .build(),
-            );
+            batch
+                .get_or_insert_with(|| Batch::new(producer))
+                .push(pub_id, &job.rec.payload);
             if job.again {
                 inc(&sink.metrics.republished);
             } else {
@@ -290,7 +301,7 @@ impl<'a> Loop<'a> {
             self.pending
                 .insert((producer, pub_id), Sent { job, at, dup });
         }
-        self.flush(&mut batch, batch_of).await
+        self.flush(batch).await
     }
 
     /// A number lower than one this run already sent to the stream, in a
@@ -309,22 +320,15 @@ impl<'a> Loop<'a> {
         *high = (*high).max(n);
     }
 
-    async fn flush(&mut self, batch: &mut Vec<Message>, producer: u8) -> Result<(), String> {
-        if batch.is_empty() {
+    async fn flush(&mut self, batch: Option<Batch>) -> Result<(), String> {
+        let Some(batch) = batch.filter(|b| b.count() > 0) else {
             return Ok(());
-        }
+        };
         let link = self.link.as_ref().ok_or("not connected")?;
-        let messages = std::mem::take(batch);
-        match tokio::time::timeout(
-            link::REQUEST_TIMEOUT,
-            link.client.publish(producer, messages, 1),
-        )
-        .await
-        {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(format!("cannot publish to RabbitMQ ({}): {e}", link.node)),
-            Err(_) => Err(format!("RabbitMQ ({}) takes no publishes", link.node)),
-        }
+        link.client
+            .publish(batch)
+            .await
+            .map_err(|e| format!("cannot publish to RabbitMQ ({}): {e}", link.node))
     }
 
     async fn settle(&mut self, event: Event) {
@@ -348,7 +352,7 @@ impl<'a> Loop<'a> {
                 self.trim();
             }
             Event::Failed(producer, errors) => {
-                let Some((id, code)) = errors.first().cloned() else {
+                let Some(&(id, code)) = errors.first() else {
                     return;
                 };
                 let stream = self
@@ -357,20 +361,22 @@ impl<'a> Loop<'a> {
                     .map(|s| s.job.rec.sink_topic.to_string())
                     .unwrap_or_default();
                 self.trouble(&format!(
-                    "RabbitMQ refused {} publishes to the stream {stream:?} ({code:?})",
-                    errors.len()
+                    "RabbitMQ refused {} publishes to the stream {stream:?} ({})",
+                    errors.len(),
+                    code_name(code)
                 ))
                 .await;
             }
-            Event::Closed => {
+            Event::Closed(why) => {
                 let node = self
                     .link
                     .as_ref()
                     .map(|l| l.node.clone())
                     .unwrap_or_default();
-                self.trouble(&format!("lost the connection to RabbitMQ at {node}"))
+                self.trouble(&format!("lost the connection to RabbitMQ at {node}: {why}"))
                     .await;
             }
+            Event::Delivered(..) => {}
         }
     }
 
