@@ -323,9 +323,14 @@ async fn stream_events<S: AsyncWrite + Unpin>(
             }
             Some(_) => source.next.load(Ordering::Relaxed),
             None => {
+                // Read before the warm-up: every subscriber that waited
+                // for the ready file starts from the same first number,
+                // though another may have streamed (and moved `next`)
+                // before this one leaves its warm-up.
+                let first = source.next.load(Ordering::Relaxed);
                 warm_up(stream, source).await?;
                 source.start_at(Instant::now)?;
-                source.next.load(Ordering::Relaxed)
+                first
             }
         },
     };
