@@ -46,3 +46,4 @@ pub mod session;
 pub mod shipped;
 pub mod signals;
 pub mod suggest;
+pub mod warn;

@@ -77,7 +77,7 @@ pub enum PluginCmd {
     Index(IndexCmd),
     /// Search the indexes' plugins by name and description
     #[command(
-        after_help = "Example: app plugin search json -o json\nReads the cached indexes: 'app plugin index update' refreshes them."
+        after_help = "Example: app plugin search json -o json\nReads the cached indexes: 'app plugin index update' refreshes them.\n\nExit codes: 0 done (also when nothing matches); 7 no index is added (app plugin index add)."
     )]
     Search {
         /// Only plugins whose name or description contains WORD (any case)

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use crate::error::{Error, Result};
 use crate::install::build::{self, GitSpec, Outcome};
-use crate::install::index::Entry;
+use crate::install::receipts::Entry;
 use crate::install::{self, helper, url, Installed, Origin, Request, Source};
 use crate::plugin_index::config::IndexConfig;
 use crate::plugin_index::format::Platform;
@@ -26,7 +26,7 @@ pub fn install_by_name(session: &Session, spec: &Spec, force: bool) -> Result<In
     // found: say so (a bad copy is replaced by 'index update').
     let (found, platform) = catalog.find(spec, SystemTime::now()).inspect_err(|_| {
         for problem in &catalog.problems {
-            eprintln!("warning: {}", printable(problem));
+            crate::warn::warn(printable(problem));
         }
     })?;
     let pick = Some((found.index.name.clone(), found.entry.version.clone()));
@@ -248,7 +248,7 @@ pub fn upgrade_one(
 /// `upgrade --all`: one line per recorded plugin; the others go on when
 /// one fails, and the exit code is the first failure's.
 pub fn upgrade_all(session: &Session) -> Result<i32> {
-    let records = install::load_index(&session.dirs.user_plugin_dir())?;
+    let records = install::load_receipts(&session.dirs.user_plugin_dir())?;
     if records.plugins.is_empty() {
         println!("No plugins installed with 'app plugin install'; nothing to upgrade.");
         return Ok(0);

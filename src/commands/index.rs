@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::IndexCmd;
 use crate::error::{code, Error, Result};
-use crate::install::{index::Lock, url, Source};
+use crate::install::{receipts::Lock, url, Source};
 use crate::plugin_index::config::{IndexConfig, Indexes};
 use crate::plugin_index::{self as pi, cache, summary, verify};
 use crate::session::Session;
@@ -177,17 +177,17 @@ fn add(session: &Session, mut cfg: IndexConfig) -> Result<i32> {
         cfg.id = Some(id.to_string());
     }
     if let Some(warning) = verified.unbound_warning(&cfg) {
-        eprintln!("{warning}");
+        crate::warn::warn(warning);
     }
     if let Some(warning) = far_expiry_warning(&cfg, &verified.index) {
-        eprintln!("{warning}");
+        crate::warn::warn(warning);
     }
     if cfg.insecure_no_signature {
-        eprintln!(
-            "warning: index '{}' is not signed: anyone who can change what {} serves can choose what 'app plugin install' installs from it",
+        crate::warn::warn(format_args!(
+            "index '{}' is not signed: anyone who can change what {} serves can choose what 'app plugin install' installs from it",
             cfg.name,
             url::redact(&cfg.url)
-        );
+        ));
     }
     indexes.indexes.push(cfg);
     save(session, &indexes)?;
@@ -206,7 +206,7 @@ fn far_expiry_warning(cfg: &IndexConfig, index: &pi::format::IndexFile) -> Optio
     let far = expires.duration_since(std::time::SystemTime::now()).ok()? > FAR_EXPIRY;
     (far && cfg.max_age_secs.is_none()).then(|| {
         format!(
-            "warning: index '{}' expires only on {}, so a server frozen at this copy would be believed until then; to bound it yourself: app plugin index remove {} and add it again with --max-age 30d (needs \"signed_at\" in the index)",
+            "index '{}' expires only on {}, so a server frozen at this copy would be believed until then; to bound it yourself: app plugin index remove {} and add it again with --max-age 30d (needs \"signed_at\" in the index)",
             cfg.name,
             printable(&index.expires),
             cfg.name
@@ -352,7 +352,7 @@ fn update(session: &Session, names: &[String]) -> Result<i32> {
                     v.index.plugins.len()
                 );
                 if let Some(warning) = v.unbound_warning(cfg) {
-                    eprintln!("{warning}");
+                    crate::warn::warn(warning);
                 }
                 if let Some(id) = v.new_id(cfg) {
                     println!(

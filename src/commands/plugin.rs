@@ -99,7 +99,7 @@ fn remove(session: &Session, name: &str) -> Result<i32> {
 
 /// `upgrade NAME [--sha256 HEX]`.
 fn upgrade(session: &Session, name: &str, sha256: Option<String>) -> Result<i32> {
-    let records = install::load_index(&session.dirs.user_plugin_dir())?;
+    let records = install::load_receipts(&session.dirs.user_plugin_dir())?;
     let Some(record) = records.plugins.get(name) else {
         // Refused as before, naming where the plugin is.
         install::upgrade(
@@ -229,11 +229,11 @@ fn report_installed(session: &Session, installed: &Installed, verb: &str) {
     let file = format!("{PLUGIN_PREFIX}{}", installed.name);
     if let Some(first) = session.search.find_executable(&file) {
         if first.path != installed.path {
-            eprintln!(
-                "warning: {} comes earlier on the search path, so 'app {}' runs that one, not the plugin just {verb}",
+            crate::warn::warn(format_args!(
+                "{} comes earlier on the search path, so 'app {}' runs that one, not the plugin just {verb}",
                 first.path.display(),
                 installed.name
-            );
+            ));
         }
     }
 }
@@ -245,6 +245,7 @@ fn new(session: &Session, name: &str, lang: Lang, dir: Option<PathBuf>) -> Resul
         ScaffoldError::BadName(reason) => Error::BadPluginName {
             name: name.to_string(),
             reason: reason.to_string(),
+            retry: "choose another NAME: app plugin new NAME",
         },
         other => Error::Usage(other.to_string()),
     })?;

@@ -59,6 +59,25 @@ fn next_names(names: &[String], typed: &[String]) -> Vec<(String, usize)> {
         .collect()
 }
 
+/// The plugins `plugin install` put in the user plugin directory (those
+/// with a receipt), described by their version and where they came from.
+pub fn with_receipts(session: &Session) -> Vec<Candidate> {
+    let Ok(receipts) = crate::install::load_receipts(&session.dirs.user_plugin_dir()) else {
+        return Vec::new();
+    };
+    receipts
+        .plugins
+        .into_iter()
+        .map(|(name, entry)| {
+            let from = entry.index.unwrap_or(entry.source);
+            let version = entry.version.unwrap_or_else(|| "(no version)".into());
+            let about = app_plugin::text::escape_for_terminal(&format!("{version} from {from}"))
+                .into_owned();
+            Candidate::described(name, Some(&about))
+        })
+        .collect()
+}
+
 /// The aliases from the config, described by what they stand for.
 pub fn aliases(session: &Session) -> Vec<Candidate> {
     session

@@ -48,8 +48,13 @@ pub enum Error {
     Aborted { listener: String, reason: String },
     /// An operating-system error while doing `what`.
     Io { what: String, source: io::Error },
-    /// A name `plugin install` or `plugin new` cannot give a plugin.
-    BadPluginName { name: String, reason: String },
+    /// A name `plugin install` or `plugin new` cannot give a plugin;
+    /// `retry` says how to give another (each command has its own way).
+    BadPluginName {
+        name: String,
+        reason: String,
+        retry: &'static str,
+    },
     /// A plugin of that name is already in the user plugin directory.
     PluginExists { name: String, path: PathBuf },
     /// The fetch helper (`app_fetch`) failed (it could not download, or
@@ -143,9 +148,13 @@ impl fmt::Display for Error {
             }
             Error::Io { what, source } => write!(f, "{what}: {source}"),
             // The name may come from an archive member or an index: data.
-            Error::BadPluginName { name, reason } => write!(
+            Error::BadPluginName {
+                name,
+                reason,
+                retry,
+            } => write!(
                 f,
-                "'{}' cannot be a plugin name: {reason}; choose another name (--name NAME)",
+                "'{}' cannot be a plugin name: {reason}; {retry}",
                 app_plugin::text::escape_for_terminal(name)
             ),
             Error::PluginExists { name, path } => write!(

@@ -26,7 +26,7 @@ pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
 /// reads it (and says what is wrong with it) in a process of its own.
 pub fn warn_if_shared(file: &Path) {
     if let Ok((_, Some(warning))) = app_plugin::file::read_secret(file, 64 * 1024) {
-        eprintln!("app: warning: token file {warning}");
+        crate::warn::warn(format_args!("token file {warning}"));
     }
 }
 
