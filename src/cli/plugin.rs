@@ -59,6 +59,7 @@ pub enum PluginCmd {
     /// Re-install a plugin from where it came from: the newest version of its index, its URL, path or git repository
     #[command(after_help = INSTALL_HELP)]
     Upgrade {
+        /// NAME, or NAME@VERSION: that version of its index, pinned there
         #[arg(
             value_name = "NAME",
             required_unless_present = "all",
@@ -71,6 +72,28 @@ pub enum PluginCmd {
         /// SHA-256 of the new download (required when the source is a URL)
         #[arg(long, value_name = "HEX", conflicts_with = "all")]
         sha256: Option<String>,
+    },
+    /// Pin a plugin at its version: 'upgrade --all' leaves it ('upgrade NAME@VERSION' moves the pin)
+    #[command(after_help = PIN_HELP)]
+    Pin {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// Release a plugin's pin: 'upgrade --all' upgrades it again
+    #[command(after_help = PIN_HELP)]
+    Unpin {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// The plugins installed from an index that has a newer version for this machine (exit 9 when some are)
+    #[command(after_help = OUTDATED_HELP)]
+    Outdated {
+        /// Output format
+        #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+        output: Output,
+        /// Update the indexes first ('app plugin index update'); without it, only the cached copies are read
+        #[arg(long)]
+        refresh: bool,
     },
     /// Add, list, remove and update plugin indexes (signed catalogues of plugins)
     #[command(subcommand)]
@@ -173,12 +196,32 @@ lower than the copy already verified, the same serial with other contents, past 
 signed longer ago than --max-age). On any refusal the cached copy stays as it was (update goes on
 with the other indexes and exits non-zero).";
 
+/// `plugin pin` and `unpin`, for `--help`.
+const PIN_HELP: &str = "\
+Example: app plugin pin hello; app plugin unpin hello
+A pin keeps a plugin at its version: 'app plugin install hello@1.0.0' pins too, 'app plugin upgrade
+--all' skips pinned plugins (and says so), 'app plugin upgrade hello' refuses (exit 4), and
+'app plugin upgrade hello@1.1.0' installs that version and moves the pin there.
+
+Exit codes: 0 done; 1 I/O failure; 4 refused (not a plugin app plugin install put there).";
+
+/// `plugin outdated`, for `--help`.
+const OUTDATED_HELP: &str = "\
+Example: app plugin outdated -o json; app plugin outdated --refresh
+Reads the cached indexes (no network) unless --refresh; plugins installed from a path, a URL or
+git are not checked (their source has no versions to compare).
+
+Exit codes: 0 none outdated; 9 some are outdated (pinned ones included); 1 I/O failure; with
+--refresh, an index that could not be updated: its code (3 unreachable, 5 verification, 6 stale),
+after the list made from the cached copies.";
+
 /// Exit codes of `plugin install`, `remove` and `upgrade`, for `--help`.
 const INSTALL_HELP: &str = "\
 Exit codes: 0 installed; 1 I/O failure; 2 usage (bad name, a built-in's name, URL without --sha256,
 NAME both a file here and a plugin in an index, a folder without a plugin in it);
 3 download failed (no connection, HTTP status not 2xx); 4 refused (already installed: use --force;
-remove/upgrade of a plugin install did not put there); 5 verification failed (checksum mismatch, not
+remove/upgrade of a plugin install did not put there, upgrade NAME of a pinned plugin);
+5 verification failed (checksum mismatch, not
 an executable, archive without exactly one executable app-<name>, larger than APP_INSTALL_MAX_BYTES,
 an index refused); 6 index stale (rollback, expired); 7 not in the indexes, no such version, no build
 for this machine; 8 build from source failed (no cargo, cargo failed).
@@ -189,7 +232,7 @@ When both a file NAME here and plugin NAME in an index exist, install refuses an
 
 Examples: app plugin install hello; app plugin install hello@1.0.0; app plugin install main/hello;
 app plugin install ./app-foo; app plugin install --file app-foo; app plugin install --git https://example.org/app-foo.git --rev v1;
-app plugin upgrade hello; app plugin upgrade --all";
+app plugin upgrade hello; app plugin upgrade hello@1.1.0 (pinned there); app plugin upgrade --all";
 
 /// The languages `app plugin new` writes skeletons in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -312,6 +312,12 @@ fn remove(session: &Session, name: &str) -> Result<i32> {
 /// `index update`: every index (or those named), each on its own: a
 /// refusal keeps that index's last good copy and makes the exit non-zero.
 fn update(session: &Session, names: &[String]) -> Result<i32> {
+    refresh(session, names, &mut std::io::stdout())
+}
+
+/// [`update`], its report written to `out` (`plugin outdated --refresh
+/// -o json` sends it to stderr, beside its JSON on stdout).
+pub fn refresh(session: &Session, names: &[String], out: &mut dyn std::io::Write) -> Result<i32> {
     let _lock = lock(session)?;
     let mut indexes = load(session)?;
     for name in names {
@@ -323,9 +329,11 @@ fn update(session: &Session, names: &[String]) -> Result<i32> {
         }
     }
     if indexes.indexes.is_empty() {
-        println!(
+        writeln!(
+            out,
             "No plugin indexes to update. Add one: app plugin index add NAME URL --key-file FILE"
-        );
+        )
+        .ok();
         return Ok(0);
     }
     let mut exit = 0;
@@ -346,20 +354,23 @@ fn update(session: &Session, names: &[String]) -> Result<i32> {
                     Some(b) => format!("serial {b} → {}", v.index.serial),
                     None => format!("serial {}", v.index.serial),
                 };
-                println!(
+                writeln!(
+                    out,
                     "{}: {change}, {} plugin versions",
                     cfg.name,
                     v.index.plugins.len()
-                );
+                )
+                .ok();
                 if let Some(warning) = v.unbound_warning(cfg) {
                     crate::warn::warn(warning);
                 }
                 if let Some(id) = v.new_id(cfg) {
-                    println!(
+                    writeln!(
+            out,
                         "{}: names itself \"{}\" from now on: every update must carry the same name",
                         cfg.name,
                         printable(id)
-                    );
+                    ).ok();
                     named.push((cfg.name.clone(), id.to_string()));
                 }
             }

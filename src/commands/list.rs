@@ -176,8 +176,9 @@ impl<'a> Installs<'a> {
             Some(index) => format!("index {index}"),
             None => entry.source.clone(),
         };
+        let pinned = if entry.pinned { " [pinned]" } else { "" };
         format!(
-            "  [installed {} from {from}]{upgrade}",
+            "  [installed {} from {from}]{pinned}{upgrade}",
             entry.version.as_deref().unwrap_or("(no version)"),
         )
     }

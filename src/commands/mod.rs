@@ -5,6 +5,8 @@ pub mod from_index;
 pub mod help;
 pub mod index;
 pub mod list;
+pub mod outdated;
+pub mod pins;
 pub mod plugin;
 pub mod search;
 

@@ -14,7 +14,12 @@ use crate::session::Session;
 const PLUGIN_NAME_ARGS: &[&str] = &["plugin path"];
 /// Built-ins whose positional is a plugin `plugin install` put there (with
 /// a receipt): the others would be refused.
-const RECEIPT_NAME_ARGS: &[&str] = &["plugin remove", "plugin upgrade"];
+const RECEIPT_NAME_ARGS: &[&str] = &[
+    "plugin remove",
+    "plugin upgrade",
+    "plugin pin",
+    "plugin unpin",
+];
 /// Built-ins whose positional names an added plugin index.
 const INDEX_NAME_ARGS: &[&str] = &["plugin index remove", "plugin index update"];
 /// Built-ins whose positional is a plugin of the indexes (`NAME`,

@@ -66,6 +66,8 @@ pub enum Error {
     Unavailable(String),
     /// Building a plugin from source failed (worded for the user).
     Build(String),
+    /// `upgrade NAME` of a plugin pinned at `version`.
+    Pinned { name: String, version: String },
     /// `remove`/`upgrade` of something `install` did not put there (as is).
     NotManaged {
         name: String,
@@ -86,7 +88,9 @@ impl Error {
             Error::Printed(code) => *code,
             Error::BadPluginName { .. } => code::USAGE,
             Error::Fetch { code, .. } => *code,
-            Error::PluginExists { .. } | Error::NotManaged { .. } => code::REFUSED,
+            Error::PluginExists { .. } | Error::NotManaged { .. } | Error::Pinned { .. } => {
+                code::REFUSED
+            }
             Error::Index(e) => e.problem.exit_code(),
             Error::Unavailable(_) => code::UNAVAILABLE,
             Error::Build(_) => code::BUILD,
@@ -168,6 +172,11 @@ impl fmt::Display for Error {
             }
             Error::Index(e) => e.fmt(f),
             Error::Unavailable(message) | Error::Build(message) => f.write_str(message),
+            Error::Pinned { name, version } => write!(
+                f,
+                "plugin '{name}' is pinned at {}, so it was left as it is; 'app plugin upgrade {name}@VERSION' moves the pin, 'app plugin unpin {name}' releases it",
+                app_plugin::text::escape_for_terminal(version)
+            ),
             Error::NotManaged {
                 name,
                 reason,

@@ -66,6 +66,8 @@ pub struct Origin {
     /// `install --git` (or an index's source entry): built from this
     /// repository (`source` is then the build's output).
     pub git: Option<receipts::GitRecord>,
+    /// `install NAME@VERSION`: pinned at that version.
+    pub pinned: bool,
 }
 
 /// What an install did.
@@ -188,8 +190,10 @@ fn record(request: &Request, artifact: Artifact, version: Option<String>) -> Ent
         installed_at: receipts::rfc3339(SystemTime::now()),
         index: None,
         git: None,
+        pinned: false,
     };
     if let Some(origin) = &request.origin {
+        entry.pinned = origin.pinned;
         if let Some((index, version)) = &origin.index {
             entry.index = Some(index.clone());
             entry.version = Some(version.clone());
@@ -288,6 +292,32 @@ pub fn upgrade(
         },
         acquire,
     )
+}
+
+/// Pins plugin `name` at its version, or releases it (`plugin pin`,
+/// `unpin`): only the receipt changes. Returns the receipt as it was.
+pub fn set_pin(plugin_dir: &Path, name: &str, pinned: bool, search: &SearchPath) -> Result<Entry> {
+    let missing = |receipts: &Receipts| {
+        let found = search
+            .find_executable(&format!("{PLUGIN_PREFIX}{name}"))
+            .map(|f| f.path);
+        not_installed(name, found, receipts)
+    };
+    let receipts = load_receipts(plugin_dir)?;
+    if !receipts.plugins.contains_key(name) {
+        return Err(missing(&receipts));
+    }
+    let _lock = lock(plugin_dir)?;
+    let mut receipts = load_receipts(plugin_dir)?;
+    let before = receipts.plugins.get(name).cloned();
+    let Some(entry) = receipts.plugins.get_mut(name) else {
+        return Err(missing(&receipts));
+    };
+    entry.pinned = pinned;
+    if before.as_ref() != Some(entry) {
+        save_receipts(&receipts, plugin_dir)?;
+    }
+    before.ok_or_else(|| missing(&receipts))
 }
 
 /// The receipts of `plugin_dir` (empty when there are none).

@@ -56,6 +56,10 @@ pub struct Entry {
     /// The git repository it was built from (`install --git`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git: Option<GitRecord>,
+    /// Pinned at its version (`install NAME@VERSION`, `plugin pin`):
+    /// `upgrade --all` leaves it, `upgrade NAME@VERSION` moves it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
 }
 
 /// Where a plugin built from source came from.
@@ -206,6 +210,7 @@ mod tests {
                 installed_at: rfc3339(SystemTime::now()),
                 index: None,
                 git: None,
+                pinned: false,
             },
         );
         receipts

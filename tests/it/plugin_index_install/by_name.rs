@@ -47,7 +47,7 @@ fn install_by_name_version_and_index_and_ambiguity() {
         .map(String::from)
         .expect("hello listed");
     assert!(
-        line.contains("[installed 1.0.0 from index main] [upgrade available: 1.1.0]"),
+        line.contains("[installed 1.0.0 from index main] [pinned] [upgrade available: 1.1.0]"),
         "{line}"
     );
     w.refused(

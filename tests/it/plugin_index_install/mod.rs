@@ -12,3 +12,4 @@ mod git;
 mod git_refusals;
 mod limits;
 mod local_or_index;
+mod pins;
