@@ -176,7 +176,70 @@ pub enum IndexCmd {
         #[arg(value_name = "NAME")]
         names: Vec<String>,
     },
+    /// Make a new signed index to publish: DIR/index.json, its .minisig and the public key DIR/index.pub
+    #[command(after_help = INIT_HELP)]
+    Init {
+        /// The folder to serve (made if missing)
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// The minisign secret key, used if it exists, made if not [default: ~/.minisign/minisign.key, or $MINISIGN_CONFIG_DIR/minisign.key]
+        #[arg(long, value_name = "FILE")]
+        secret_key: Option<PathBuf>,
+        /// A new secret key gets no password (for unattended publishing; keep the file private)
+        #[arg(long)]
+        no_password: bool,
+        /// The URL the index will be served at: its name for itself (its "index" field) [default: its file:// URL]
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
+    /// Add a plugin's build to the index in DIR: pack it, add or replace its entry, raise the serial, sign again
+    #[command(after_help = PUBLISH_HELP)]
+    Publish {
+        /// The folder 'index init' made
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// The plugin's executable app-NAME, or a folder holding it with completions/, man/ and share/
+        #[arg(value_name = "PLUGIN")]
+        plugin: PathBuf,
+        /// Its version (semantic: 1.2.0, 2.0.0-rc.1)
+        #[arg(long, value_name = "VERSION")]
+        version: String,
+        /// The OS it runs on [default: this machine's]
+        #[arg(long, value_name = "OS")]
+        os: Option<String>,
+        /// The CPU it runs on [default: this machine's]
+        #[arg(long, value_name = "ARCH")]
+        arch: Option<String>,
+        /// The index's minisign secret key [default: ~/.minisign/minisign.key, or $MINISIGN_CONFIG_DIR/minisign.key]
+        #[arg(long, value_name = "FILE")]
+        secret_key: Option<PathBuf>,
+        /// Its description [default: the earlier version's]
+        #[arg(long, value_name = "TEXT")]
+        description: Option<String>,
+        /// Its homepage
+        #[arg(long, value_name = "URL")]
+        homepage: Option<String>,
+    },
 }
+
+/// `plugin index init`, for `--help`.
+const INIT_HELP: &str = "\
+Example: app plugin index init ./team-index --url https://plugins.example.org/index.json
+The secret key stays outside DIR (a key inside it is refused); its password is asked on the terminal,
+as minisign asks it. The files are minisign's: 'minisign -V -p DIR/index.pub -m DIR/index.json' verifies.
+
+Exit codes: 0 done; 1 I/O failure; 2 usage (a secret key inside DIR, no terminal for the password:
+use --no-password); 4 DIR/index.json already exists; 5 the secret key cannot be opened (wrong password).";
+
+/// `plugin index publish`, for `--help`.
+const PUBLISH_HELP: &str = "\
+Example: app plugin index publish ./team-index ./app-hello --version 1.1.0
+Writes DIR/NAME/app-NAME-VERSION-OS-ARCH.tar.gz, adds it to DIR/index.json (the same name, version,
+OS and arch: replaced), raises the serial, sets signed_at to now and expires to 90 days later, and
+signs again. Serve DIR as it is; users run 'app plugin index update' to see it.
+
+Exit codes: 0 done; 1 I/O failure; 2 usage (not an app-NAME executable, a bad --version, no index in
+DIR); 5 the secret key is not DIR/index.pub's, or cannot be opened. A refusal changes nothing.";
 
 /// `plugin search` output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,5 +1,6 @@
 //! `app plugin index add|list|remove|update`: the indexes `install NAME`
-//! looks plugins up in (see [`crate::plugin_index`]).
+//! looks plugins up in (see [`crate::plugin_index`]); `init` and `publish`,
+//! a publisher's, are carried out by `app_fetch` (`fetch/src/publish/`).
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +10,7 @@ use crate::install::{receipts::Lock, url, Source};
 use crate::plugin_index::config::{IndexConfig, Indexes};
 use crate::plugin_index::{self as pi, cache, summary, verify};
 use crate::session::Session;
+use app_fetch_protocol::publish;
 use app_plugin::text::escape_for_terminal as printable;
 
 pub fn run(session: &Session, cmd: IndexCmd) -> Result<i32> {
@@ -45,6 +47,36 @@ pub fn run(session: &Session, cmd: IndexCmd) -> Result<i32> {
         IndexCmd::List => list(session),
         IndexCmd::Remove { name } => remove(session, &name),
         IndexCmd::Update { names } => update(session, &names),
+        IndexCmd::Init {
+            dir,
+            secret_key,
+            no_password,
+            url,
+        } => crate::install::helper::publish(&publish::Request::Init {
+            dir,
+            secret_key,
+            no_password,
+            id: url,
+        }),
+        IndexCmd::Publish {
+            dir,
+            plugin,
+            version,
+            os,
+            arch,
+            secret_key,
+            description,
+            homepage,
+        } => crate::install::helper::publish(&publish::Request::Publish {
+            dir,
+            plugin,
+            version,
+            os: os.unwrap_or_else(|| std::env::consts::OS.to_string()),
+            arch: arch.unwrap_or_else(|| std::env::consts::ARCH.to_string()),
+            secret_key,
+            description,
+            homepage,
+        }),
     }
 }
 
@@ -106,7 +138,7 @@ fn check_index_name(name: &str) -> Result<()> {
 fn lock(session: &Session) -> Result<Lock> {
     let dir = cache::dir(&session.dirs.cache_dir);
     std::fs::create_dir_all(&dir)
-        .and_then(|()| Lock::acquire(&dir))
+        .and_then(|()| Lock::at(&dir.join(".index.lock")))
         .map_err(|e| Error::io(format!("cannot lock {}", dir.display()), e))
 }
 

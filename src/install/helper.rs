@@ -77,6 +77,21 @@ pub fn fetch(args: &FetchArgs) -> Result<Artifact> {
     }
 }
 
+/// `plugin index init|publish`: `app_fetch` does it on the terminal's
+/// stdin, stdout and stderr (the secret key's password is asked there),
+/// and its exit code is `app`'s.
+pub fn publish(request: &protocol::publish::Request) -> Result<i32> {
+    let helper = locate()?;
+    let mut cmd = crate::keeper::command(&helper);
+    cmd.args(protocol::publish::args(request));
+    let child = crate::exec::OwnChild::spawn(&mut cmd, false)
+        .map_err(|e| Error::io(format!("cannot run {}", helper.display()), e))?;
+    let status = child
+        .wait()
+        .map_err(|e| Error::io(format!("cannot wait for {}", helper.display()), e))?;
+    Ok(status.code().unwrap_or(code::FAILURE))
+}
+
 /// Where the helper is: in the shipped plugin directory (see
 /// [`crate::discovery::shipped_dir`]), else beside the running `app`, else
 /// on `PATH`.

@@ -178,11 +178,16 @@ pub struct Lock {
 impl Lock {
     /// Waits for the lock of plugin directory `dir` (which must exist).
     pub fn acquire(dir: &Path) -> io::Result<Lock> {
+        Lock::at(&dir.join(LOCK_FILE))
+    }
+
+    /// Waits for the lock file `path` (made if missing; its directory must exist).
+    pub fn at(path: &Path) -> io::Result<Lock> {
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(dir.join(LOCK_FILE))?;
+            .open(path)?;
         // SAFETY: flock on a descriptor we own; it has no memory effects.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
             return Err(io::Error::last_os_error());

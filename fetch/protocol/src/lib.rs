@@ -24,6 +24,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 pub mod checksum;
+pub mod publish;
 pub mod url;
 
 mod answer;
