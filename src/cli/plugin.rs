@@ -73,6 +73,28 @@ pub enum PluginCmd {
         #[arg(long, value_name = "HEX", conflicts_with = "all")]
         sha256: Option<String>,
     },
+    /// Bring the installed plugins to a declared set (plugins.json), writing plugins.lock beside it
+    #[command(after_help = APPLY_HELP)]
+    Apply {
+        /// The plugin set: {"indexes": {NAME: {"url", "key"}}, "plugins": {NAME: "^1.0"}}
+        #[arg(short = 'f', long = "file", value_name = "FILE")]
+        file: PathBuf,
+        /// Print the plan (install, upgrade, downgrade, replace, keep, remove) and change nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Also remove the plugins 'app plugin install' put here that the file does not list (never shipped ones, nor plugins on PATH)
+        #[arg(long)]
+        prune: bool,
+        /// Install exactly plugins.lock; refuse (exit 10) if it is missing or disagrees with the file
+        #[arg(long, conflicts_with = "update")]
+        locked: bool,
+        /// Resolve every plugin again to the newest version its requirement accepts (the lock is otherwise kept where it still fits)
+        #[arg(long)]
+        update: bool,
+        /// Output format
+        #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+        output: Output,
+    },
     /// Pin a plugin at its version: 'upgrade --all' leaves it ('upgrade NAME@VERSION' moves the pin)
     #[command(after_help = PIN_HELP)]
     Pin {
@@ -258,6 +280,19 @@ JSON, not an app.index/v1 index, an HTML page, another index than the one added)
 lower than the copy already verified, the same serial with other contents, past its expires date,
 signed longer ago than --max-age). On any refusal the cached copy stays as it was (update goes on
 with the other indexes and exits non-zero).";
+
+/// `plugin apply`, for `--help`.
+const APPLY_HELP: &str = "\
+Example: app plugin apply -f plugins.json --dry-run; app plugin apply -f plugins.json --locked -o json
+plugins.json: {\"indexes\": {\"main\": {\"url\": \"https://example.org/index.json\", \"key\": \"RW...\"}},
+               \"plugins\": {\"hello\": \"^1.0\", \"other\": {\"version\": \"1.0.0\", \"index\": \"main\", \"pin\": true}}}
+A version is exact (1.0.0), a requirement (^1.0, ~1.2, >=1, <2) or *. Every archive is downloaded and
+verified before anything is installed; each plugin is then installed atomically.
+
+Exit codes: 0 done (or nothing to do); 1 I/O failure; 2 usage (a malformed file, an index added with
+another URL or key); 3 download failed; 4 refused (a file put there by hand is in the way); 5
+verification failed (an archive's sha256, an index refused); 6 index stale; 7 no version matches;
+10 --locked: plugins.lock is missing or disagrees with the file. On 3, 5 or 10 nothing was changed.";
 
 /// `plugin pin` and `unpin`, for `--help`.
 const PIN_HELP: &str = "\

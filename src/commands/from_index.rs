@@ -116,7 +116,7 @@ fn from_index(e: Error, index: &str, name: &str, version: &str) -> Error {
 
 /// Where an index's `url` field points: absolute http(s) as is; relative to
 /// the index's own URL (or, for a local index, its directory).
-fn archive_source(index: &IndexConfig, text: &str) -> Result<Source> {
+pub(crate) fn archive_source(index: &IndexConfig, text: &str) -> Result<Source> {
     let bad = |why: &str| {
         Error::Unavailable(format!(
             "index '{}' names the archive '{}', which {why}; tell the index's publisher",
@@ -144,7 +144,7 @@ fn archive_source(index: &IndexConfig, text: &str) -> Result<Source> {
 }
 
 /// The index's token file, for a download from the index's own origin only.
-fn token_for(index: &IndexConfig, source: &Source) -> Option<std::path::PathBuf> {
+pub(crate) fn token_for(index: &IndexConfig, source: &Source) -> Option<std::path::PathBuf> {
     let Source::Url(u) = source else { return None };
     let same = url::origin(u).is_some() && url::origin(u) == url::origin(&index.url);
     same.then(|| index.token_file.clone()).flatten()

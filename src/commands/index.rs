@@ -82,7 +82,7 @@ pub fn run(session: &Session, cmd: IndexCmd) -> Result<i32> {
 
 /// What `index add` records as the index's location: an http(s) URL as
 /// typed, or an absolute path.
-fn location(text: &str) -> Result<String> {
+pub(crate) fn location(text: &str) -> Result<String> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     match Source::parse(text, &cwd)? {
@@ -95,7 +95,7 @@ fn location(text: &str) -> Result<String> {
     }
 }
 
-fn read_key_file(file: &Path) -> Result<String> {
+pub(crate) fn read_key_file(file: &Path) -> Result<String> {
     let bytes = app_plugin::file::read_limited(file, 64 * 1024)
         .map_err(|e| Error::Usage(format!("--key-file {} {e}", file.display())))?;
     verify::parse_key(&String::from_utf8_lossy(&bytes))
@@ -104,7 +104,7 @@ fn read_key_file(file: &Path) -> Result<String> {
 
 /// The token file, made absolute, after checking it can be read (its
 /// contents are not kept, nor shown).
-fn check_token_file(file: &Path) -> Result<PathBuf> {
+pub(crate) fn check_token_file(file: &Path) -> Result<PathBuf> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let file = cwd.join(file);
@@ -159,7 +159,17 @@ fn save(session: &Session, indexes: &Indexes) -> Result<()> {
 }
 
 /// `index add`: fetch and verify first; record the index only if it passed.
-fn add(session: &Session, mut cfg: IndexConfig) -> Result<i32> {
+fn add(session: &Session, cfg: IndexConfig) -> Result<i32> {
+    add_to(session, cfg, &mut std::io::stdout())
+}
+
+/// [`add`], its report written to `out` (`plugin apply -o json` sends it
+/// to stderr).
+pub fn add_to(
+    session: &Session,
+    mut cfg: IndexConfig,
+    out: &mut dyn std::io::Write,
+) -> Result<i32> {
     check_index_name(&cfg.name)?;
     let _lock = lock(session)?;
     let mut indexes = load(session)?;
@@ -192,20 +202,24 @@ fn add(session: &Session, mut cfg: IndexConfig) -> Result<i32> {
             e,
         )
     })?;
-    println!(
+    writeln!(
+        out,
         "added index '{}' ({}): serial {}, {} plugin versions, expires {}",
         cfg.name,
         url::redact(&cfg.url),
         verified.index.serial,
         verified.index.plugins.len(),
         printable(&verified.index.expires)
-    );
+    )
+    .ok();
     if let Some(id) = verified.new_id(&cfg) {
-        println!(
+        writeln!(
+            out,
             "index '{}' names itself \"{}\": every update must carry the same name",
             cfg.name,
             printable(id)
-        );
+        )
+        .ok();
         cfg.id = Some(id.to_string());
     }
     if let Some(warning) = verified.unbound_warning(&cfg) {

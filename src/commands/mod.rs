@@ -1,5 +1,6 @@
 //! The built-in commands. Each returns the exit code `app` ends with.
 
+pub mod apply;
 pub mod completion;
 pub mod from_index;
 pub mod help;

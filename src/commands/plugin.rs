@@ -51,6 +51,24 @@ pub fn run(session: &Session, cmd: PluginCmd) -> Result<i32> {
         PluginCmd::Upgrade { name, sha256, .. } => {
             upgrade(session, &name.unwrap_or_default(), sha256)
         }
+        PluginCmd::Apply {
+            file,
+            dry_run,
+            prune,
+            locked,
+            update,
+            output,
+        } => super::apply::apply(
+            session,
+            &super::apply::Args {
+                file,
+                dry_run,
+                prune,
+                locked,
+                update,
+                output,
+            },
+        ),
         PluginCmd::Pin { name } => super::pins::pin(session, &name, true),
         PluginCmd::Unpin { name } => super::pins::pin(session, &name, false),
         PluginCmd::Outdated { output, refresh } => {

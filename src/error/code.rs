@@ -27,3 +27,6 @@ pub const BUILD: i32 = 8;
 /// `plugin outdated`: some installed plugins have a newer version in their
 /// index (for scripts: 0 means none).
 pub const OUTDATED: i32 = 9;
+/// `plugin apply --locked`: `plugins.lock` is missing or disagrees with
+/// `plugins.json` (as `cargo --locked` refuses).
+pub const LOCKED: i32 = 10;

@@ -66,6 +66,8 @@ pub enum Error {
     Unavailable(String),
     /// Building a plugin from source failed (worded for the user).
     Build(String),
+    /// `plugin apply --locked`: no lock, or it disagrees with the file.
+    LockMismatch(String),
     /// `upgrade NAME` of a plugin pinned at `version`.
     Pinned { name: String, version: String },
     /// `remove`/`upgrade` of something `install` did not put there (as is).
@@ -94,6 +96,7 @@ impl Error {
             Error::Index(e) => e.problem.exit_code(),
             Error::Unavailable(_) => code::UNAVAILABLE,
             Error::Build(_) => code::BUILD,
+            Error::LockMismatch(_) => code::LOCKED,
         }
     }
 
@@ -171,7 +174,9 @@ impl fmt::Display for Error {
                 f.write_str(&app_plugin::text::escape_for_terminal(message))
             }
             Error::Index(e) => e.fmt(f),
-            Error::Unavailable(message) | Error::Build(message) => f.write_str(message),
+            Error::Unavailable(message) | Error::Build(message) | Error::LockMismatch(message) => {
+                f.write_str(message)
+            }
             Error::Pinned { name, version } => write!(
                 f,
                 "plugin '{name}' is pinned at {}, so it was left as it is; 'app plugin upgrade {name}@VERSION' moves the pin, 'app plugin unpin {name}' releases it",
