@@ -170,7 +170,14 @@ impl Session {
 
     /// The context for running `resolved` with `args`.
     pub fn plugin_context(&self, resolved: &Resolved, args: &[OsString]) -> Context {
-        self.context(&resolved.name, Some(resolved.found.path.clone()), args)
+        let mut ctx = self.context(&resolved.name, Some(resolved.found.path.clone()), args);
+        // One stat, for plugins of the user plugin directory only.
+        if resolved.found.origin == crate::discovery::Origin::UserDir {
+            let share =
+                crate::install::files::share_dir(&self.dirs.user_plugin_dir(), &resolved.name);
+            ctx.plugin_share = share.is_dir().then_some(share);
+        }
+        ctx
     }
 
     /// The context for command `name` (a plugin, or a built-in for listeners).

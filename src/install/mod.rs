@@ -26,6 +26,7 @@ pub type Acquire = dyn Fn(&Source, Option<&str>) -> Result<Artifact>;
 
 pub mod atomic;
 pub mod build;
+pub mod files;
 pub mod helper;
 pub mod local;
 pub mod name;
@@ -97,6 +98,14 @@ pub fn install(plugin_dir: &Path, request: &Request, acquire: &Acquire) -> Resul
     let artifact = acquire(&request.source, sha256.as_deref())?;
     let name = plugin_name(request, &artifact)?;
     check_name(&name)?;
+    if let Some(path) = files::refused(&artifact.files) {
+        return Err(Error::Fetch {
+            message: format!(
+                "the archive's file {path} leaves its folder, so nothing was installed"
+            ),
+            code: crate::error::code::VERIFY,
+        });
+    }
     let dest = plugin_dir.join(format!("{PLUGIN_PREFIX}{name}"));
     refuse_existing(&name, &dest, request.force)?;
 
@@ -107,6 +116,12 @@ pub fn install(plugin_dir: &Path, request: &Request, acquire: &Acquire) -> Resul
     // Another install may have won the race while we were downloading.
     let replaced = refuse_existing(&name, &dest, request.force)?;
     let mut receipts = load_receipts(plugin_dir)?;
+    files::replace(plugin_dir, &name, &artifact.files).map_err(|e| {
+        Error::io(
+            format!("cannot write {}", files::dir(plugin_dir, &name).display()),
+            e,
+        )
+    })?;
     let version = write_plugin(plugin_dir, &dest, &artifact.bytes)?;
     let entry = record(request, artifact, version);
     receipts.plugins.insert(name.clone(), entry.clone());
@@ -191,6 +206,7 @@ fn record(request: &Request, artifact: Artifact, version: Option<String>) -> Ent
         index: None,
         git: None,
         pinned: false,
+        files: artifact.files.iter().map(|f| f.path.clone()).collect(),
     };
     if let Some(origin) = &request.origin {
         entry.pinned = origin.pinned;
@@ -244,6 +260,12 @@ pub fn remove(plugin_dir: &Path, name: &str, search: &SearchPath) -> Result<Remo
         Err(e) if e.kind() == io::ErrorKind::NotFound => true,
         Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
     };
+    files::remove(plugin_dir, name).map_err(|e| {
+        Error::io(
+            format!("cannot remove {}", files::dir(plugin_dir, name).display()),
+            e,
+        )
+    })?;
     receipts.plugins.remove(name);
     save_receipts(&receipts, plugin_dir)?;
     Ok(Removed {

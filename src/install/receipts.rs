@@ -60,6 +60,9 @@ pub struct Entry {
     /// `upgrade --all` leaves it, `upgrade NAME@VERSION` moves it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pinned: bool,
+    /// The files installed beside it (`share/x.txt`), in `.files/NAME/`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
 }
 
 /// Where a plugin built from source came from.
@@ -216,6 +219,7 @@ mod tests {
                 index: None,
                 git: None,
                 pinned: false,
+                files: Vec::new(),
             },
         );
         receipts

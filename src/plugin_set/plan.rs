@@ -142,6 +142,7 @@ mod tests {
             index: index.map(String::from),
             git: None,
             pinned,
+            files: Vec::new(),
         }
     }
 

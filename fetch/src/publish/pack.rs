@@ -14,10 +14,9 @@ use app_plugin::metadata::PLUGIN_PREFIX;
 
 use super::Failure;
 
-/// The folders of a plugin folder that are packed beside its executable.
-pub const EXTRA_DIRS: [&str; 3] = ["completions", "man", "share"];
-/// More files than any plugin ships; a wrong folder fails at once.
-const MAX_FILES: usize = 1000;
+/// The folders of a plugin folder that are packed beside its executable,
+/// and how many files at most: what `install` takes.
+use app_fetch_protocol::{EXTRA_DIRS, MAX_EXTRA_FILES as MAX_FILES};
 
 /// A packed plugin.
 pub struct Packed {

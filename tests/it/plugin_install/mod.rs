@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 mod downloads;
 mod local;
+mod multi_file;
 mod new;
 mod newcomer;
 mod refusals;
