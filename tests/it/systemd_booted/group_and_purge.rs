@@ -1,0 +1,55 @@
+//! Only members of the group `app` manage a system instance (someone else
+//! is told which group and socket), and `dpkg --purge` stops the instances
+//! and removes their state, configuration and units.
+
+use std::time::Duration;
+
+use super::{installed, relay_numbered_events, show, wait_received};
+
+const MANAGE: &str = "runuser -u alice -- app event-repeater manage --name edge1 get";
+
+#[test]
+fn only_members_of_app_manage_an_instance_and_purge_leaves_nothing_of_it() {
+    let Some(guest) = installed() else { return };
+    relay_numbered_events(&guest, 5, "");
+    let Some(_) = wait_received(&guest, Duration::from_secs(20), 1) else {
+        panic!("nothing relayed");
+    };
+    guest.sh("useradd --create-home --shell /bin/sh alice");
+    let (code, said) = guest.sh_status(MANAGE);
+    assert_eq!(code, Some(3), "{said}");
+    assert!(
+        said.contains(
+            "the system instances' socket /run/app/plugins/edge1.sock is open only to the group app, which you are not in"
+        ) && said.contains("sudo usermod -aG app $USER"),
+        "{said}"
+    );
+    // As the message says (runuser starts a new session: the new group).
+    guest.sh("usermod -aG app alice");
+    let (code, said) = guest.sh_status(MANAGE);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("out/seq"), "{said}");
+
+    // Purge: the instances stopped, every file of theirs gone, the units
+    // unknown to systemd; the user stays (documented).
+    let pid = show(&guest, "app-event-repeater@edge1", "MainPID");
+    guest.sh("systemctl enable app-event-repeater@edge1");
+    guest.sh("dpkg --purge app");
+    let gone = guest.sh(
+        "for p in /usr/bin/app /usr/libexec/app /etc/app /var/lib/app /var/cache/app /run/app \
+           /usr/lib/systemd/system/app-event-repeater@.service \
+           /etc/systemd/system/multi-user.target.wants/app-event-repeater@edge1.service; do
+           [ -e \"$p\" ] && echo \"left: $p\"; done; true",
+    );
+    assert_eq!(gone.trim(), "", "{gone}");
+    assert!(
+        guest.sh_status(&format!("test -d /proc/{pid}")).0 != Some(0),
+        "the repeater (pid {pid}) still runs"
+    );
+    assert_eq!(
+        show(&guest, "app-event-repeater@edge1", "LoadState"),
+        "not-found"
+    );
+    assert_eq!(show(&guest, "app-event-time", "LoadState"), "not-found");
+    guest.sh("getent passwd app");
+}
