@@ -22,7 +22,8 @@
 # hierarchy (without one, nspawn puts its payload at the top of the host's).
 # Writes DIR/nspawn.pid and the console to DIR/console.log; stays in the
 # foreground until the guest powers off. Up when `run DIR systemctl
-# is-system-running --wait` says running.
+# is-system-running --wait` says running. With APP_GUEST_OWNER=PID it is
+# taken down (as by `down`) within a second of that process's end.
 #
 # run: nsenter into every namespace of the guest's init (found as the
 # pid 1 of a nested pid namespace whose ancestor is DIR's nspawn).
@@ -85,6 +86,15 @@ boot() {
   need unshare util-linux
   root="$(make_root)"
   mkdir -p "$dir/upper" "$dir/work" "$dir/merged"
+  # With APP_GUEST_OWNER=PID, the guest goes when that process does (a test
+  # killed before its clean-up): a watcher outside the guest's cgroups.
+  if [ -n "${APP_GUEST_OWNER:-}" ]; then
+    (
+      while kill -0 "$APP_GUEST_OWNER" 2>/dev/null && kill -0 $$ 2>/dev/null; do sleep 1; done
+      down "$dir"
+      kill -0 "$APP_GUEST_OWNER" 2>/dev/null || rm -rf "$dir"
+    ) </dev/null >/dev/null 2>&1 &
+  fi
   # Our own cgroup, in each hierarchy nspawn looks at.
   for cg in $(cgroup_dirs "$dir"); do
     mkdir -p "$cg"
@@ -155,6 +165,6 @@ case "${1:-}" in
   boot) [ $# = 2 ] || die "usage: boot DIR"; boot "$(realpath -m "$2")" ;;
   run) [ $# -ge 3 ] || die "usage: run DIR CMD [ARG]..."; dir="$2"; shift 2; run "$dir" "$@" ;;
   down) [ $# = 2 ] || die "usage: down DIR"; down "$(realpath -m "$2")" ;;
-  -h|--help) sed -n '2,31p' "$0" ;;
+  -h|--help) sed -n '2,33p' "$0" ;;
   *) die "unknown command '${1:-}'; see $0 --help" ;;
 esac

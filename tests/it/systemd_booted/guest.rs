@@ -108,7 +108,11 @@ impl Guest {
             .expect("create the guest's directory");
         let t = Instant::now();
         let mut cmd = script_command();
-        cmd.arg("boot").arg(dir.path()).stdout(Stdio::null());
+        // Gone with this process even if it dies before the Drop runs.
+        cmd.arg("boot")
+            .arg(dir.path())
+            .env("APP_GUEST_OWNER", std::process::id().to_string())
+            .stdout(Stdio::null());
         let mut guest = Guest {
             nspawn: Some(Proc::spawn("systemd-nspawn", &mut cmd)),
             dir,

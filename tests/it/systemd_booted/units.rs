@@ -1,6 +1,7 @@
 //! `systemctl start` returns once the API answers, `systemctl status` shows
 //! what the repeater does, the journal has its priorities, the hardening
-//! and directory modes are in force, and a restart keeps the routes.
+//! (with the score the docs give) and directory modes are in force, and a
+//! restart keeps the routes.
 
 use std::time::Duration;
 
@@ -99,6 +100,26 @@ fn started_the_repeater_answers_shows_its_status_logs_by_priority_and_keeps_rout
         "{proc_status}"
     );
     assert!(proc_status.contains("NoNewPrivs:\t1"), "{proc_status}");
+    // The score docs/operations.md gives for a running systemd, from the
+    // running one.
+    let security = guest.sh("systemd-analyze security --no-pager app-event-repeater@edge1");
+    let score = security
+        .lines()
+        .find_map(|l| {
+            l.split("Overall exposure level for app-event-repeater@edge1.service: ")
+                .nth(1)
+        })
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no exposure in:\n{security}"));
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md"),
+    )
+    .expect("read docs/operations.md");
+    let said = format!("exposure {score} \"OK\" on a running systemd");
+    assert!(
+        docs.replace('\n', " ").contains(&said),
+        "docs/operations.md does not say {said}"
+    );
     let modes = guest.sh("stat -c '%a %U:%G %n' /var/lib/app /var/cache/app /run/app");
     assert_eq!(
         modes.trim(),
