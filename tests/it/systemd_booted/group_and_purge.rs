@@ -34,13 +34,18 @@ fn only_members_of_app_manage_an_instance_and_purge_leaves_nothing_of_it() {
     // unknown to systemd; the user stays (documented).
     let pid = show(&guest, "app-event-repeater@edge1", "MainPID");
     guest.sh("systemctl enable app-event-repeater@edge1");
+    let left = || {
+        guest.sh(
+            "for p in /usr/bin/app /usr/libexec/app /etc/app /var/lib/app /var/cache/app /run/app \
+               /usr/lib/systemd/system/app-event-repeater@.service \
+               /etc/systemd/system/multi-user.target.wants/app-event-repeater@edge1.service; do
+               [ -e \"$p\" ] && echo \"left: $p\"; done; true",
+        )
+    };
+    // The control: all of them are there before.
+    assert_eq!(left().lines().count(), 8, "{}", left());
     guest.sh("dpkg --purge app");
-    let gone = guest.sh(
-        "for p in /usr/bin/app /usr/libexec/app /etc/app /var/lib/app /var/cache/app /run/app \
-           /usr/lib/systemd/system/app-event-repeater@.service \
-           /etc/systemd/system/multi-user.target.wants/app-event-repeater@edge1.service; do
-           [ -e \"$p\" ] && echo \"left: $p\"; done; true",
-    );
+    let gone = left();
     assert_eq!(gone.trim(), "", "{gone}");
     assert!(
         guest.sh_status(&format!("test -d /proc/{pid}")).0 != Some(0),
