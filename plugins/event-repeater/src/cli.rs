@@ -103,14 +103,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "URL")]
     pub sink: Vec<String>,
 
-    /// Where events go.
-    #[arg(
-        long,
-        visible_alias = "sink-protocol",
-        value_enum,
-        default_value = "mqtt"
-    )]
-    pub sinkprotocol: SinkProtocol,
+    /// Where events go [default: the one the --sink URL's scheme names
+    /// (nats:// or tls:// is nats), else mqtt].
+    #[arg(long, visible_alias = "sink-protocol", value_enum)]
+    pub sinkprotocol: Option<SinkProtocol>,
 
     /// Repeat every event that no route matches under its own topic.
     #[arg(long, visible_alias = "allow-all")]
@@ -400,12 +396,12 @@ mod tests {
         let cli =
             Cli::try_parse_from(["x", "run", "--sink-protocol", "stderr", "--allow-all"]).unwrap();
         let Command::Run(a) = cli.command;
-        assert_eq!(a.sinkprotocol, SinkProtocol::Stderr);
+        assert_eq!(a.sinkprotocol, Some(SinkProtocol::Stderr));
         assert!(a.allowall);
         let cli =
             Cli::try_parse_from(["x", "run", "--sinkprotocol", "stderr", "--allowall"]).unwrap();
         let Command::Run(a) = cli.command;
-        assert!(a.allowall && a.sinkprotocol == SinkProtocol::Stderr);
+        assert!(a.allowall && a.sinkprotocol == Some(SinkProtocol::Stderr));
     }
 
     /// docs/event-repeater.md's table of `run`'s flags cannot drift from
@@ -473,7 +469,8 @@ mod tests {
         assert_eq!(a.name, "event-repeater");
         assert_eq!(a.source, "event-time");
         assert!(a.sink.is_empty());
-        assert_eq!(a.sinkprotocol, SinkProtocol::Mqtt);
+        // Chosen by crate::sink::protocol: --sink's scheme, else MQTT.
+        assert_eq!(a.sinkprotocol, None);
         assert_eq!(a.qos, Qos::AtLeastOnce);
         assert_eq!(a.overflow, crate::overflow::Overflow::Block);
         assert_eq!(a.checkpoint, Switch::On);
