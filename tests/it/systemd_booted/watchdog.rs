@@ -45,8 +45,9 @@ fn a_frozen_repeater_is_restarted_by_the_watchdog_and_resumes_from_its_checkpoin
         journal.contains("Watchdog timeout (limit 30s)!"),
         "{journal}"
     );
+    // 30 s after the last ping, which came at most 15 s before the freeze.
     assert!(
-        took >= Duration::from_secs(29),
+        took >= Duration::from_secs(15),
         "restarted after {took:?}:\n{journal}"
     );
     assert_ne!(show(&guest, UNIT, "MainPID"), pid);
