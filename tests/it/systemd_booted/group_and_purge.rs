@@ -1,6 +1,7 @@
 //! Only members of the group `app` manage a system instance (someone else
-//! is told which group and socket), and `dpkg --purge` stops the instances
-//! and removes their state, configuration and units.
+//! is told which group and socket), an upgrade restarts a running instance
+//! keeping its routes, and `dpkg --purge` stops the instances and removes
+//! their state, configuration and units.
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use super::{installed, relay_numbered_events, show, wait_received};
 const MANAGE: &str = "runuser -u alice -- app event-repeater manage --name edge1 get";
 
 #[test]
-fn only_members_of_app_manage_an_instance_and_purge_leaves_nothing_of_it() {
+fn only_members_of_app_manage_an_instance_an_upgrade_restarts_it_and_purge_leaves_nothing() {
     let Some(guest) = installed() else { return };
     relay_numbered_events(&guest, 5, "");
     let Some(_) = wait_received(&guest, Duration::from_secs(20), 1) else {
@@ -30,9 +31,29 @@ fn only_members_of_app_manage_an_instance_and_purge_leaves_nothing_of_it() {
     assert_eq!(code, Some(0), "{said}");
     assert!(said.contains("out/seq"), "{said}");
 
+    // An upgrade (the same package, a higher version) restarts the running
+    // instance with the new programs, its routes kept.
+    let before = show(&guest, "app-event-repeater@edge1", "MainPID");
+    guest.sh("set -e
+        dpkg-deb -R /root/app.deb /root/up
+        sed -i 's/^Version: .*/&+upgrade1/' /root/up/DEBIAN/control
+        dpkg-deb -Zgzip -z1 -b /root/up /root/app-up.deb >/dev/null
+        dpkg -i /root/app-up.deb");
+    let pid = show(&guest, "app-event-repeater@edge1", "MainPID");
+    assert_ne!(pid, before, "not restarted by the upgrade");
+    assert_eq!(
+        show(&guest, "app-event-repeater@edge1", "ActiveState"),
+        "active"
+    );
+    assert!(guest
+        .sh("dpkg-query -W -f '${Version}' app")
+        .ends_with("+upgrade1"));
+    let (code, said) = guest.sh_status(MANAGE);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("out/seq"), "{said}");
+
     // Purge: the instances stopped, every file of theirs gone, the units
     // unknown to systemd; the user stays (documented).
-    let pid = show(&guest, "app-event-repeater@edge1", "MainPID");
     guest.sh("systemctl enable app-event-repeater@edge1");
     let left = || {
         guest.sh(
