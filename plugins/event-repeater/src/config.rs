@@ -197,14 +197,14 @@ fn sink_config(
             "a password was given (APP_MQTT_PASSWORD or --password-file) but no --username".into(),
         );
     }
-    if args.sinkprotocol != SinkProtocol::Nats {
+    if crate::sink::protocol(args)? != SinkProtocol::Nats {
         for (flag, set) in [
             ("--creds", args.creds.is_some()),
             ("--nats-token (APP_NATS_TOKEN)", args.nats_token.is_some()),
             ("--source-id", args.source_id.is_some()),
         ] {
             if set {
-                return Err(format!("{flag} only applies to --sinkprotocol nats"));
+                return Err(format!("{flag} only applies to a NATS sink (a nats:// or tls:// --sink, or --sinkprotocol nats)"));
             }
         }
     }
