@@ -78,9 +78,11 @@ pub enum Error {
         /// Why (refused, timed out, permission denied, …).
         reason: String,
     },
-    /// `status` found its one host down; the text is the whole reason
-    /// already (it names the host and what to check).
+    /// `status` found its one host down; the text names it (its row in the
+    /// table says why).
     Down(String),
+    /// `status` found some of several hosts down; the text names them.
+    HostsDown(String),
     /// Connected, but no complete answer within the timeout.
     Timeout {
         /// The address.
@@ -127,7 +129,7 @@ impl Error {
             | Error::Unreachable { .. }
             | Error::Down(_) => EXIT_UNREACHABLE,
             Error::Insecure { .. } => EXIT_USAGE,
-            Error::Hosts(_) => EXIT_HOSTS,
+            Error::Hosts(_) | Error::HostsDown(_) => EXIT_HOSTS,
             Error::Timeout { .. }
             | Error::Refused { .. }
             | Error::Tls { .. }
@@ -234,7 +236,7 @@ impl fmt::Display for Error {
                 }
                 write!(f, "\n{failed} of {} hosts failed", outcomes.len())
             }
-            Error::Failed(msg) | Error::Down(msg) => write!(f, "{msg}"),
+            Error::Failed(msg) | Error::Down(msg) | Error::HostsDown(msg) => write!(f, "{msg}"),
         }
     }
 }

@@ -197,21 +197,19 @@ fn sink_config(
             "a password was given (APP_MQTT_PASSWORD or --password-file) but no --username".into(),
         );
     }
+    let protocol = crate::sink::protocol(args)?;
     if args.source_id.is_some()
-        && !matches!(
-            args.sinkprotocol,
-            SinkProtocol::Nats | SinkProtocol::RabbitmqStream
-        )
+        && !matches!(protocol, SinkProtocol::Nats | SinkProtocol::RabbitmqStream)
     {
-        return Err("--source-id only applies to --sinkprotocol nats or rabbitmq-stream".into());
+        return Err("--source-id only applies to a NATS or RabbitMQ Streams sink".into());
     }
-    if args.sinkprotocol != SinkProtocol::Nats {
+    if protocol != SinkProtocol::Nats {
         for (flag, set) in [
             ("--creds", args.creds.is_some()),
             ("--nats-token (APP_NATS_TOKEN)", args.nats_token.is_some()),
         ] {
             if set {
-                return Err(format!("{flag} only applies to --sinkprotocol nats"));
+                return Err(format!("{flag} only applies to a NATS sink (a nats:// or tls:// --sink, or --sinkprotocol nats)"));
             }
         }
     }

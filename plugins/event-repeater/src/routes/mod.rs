@@ -80,7 +80,8 @@ pub struct Routes {
 
 fn check_batch<'a>(items: impl IntoIterator<Item = &'a Route>) -> Result<(), ApiError> {
     let mut seen = std::collections::HashSet::new();
-    for (i, spec) in items.into_iter().enumerate() {
+    // Counted from 1, as a person counts (and `manage apply` does).
+    for (i, spec) in (1..).zip(items) {
         validate(spec).map_err(|m| ApiError::bad_request(format!("route {i}: {m}")))?;
         if !seen.insert(spec.sourcetopic.as_str()) {
             return Err(ApiError::bad_request(format!(
@@ -159,7 +160,7 @@ impl Routes {
     /// `DELETE`: removes every named route or none; an unknown one is 404.
     pub fn with_removed(&self, keys: &[String]) -> Result<(Routes, Vec<Route>), ApiError> {
         let mut seen = std::collections::HashSet::new();
-        for (i, k) in keys.iter().enumerate() {
+        for (i, k) in (1..).zip(keys) {
             if k.is_empty() {
                 return Err(ApiError::bad_request(format!(
                     "route {i}: sourcetopic must not be empty"
@@ -229,8 +230,11 @@ mod tests {
         assert_eq!(err.status.as_u16(), 409);
         let err = r.with_added(&[spec("b", ""), spec("b", "x")]).unwrap_err();
         assert_eq!(err.status.as_u16(), 400);
+        // Counted from 1: the second route of the request is route 2.
         let err = r.with_added(&[spec("b", ""), spec("", "x")]).unwrap_err();
-        assert!(err.message.contains("route 1"), "{}", err.message);
+        assert!(err.message.starts_with("route 2: "), "{}", err.message);
+        let err = r.with_removed(&["a".into(), "a".into()]).unwrap_err();
+        assert!(err.message.starts_with("route 2: "), "{}", err.message);
         let err = r.with_removed(&["a".into(), "zz".into()]).unwrap_err();
         assert_eq!(err.status.as_u16(), 404);
         let (after, removed) = r.with_removed(&["a".into()]).unwrap();

@@ -33,6 +33,9 @@ pub const KINDS: &[Kind] = &[mqtt::KIND, nats::KIND, rabbitmq_stream::KIND, stde
 /// A kind of sink: the `--sinkprotocol` value that selects it.
 pub struct Kind {
     pub protocol: SinkProtocol,
+    /// The `--sink` URL schemes that are its own: with one of them and no
+    /// `--sinkprotocol`, this sink is the one (see [`protocol`]).
+    pub schemes: &'static [&'static str],
     /// Checks the flags and makes the sink's configuration; an `Err` is a
     /// usage error (exit 2).
     pub configure: fn(&Setup) -> Result<Box<dyn SinkConfig>, String>,
@@ -84,10 +87,55 @@ pub trait Sink: Send {
     fn run(self: Box<Self>, drain: Drain) -> BoxFuture<'static, usize>;
 }
 
-/// The sink `--sinkprotocol` selects, configured from the flags; an `Err`
-/// is a usage error.
+/// The sink to use: `--sinkprotocol` when given, else the one whose scheme
+/// the `--sink` URLs have (`nats://…` is NATS), else MQTT. A `--sink` of
+/// another sink's scheme than `--sinkprotocol`, or URLs of two sinks, is a
+/// usage error naming both; a URL without a known scheme chooses nothing
+/// (its sink's own check judges it).
+pub fn protocol(args: &RunArgs) -> Result<SinkProtocol, String> {
+    let name = |p: SinkProtocol| {
+        clap::ValueEnum::to_possible_value(&p)
+            .map_or_else(String::new, |v| v.get_name().to_string())
+    };
+    let mut implied: Option<(String, SinkProtocol)> = None;
+    for url in &args.sink {
+        let scheme = url.split_once("://").map(|(s, _)| s);
+        let Some(kind) = KINDS
+            .iter()
+            .find(|k| scheme.is_some_and(|s| k.schemes.contains(&s)))
+        else {
+            continue;
+        };
+        let shown = app_plugin::redact::url(url).into_owned();
+        match &implied {
+            Some((first, p)) if *p != kind.protocol => {
+                return Err(format!(
+                    "--sink {first} is {} but --sink {shown} is {}: one repeater publishes to one kind of sink",
+                    name(*p),
+                    name(kind.protocol)
+                ))
+            }
+            Some(_) => {}
+            None => implied = Some((shown, kind.protocol)),
+        }
+    }
+    match (args.sinkprotocol, implied) {
+        (Some(given), Some((url, p))) if given != p => Err(format!(
+            "--sinkprotocol {} contradicts --sink {url}, a {} URL: leave out --sinkprotocol (the URL's scheme chooses) or give a --sink for {}",
+            name(given),
+            name(p),
+            name(given)
+        )),
+        (Some(given), _) => Ok(given),
+        (None, Some((_, p))) => Ok(p),
+        (None, None) => Ok(SinkProtocol::Mqtt),
+    }
+}
+
+/// The sink [`protocol`] chooses, configured from the flags; an `Err` is a
+/// usage error.
 pub fn configure(setup: &Setup) -> Result<Box<dyn SinkConfig>, String> {
-    let wanted = setup.args.sinkprotocol;
+    let wanted = protocol(setup.args)?;
     let kind = KINDS
         .iter()
         .find(|k| k.protocol == wanted)
@@ -151,6 +199,41 @@ pub fn setup<'a>(args: &'a RunArgs, source: &str) -> Setup<'a> {
 mod tests {
     use super::*;
     use clap::ValueEnum;
+
+    #[test]
+    fn the_sink_follows_the_url_scheme_and_a_contradiction_names_both() {
+        let chosen = |args: &[&str]| protocol(&run_args(args));
+        assert_eq!(chosen(&[]), Ok(SinkProtocol::Mqtt));
+        assert_eq!(chosen(&["--sink", "h:1"]), Ok(SinkProtocol::Mqtt));
+        assert_eq!(chosen(&["--sink", "mqtts://h"]), Ok(SinkProtocol::Mqtt));
+        assert_eq!(chosen(&["--sink", "nats://h:4222"]), Ok(SinkProtocol::Nats));
+        assert_eq!(
+            chosen(&["--sink", "tls://h", "--sink", "h2"]),
+            Ok(SinkProtocol::Nats)
+        );
+        assert_eq!(
+            chosen(&["--sinkprotocol", "nats", "--sink", "nats://h"]),
+            Ok(SinkProtocol::Nats)
+        );
+        // Given, with a URL of no scheme: as given.
+        assert_eq!(
+            chosen(&["--sinkprotocol", "nats", "--sink", "h"]),
+            Ok(SinkProtocol::Nats)
+        );
+        let err = chosen(&["--sinkprotocol", "mqtt", "--sink", "nats://h:4222"]).unwrap_err();
+        assert!(
+            err.contains("--sinkprotocol mqtt contradicts --sink nats://h:4222, a nats URL"),
+            "{err}"
+        );
+        let err = chosen(&["--sink", "mqtt://a", "--sink", "nats://b"]).unwrap_err();
+        assert!(
+            err.contains("--sink mqtt://a is mqtt but --sink nats://b is nats"),
+            "{err}"
+        );
+        // A password in the URL is not repeated.
+        let err = chosen(&["--sinkprotocol", "mqtt", "--sink", "nats://u:hunter6@h"]).unwrap_err();
+        assert!(!err.contains("hunter6"), "{err}");
+    }
 
     #[test]
     fn every_sinkprotocol_value_has_one_sink_of_that_name() {

@@ -16,6 +16,7 @@ use crate::sink::{has_control, Drain, Kind, Refusal, Setup, Sink, SinkConfig, To
 /// `--sinkprotocol stderr`: no flags of its own; it prints a `--payload text` event as a JSON string.
 pub const KIND: Kind = Kind {
     protocol: SinkProtocol::Stderr,
+    schemes: &[],
     configure: |s: &Setup| {
         Ok(Box::new(Stderr {
             text: s.args.source_args.payload == crate::feed::PayloadKind::Text,

@@ -47,6 +47,7 @@ pub use config::{Endpoint, MqttConfig};
 /// `--sinkprotocol mqtt`.
 pub const KIND: Kind = Kind {
     protocol: SinkProtocol::Mqtt,
+    schemes: &["tcp", "mqtt", "mqtts", "ssl"],
     configure,
 };
 

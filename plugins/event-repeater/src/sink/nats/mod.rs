@@ -60,6 +60,7 @@ pub use stream::OWN_STREAM;
 /// `--sinkprotocol nats`.
 pub const KIND: Kind = Kind {
     protocol: SinkProtocol::Nats,
+    schemes: &["nats", "tls"],
     configure: |setup| Ok(Box::new(config::configure(setup)?)),
 };
 

@@ -250,5 +250,13 @@ mod tests {
         let c = configure(&setup(&plain, "http://h:1")).unwrap();
         assert_eq!(c.producer, "app-event-repeater:http://h:1");
         assert_eq!(c.nodes, [node("localhost", PORT)]);
+        // The scheme alone chooses the sink.
+        for url in ["rabbitmq-stream://h", "rabbitmq-stream+tls://h:1"] {
+            let args = run_args(&["--sink", url]);
+            assert_eq!(
+                crate::sink::protocol(&args),
+                Ok(crate::cli::SinkProtocol::RabbitmqStream)
+            );
+        }
     }
 }

@@ -52,6 +52,7 @@ pub const MAX_EVENT: usize = 1_000_000;
 /// `--sinkprotocol rabbitmq-stream`.
 pub const KIND: Kind = Kind {
     protocol: SinkProtocol::RabbitmqStream,
+    schemes: &["rabbitmq-stream", "rabbitmq-stream+tls"],
     configure: |setup| Ok(Box::new(config::configure(setup)?)),
 };
 
