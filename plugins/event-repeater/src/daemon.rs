@@ -155,8 +155,8 @@ fn api_state(cfg: &Config, core: &Core, routes: Routes, sink_url: String) -> Arc
         state_file: cfg.state_file.clone(),
         metrics: core.metrics.clone(),
         buffer: core.buffer.clone(),
-        source: cfg.source.to_string(),
-        source_addr: cfg.source.clone(),
+        source: cfg.source.addr.to_string(),
+        source_addr: cfg.source.addr.clone(),
         sink: sink_url,
         started: api::Started::now(),
         max_routes: cfg.max_routes,
@@ -241,7 +241,7 @@ async fn announce(cfg: &Config, state: &ApiState, files: &InstanceFiles, api: &A
     notice!(
         "event repeater {:?} running: reads {}, publishes to {} ({routes} route{plural}{}); API on {}{}",
         cfg.name,
-        cfg.source,
+        cfg.source.addr,
         state.sink,
         if cfg.allowall { ", --allowall" } else { "" },
         files.socket().display(),
@@ -254,7 +254,7 @@ async fn announce(cfg: &Config, state: &ApiState, files: &InstanceFiles, api: &A
     }
     app_plugin::notify::ready(&format!(
         "relaying from {} to {} ({routes} route{plural}); API on {}",
-        cfg.source,
+        cfg.source.addr,
         state.sink,
         files.socket().display()
     ));
@@ -300,19 +300,19 @@ impl Tasks {
             core.metrics.clone(),
             Rules::new(cfg.sink.rules()),
         )
-        .with_decoder(cfg.decoder.clone());
+        .with_decoder(cfg.source.decoder.clone());
         if let (true, Some(file)) = (start.is_fresh(), &start.file) {
             relay = relay
                 .with_first_checkpoint(crate::first_checkpoint::FirstCheckpoint::new(file.clone()));
         }
         let source = Source {
-            addr: cfg.source.clone(),
+            addr: cfg.source.addr.clone(),
             relay: Arc::new(relay),
             metrics: core.metrics.clone(),
             max_event: cfg.max_source_event(),
             resume_after: start.resume_after,
             replay: start.replay,
-            idle_timeout: cfg.source_idle_timeout,
+            idle_timeout: cfg.source.idle_timeout,
         };
         let stop = Shutdown::new();
         let source = tokio::spawn(source.run(stop.clone()));

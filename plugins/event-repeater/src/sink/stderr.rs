@@ -9,19 +9,23 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 
 use crate::buffer::{Buffer, Record};
-use crate::cli::SinkProtocol;
 use crate::metrics::{inc, Metrics};
-use crate::sink::{has_control, Drain, Kind, Refusal, Setup, Sink, SinkConfig, TopicRules};
+use crate::sink::{
+    has_control, Drain, NoFlags, Refusal, Setup, Sink, SinkConfig, SinkKind, TopicRules,
+};
 
 /// `--sinkprotocol stderr`: no flags of its own; it prints a `--payload text` event as a JSON string.
-pub const KIND: Kind = Kind {
-    protocol: SinkProtocol::Stderr,
-    configure: |s: &Setup| {
+impl SinkKind for Stderr {
+    const NAME: &'static str = "stderr";
+    const ABOUT: &'static str = "Write one JSON line per event to stderr";
+    type Args = NoFlags;
+
+    fn configure(_: NoFlags, setup: &Setup) -> Result<Box<dyn SinkConfig>, String> {
         Ok(Box::new(Stderr {
-            text: s.args.source_args.payload == crate::feed::PayloadKind::Text,
+            text: setup.text_payload,
         }))
-    },
-};
+    }
+}
 
 /// The stderr sink's configuration (and its topic rules).
 #[derive(Debug, Clone, Copy, Default)]
@@ -32,10 +36,6 @@ pub struct Stderr {
 }
 
 impl SinkConfig for Stderr {
-    fn protocol(&self) -> &'static str {
-        "stderr"
-    }
-
     fn url(&self) -> String {
         "stderr".to_string()
     }
