@@ -14,7 +14,7 @@
 //!     schemes: &[Scheme::plain("tcp", 1883), Scheme::tls("mqtts", 8883)],
 //!     bare: Some("tcp"),
 //!     path: false,
-//!     credentials: None,
+//!     credentials: Some("--username"),
 //! };
 //! let a = MQTT.parse("broker:1884").unwrap();
 //! assert_eq!((a.scheme.name, a.host.as_str(), a.port), ("tcp", "broker", 1884));

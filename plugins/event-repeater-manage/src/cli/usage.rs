@@ -18,15 +18,11 @@ impl ParseOutcome {
     /// clap's error: help and version are information, anything else a
     /// one-line usage error pointing at `help`.
     pub(super) fn from_clap(e: clap::Error, help: &str) -> ParseOutcome {
-        use clap::error::ErrorKind;
-        match e.kind() {
-            ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                ParseOutcome::Info(e.render().to_string())
-            }
-            _ => {
-                let first = app_plugin::usage::one_line(&e);
+        use app_plugin::usage::Early;
+        match Early::from_clap(&e) {
+            // `manage` alone lists its commands, as `--help` does.
+            Early::Info(text) | Early::Missing(text) => ParseOutcome::Info(text),
+            Early::Usage(first) => {
                 ParseOutcome::Error(Error::Usage(format!("{first}; see: {help}")))
             }
         }

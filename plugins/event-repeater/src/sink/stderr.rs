@@ -133,7 +133,11 @@ async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, as_text: bool, drain: D
             text.extend_from_slice(&line(rec, as_text));
             text.push(b'\n');
         }
-        let ok = std::io::stderr().lock().write_all(&text).is_ok();
+        // A pipe nobody drains blocks the write: on a blocking thread, so
+        // the source's task and the API keep their worker.
+        let ok = tokio::task::spawn_blocking(move || std::io::stderr().lock().write_all(&text))
+            .await
+            .is_ok_and(|written| written.is_ok());
         for rec in &batch {
             if ok {
                 inc(&metrics.published);
