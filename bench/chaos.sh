@@ -9,7 +9,9 @@
 # and SIGSTOP of the repeaters, the source and a broker node; a partition
 # or 30% packet loss between a repeater and the brokers; a full disk under
 # the checkpoints) while routes change through the API; then counts what
-# the broker holds. The seed is printed first; the last line is
+# the broker holds against what the source really sent (its --sent-file;
+# it keeps its numbering across its own restarts). Each kind of fault comes
+# once first, so a run of 30 s or more applies all nine. The seed is printed first; the last line is
 #   chaos: seed S, F faults, sent N, missing M, duplicates D (bound B)
 # Exit 0: nothing missing, duplicates within the bound, the metrics
 # identities exact, RSS bounded. 1: any of these failed. 2: a bad setting.
@@ -29,9 +31,12 @@
 #   CHAOS_PROFILE   debug or release: which build to run (debug)
 #   CHAOS_WORK      work directory, must not exist (/tmp/app-chaos-PID);
 #                   removed after a passing run, kept after a failing one
-# Partitions and packet loss need root (network namespaces) and tc netem;
-# the disk-full fault needs mount. Where the machine refuses, the run says
-# so at the start and skips that kind of fault.
+#   CHAOS_REQUIRE_ALL  1: a kind of fault skipped or not applied fails the
+#                   run (CI)
+# Partitions and packet loss need root (network namespaces), and loss tc
+# netem or, without it, nft (Debian package nftables); the disk-full fault
+# needs mount. Where the machine refuses, the run says so at the start and
+# skips that kind of fault.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=1

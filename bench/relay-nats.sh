@@ -37,7 +37,9 @@
 # ("1000 10000"), LAT_COUNT (20000), KINDS ("saturate latency"), WARMUP
 # (2000), INFLIGHT (1000), OUT (JSON-lines results file), BIN (where
 # loadgen and app-event-repeater are; target/release), REPEATER_ARGS (extra
-# arguments for the repeater).
+# arguments for the repeater), PATHS ("direct repeater repeater-text";
+# repeater-text: the same source as plain SSE, `event: TOPIC` and the data
+# relayed as text, `--topic-from event --payload text`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -52,6 +54,7 @@ KINDS=${KINDS:-saturate latency}
 WARMUP=${WARMUP:-2000}
 INFLIGHT=${INFLIGHT:-1000}
 REPEATER_ARGS=${REPEATER_ARGS:-}
+PATHS=${PATHS:-direct repeater repeater-text}
 for arg in "$@"; do
     case $arg in
         --no-build) BUILD=0 ;;
@@ -114,6 +117,13 @@ run_direct() {
     awk '{ printf "%.3f", $1 + $2 }' "$dir/time" >"$dir/cpu"
 }
 
+# run_repeater_text DIR COUNT RATE SIZE: run_repeater on a plain-SSE feed
+# (`event: bench/seq` on every event; --topic-from event --payload text:
+# no JSON pass; issue 29).
+run_repeater_text() {
+    FEED_SSE=--event-name FEED_RUN="--topic-from event --payload text" run_repeater "$@"
+}
+
 # run_repeater DIR COUNT RATE SIZE: writes DIR/cpu (CPU seconds).
 run_repeater() {
     local dir=$1 count=$2 port pid
@@ -123,13 +133,13 @@ run_repeater() {
     # repeater has one acknowledged: source, repeater and stream are up),
     # then the warm-up, then the numbered ones.
     "$LOADGEN" sse --listen "127.0.0.1:$port" --count "$count" --rate "$3" --warmup "$WARMUP" \
-        --size "$4" --ready-file "$dir/ready" >/dev/null 2>"$dir/sse.err" &
+        --size "$4" --ready-file "$dir/ready" ${FEED_SSE:-} >/dev/null 2>"$dir/sse.err" &
     PIDS+=($!)
     wait_port "$port"
-    # shellcheck disable=SC2086 # REPEATER_ARGS is a list of words
+    # shellcheck disable=SC2086 # REPEATER_ARGS and FEED_RUN are lists of words
     APP_RUNTIME_DIR=$dir/run APP_DATA_DIR=$dir/data "$REPEATER" run --name bench \
         --source "http://127.0.0.1:$port" --sinkprotocol nats --sink "nats://127.0.0.1:$NATS_PORT" \
-        --qos 1 --inflight "$INFLIGHT" --overflow block --allowall --checkpoint off $REPEATER_ARGS \
+        --qos 1 --inflight "$INFLIGHT" --overflow block --allowall --checkpoint off ${FEED_RUN:-} $REPEATER_ARGS \
         2>"$dir/repeater.err" &
     pid=$!
     PIDS+=($pid)
@@ -169,7 +179,7 @@ run_one() {
     count=$COUNT
     if [ "$kind" = latency ]; then count=$LAT_COUNT; elif [ "$size" -gt 4096 ]; then count=$LARGE_COUNT; fi
     start_server "$dir"
-    "run_$path" "$dir" "$count" "$rate" "$size"
+    "run_${path//-/_}" "$dir" "$count" "$rate" "$size"
     "$LOADGEN" nats-read --server "nats://127.0.0.1:$NATS_PORT" --stream EVENTS --expect "$count" \
         --timeout 300 >"$dir/read.json"
     stop_all
@@ -188,7 +198,7 @@ for kind in $KINDS; do
     if [ "$kind" = saturate ]; then cases=$SIZES; else cases=$LAT_RATES; fi
     for c in $cases; do
         for run in $(seq 1 "$RUNS"); do
-            for path in direct repeater; do
+            for path in $PATHS; do
                 if [ "$kind" = saturate ]; then
                     run_one "$path" saturate "$c" 0 "$run"
                 else
@@ -200,21 +210,23 @@ for kind in $KINDS; do
 done
 echo "relay-nats.sh: done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
-# The table: medians per path and case, the repeater against direct.
+# The table: medians per path and case, each repeater path against direct.
 jq -rs '
   def median: sort | .[(length - 1) / 2 | floor];
   def fmt: . * 100 | round / 100;
   group_by([.kind, .size, .target_rate]) | .[] |
-  (map(select(.path == "direct"))) as $d | (map(select(.path == "repeater"))) as $r |
-  ($d | map(.rate) | median) as $dr | ($r | map(.rate) | median) as $rr |
-  ($d | map(.p99_ms) | median) as $dp | ($r | map(.p99_ms) | median) as $rp |
-  if .[0].kind == "saturate" then
-    "| saturate, \(.[0].bytes) B | \($dr | round) ev/s, \($d | map(.mbps) | median | fmt) MB/s | \($rr | round) ev/s, \($r | map(.mbps) | median | fmt) MB/s | \(100 * $rr / $dr | round)% | \($d | map(.cpu_us_per_event) | median | fmt) / \($r | map(.cpu_us_per_event) | median | fmt) | \($d | map(.missing) | add) / \($r | map(.missing) | add) | \($d | map(.duplicates) | add) / \($r | map(.duplicates) | add) |"
+  (map(select(.path == "direct"))) as $d |
+  ($d | map(.rate) | median) as $dr | ($d | map(.p99_ms) | median) as $dp |
+  . as $case | ["repeater", "repeater-text"][] as $p |
+  ($case | map(select(.path == $p))) as $r | select($r | length > 0) |
+  ($r | map(.rate) | median) as $rr | ($r | map(.p99_ms) | median) as $rp |
+  if $case[0].kind == "saturate" then
+    "| saturate, \($case[0].bytes) B | \($p) | \($dr | round) ev/s, \($d | map(.mbps) | median | fmt) MB/s | \($rr | round) ev/s, \($r | map(.mbps) | median | fmt) MB/s | \(100 * $rr / $dr | round)% | \($d | map(.cpu_us_per_event) | median | fmt) / \($r | map(.cpu_us_per_event) | median | fmt) | \($d | map(.missing) | add) / \($r | map(.missing) | add) | \($d | map(.duplicates) | add) / \($r | map(.duplicates) | add) |"
   else
-    "| \(.[0].target_rate)/s, \(.[0].bytes) B | p50 \($d | map(.p50_ms) | median | fmt), p99 \($dp | fmt) ms | p50 \($r | map(.p50_ms) | median | fmt), p99 \($rp | fmt) ms | p99 added \($rp - $dp | fmt) ms | \($d | map(.cpu_us_per_event) | median | fmt) / \($r | map(.cpu_us_per_event) | median | fmt) | \($d | map(.missing) | add) / \($r | map(.missing) | add) | \($d | map(.duplicates) | add) / \($r | map(.duplicates) | add) |"
+    "| \($case[0].target_rate)/s, \($case[0].bytes) B | \($p) | p50 \($d | map(.p50_ms) | median | fmt), p99 \($dp | fmt) ms | p50 \($r | map(.p50_ms) | median | fmt), p99 \($rp | fmt) ms | p99 added \($rp - $dp | fmt) ms | \($d | map(.cpu_us_per_event) | median | fmt) / \($r | map(.cpu_us_per_event) | median | fmt) | \($d | map(.missing) | add) / \($r | map(.missing) | add) | \($d | map(.duplicates) | add) / \($r | map(.duplicates) | add) |"
   end' "$OUT" | {
-    echo "| case (medians of $RUNS) | direct | repeater | repeater vs direct | CPU µs/event, direct / repeater | lost, direct / repeater | duplicated, direct / repeater |"
-    echo "| --- | --- | --- | --- | --- | --- | --- |"
+    echo "| case (medians of $RUNS) | path | direct | that path | vs direct | CPU µs/event, direct / path | lost, direct / path | duplicated, direct / path |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
     cat
 }
 echo "results: $OUT"

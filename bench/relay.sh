@@ -7,6 +7,9 @@
 #   direct    loadgen publish -> broker B -> loadgen subscribe
 #   bridge    loadgen publish -> broker A -> mosquitto bridge -> broker B -> subscribe
 #   repeater  loadgen sse -> app-event-repeater run -> broker B -> subscribe
+#   repeater-text  the same on a plain-SSE feed: `event: bench/seq` on every
+#             event, the repeater run with --topic-from event --payload text
+#             (no JSON pass; issue 29)
 # For QoS 0 and 1: delivered events/s (median of RUNS saturation runs), latency
 # p50/p99/p99.9 at 1,000 events/s, lost and duplicated events, peak RSS
 # (VmHWM) and CPU time per event of the relay process (broker A for the
@@ -20,7 +23,8 @@
 # Usage: bench/relay.sh [--quick] [--no-build]
 # Environment: RUNS (3), SAT_QOS0 (200000), SAT_QOS1 (100000) events per
 # saturation run, LAT_COUNT (10000) events at LAT_RATE (1000)/s, WARMUP (2000),
-# SIZE (payload bytes, 0 = loadgen's default), PATHS ("direct bridge repeater"),
+# SIZE (payload bytes, 0 = loadgen's default), PATHS ("direct bridge repeater
+# repeater-text"),
 # KINDS ("saturate latency"; latency figures are medians over RUNS runs),
 # QOS_LEVELS ("0 1"), OUT (the JSON-lines results file), REPEATER_ARGS
 # ("--overflow block": a saturating source must be slowed down, not dropped),
@@ -46,7 +50,7 @@ LAT_COUNT=${LAT_COUNT:-10000}
 LAT_RATE=${LAT_RATE:-1000}
 WARMUP=${WARMUP:-2000}
 SIZE=${SIZE:-0}
-PATHS=${PATHS:-direct bridge repeater}
+PATHS=${PATHS:-direct bridge repeater repeater-text}
 QOS_LEVELS=${QOS_LEVELS:-0 1}
 KINDS=${KINDS:-saturate latency}
 REPEATER_ARGS=${REPEATER_ARGS:---overflow block}
@@ -174,16 +178,21 @@ run_one() {
                 >"$dir/pub.json" 2>"$dir/pub.err" &
             PIDS+=($!)
             ;;
-        repeater)
-            local sse_port
+        repeater | repeater-text)
+            local sse_port feed_sse=() feed_run=()
+            if [ "$path" = repeater-text ]; then
+                feed_sse=(--event-name)
+                feed_run=(--topic-from event --payload text)
+            fi
             sse_port=$($LOADGEN port)
-            "$LOADGEN" sse --listen "127.0.0.1:$sse_port" "${gen[@]}" \
+            "$LOADGEN" sse --listen "127.0.0.1:$sse_port" "${gen[@]}" "${feed_sse[@]}" \
                 >"$dir/sse.json" 2>"$dir/sse.err" &
             PIDS+=($!)
             wait_port "$sse_port"
             APP_RUNTIME_DIR=$dir/run APP_DATA_DIR=$dir/data APP_CONFIG_DIR=$dir \
                 $RELAY_WRAPPER "$REPEATER" run --name bench --source "http://127.0.0.1:$sse_port" \
-                --sink "tcp://127.0.0.1:$port_b" --qos "$qos" --allowall --log 1 --checkpoint "$CHECKPOINT" $REPEATER_ARGS \
+                --sink "tcp://127.0.0.1:$port_b" --qos "$qos" --allowall --log 1 --checkpoint "$CHECKPOINT" \
+                "${feed_run[@]}" $REPEATER_ARGS \
                 2>"$dir/repeater.err" &
             relay_pid=$!
             PIDS+=($relay_pid)

@@ -41,11 +41,18 @@ fuzz_target!(|input: &[u8]| {
             ];
             for topic in topics.iter().filter(|t| !t.is_empty()) {
                 if let Some(d) = table.route(topic) {
-                    // Empty only for `{suffix}` alone on an event whose topic
-                    // is the route's prefix itself (nothing left over): the
-                    // sinks refuse that topic and count the event as failed
-                    // (invalid topic), never publish it.
-                    if d.sink_topic.is_empty() {
+                    // A template with fields of the event (`{/pointer}`) is
+                    // rendered per event: never empty, or an error that
+                    // counts the event as failed.
+                    match d.for_event(topic, r#"{"a":"b"}"#) {
+                        Ok(Some(t)) => assert!(!t.is_empty(), "{spec:?}"),
+                        Ok(None) | Err(_) => {}
+                    }
+                    // Without fields: empty only for `{suffix}` alone on an
+                    // event whose topic is the route's prefix itself (nothing
+                    // left over): the sinks refuse that topic and count the
+                    // event as failed (invalid topic), never publish it.
+                    if d.sink_topic.is_empty() && matches!(d.for_event(topic, "{}"), Ok(None)) {
                         let matched = d.route();
                         assert_eq!(matched, Some(topic.as_str()), "{spec:?}");
                     }

@@ -106,13 +106,39 @@ fn status_of_one_down_host_says_why_once() {
         .run(["-H", &url, "event-repeater", "manage", "status"])
         .assert()
         .code(3)
-        .stderr_has(format!("cannot reach an event repeater at {url}"))
-        .stderr_has("check that it runs");
-    for part in ["cannot reach", "check that it runs"] {
-        assert_eq!(ran.stderr.matches(part).count(), 1, "{ran:?}");
+        .stderr_has(format!("{url} is down (its row above says why)"));
+    // The reason once, in the host's row, across stdout and stderr.
+    let both = format!("{}{}", ran.stdout, ran.stderr);
+    for part in [
+        format!("cannot reach an event repeater at {url}"),
+        "check that it runs".to_string(),
+    ] {
+        assert_eq!(both.matches(&part).count(), 1, "{ran:?}");
     }
-    // The table says it too, on stdout.
-    assert!(ran.stdout.contains("down"), "{ran:?}");
+    let row = ran.stdout.lines().find(|l| l.starts_with(&url));
+    assert!(
+        row.is_some_and(|r| r.contains(" down ") && r.contains("connection refused")),
+        "{ran:?}"
+    );
+    // Several hosts: each reason once too, the message names the hosts.
+    let other = format!("http://127.0.0.1:{}", free_port());
+    let ran = sb
+        .run([
+            "-H",
+            &url,
+            "-H",
+            &other,
+            "event-repeater",
+            "manage",
+            "status",
+        ])
+        .assert()
+        .code(4)
+        .stderr_has(format!(
+            "2 of 2 hosts are down (their rows above say why): {url}, {other}"
+        ));
+    let both = format!("{}{}", ran.stdout, ran.stderr);
+    assert_eq!(both.matches("connection refused").count(), 2, "{ran:?}");
 }
 
 #[test]

@@ -52,6 +52,7 @@ mod sink_stall;
 mod source_stall;
 mod startup;
 mod systemd;
+mod systemd_booted;
 mod terminal_escapes;
 mod tour;
 mod upgrade;

@@ -176,6 +176,57 @@ fn routes_and_templates_reach_their_subjects() {
     );
 }
 
+/// `--sink nats://…` alone is NATS: the URL's scheme chooses the sink (it
+/// was MQTT, which refused the URL). With `--sinkprotocol mqtt` as well, the
+/// two contradict: exit 2, one line naming both, nothing started.
+#[test]
+fn a_nats_url_alone_chooses_nats_and_a_contradicting_sinkprotocol_is_refused() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let refused = sb
+        .command(plugin_bin("app-event-repeater"))
+        .args([
+            "run",
+            "--sinkprotocol",
+            "mqtt",
+            "--sink",
+            &server.url(),
+            "--allowall",
+        ])
+        .output()
+        .expect("run the repeater");
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(
+        said.contains(&format!(
+            "--sinkprotocol mqtt contradicts --sink {}, a nats URL",
+            server.url()
+        )),
+        "{said}"
+    );
+    let _src = EventTime::start(&sb, &["--rate", "20"]);
+    let rep = Repeater::builder(&sb, "event-repeater")
+        .sink(&server.url())
+        .args(["--nats-stream", "BYSCHEME", "--allowall", "--log", "3"])
+        .start();
+    let stored = wait_for(Duration::from_secs(20), || {
+        let v = try_read_stream(&server.url(), "BYSCHEME", 0).ok()?;
+        v["subjects"]
+            .as_object()
+            .is_some_and(|o| !o.is_empty())
+            .then_some(v)
+    });
+    assert!(
+        stored.is_some(),
+        "nothing in the stream: {:?}\nlog:\n{}",
+        try_read_stream(&server.url(), "BYSCHEME", 0),
+        rep.log()
+    );
+}
+
 /// `--creds`: a server in operator mode takes the repeater with the user's
 /// `.creds` file (JWT and NKey seed) and stores its events; without them it
 /// refuses, and the repeater says to check the credentials.

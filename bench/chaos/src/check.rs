@@ -14,9 +14,11 @@ use crate::brokers::{Sink, SUB_WINDOW};
 use crate::config::Config;
 use crate::proc::{Proc, Spec};
 use crate::record::Record;
-use crate::world::{tail, World};
+use crate::world::{self, tail, World};
 
 pub struct Outcome {
+    /// Distinct numbers in 1..=N the source really wrote to a reader.
+    pub sent: u64,
     pub missing: u64,
     pub duplicates: u64,
     pub bound: u64,
@@ -266,7 +268,25 @@ pub fn run(world: &mut World, cfg: &Config, rec: &Record) -> Outcome {
             (n, 0)
         }
     };
+    // Counted against what the source really sent: a number it never sent
+    // (no reader asked for it) is a loss the checker's count alone would
+    // pin on the wrong side.
+    let sent = match app_bench_loadgen::sent::Sent::read(&world::sent_file(&world.work)) {
+        Ok(s) => s.distinct_up_to(n),
+        Err(e) => {
+            failures.push(format!("cannot read what the source sent: {e}"));
+            0
+        }
+    };
+    println!("chaos: the source sent {sent} distinct events of {n}");
+    if sent < n {
+        failures.push(format!(
+            "the source never sent {} of the {n} events: no reader asked for them (a repeater that reconnected without Last-Event-ID?)",
+            n - sent
+        ));
+    }
     Outcome {
+        sent,
         missing,
         duplicates,
         bound: bound(cfg, rec),

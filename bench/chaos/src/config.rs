@@ -21,6 +21,9 @@ pub struct Config {
     pub settle: u64,
     /// RSS limit of a repeater, MiB.
     pub rss_mib: u64,
+    /// CHAOS_REQUIRE_ALL=1: a kind of fault skipped or never drawn fails
+    /// the run (CI, where every tool is installed).
+    pub require_all: bool,
     /// Where app-event-repeater and loadgen are.
     pub bin: PathBuf,
     pub work: PathBuf,
@@ -101,6 +104,7 @@ pub fn from_env() -> Result<Config, String> {
         buffer: number("CHAOS_BUFFER", 1000, 10..=1_000_000)?,
         settle: number("CHAOS_SETTLE", 120, 10..=3600)?,
         rss_mib: number("CHAOS_RSS_MIB", 64, 1..=65_536)?,
+        require_all: number("CHAOS_REQUIRE_ALL", 0, 0..=1)? == 1,
         bin,
         work,
     })

@@ -97,7 +97,7 @@ fn run(cfg: &config::Config) -> i32 {
     };
     let plan = schedule::plan(cfg.seed, shape);
     let interrupted = || INTERRUPTED.load(Ordering::SeqCst);
-    let rec = match nemesis::run(&mut world, &plan, cfg.seconds, &interrupted) {
+    let mut rec = match nemesis::run(&mut world, &plan, cfg.seconds, &interrupted) {
         Ok(rec) => rec,
         Err(e) => {
             eprintln!("chaos: {e}; stopping everything");
@@ -112,6 +112,17 @@ fn run(cfg: &config::Config) -> i32 {
     println!("chaos: faults applied: {}", kinds.join(", "));
     for (why, n) in &rec.skipped {
         println!("chaos: skipped {n} fault(s) ({why})");
+    }
+    // CI (CHAOS_REQUIRE_ALL=1): every kind of fault ran, none was skipped.
+    if cfg.require_all {
+        let kinds = usize::from(schedule::KINDS);
+        if !rec.skipped.is_empty() || rec.applied.len() < kinds {
+            rec.failures.push(format!(
+                "CHAOS_REQUIRE_ALL=1: {} of {kinds} kinds of fault applied, {} skipped",
+                rec.applied.len(),
+                rec.skipped.len()
+            ));
+        }
     }
     println!(
         "chaos: faults over ({} applied, {} route changes); letting everything through (CHAOS_SETTLE={} s at most)",
@@ -140,12 +151,7 @@ fn run(cfg: &config::Config) -> i32 {
     }
     println!(
         "chaos: seed {}, {} faults, sent {}, missing {}, duplicates {} (bound {})",
-        cfg.seed,
-        rec.faults,
-        cfg.count(),
-        out.missing,
-        out.duplicates,
-        out.bound
+        cfg.seed, rec.faults, out.sent, out.missing, out.duplicates, out.bound
     );
     i32::from(!ok)
 }

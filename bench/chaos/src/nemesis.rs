@@ -191,8 +191,8 @@ fn apply(
             format!("partition repeater {i} from the brokers for {hold_s:.1} s")
         }
         Fault::Loss(i) => {
-            let Some(net) = world.net.as_ref().filter(|n| n.netem) else {
-                return skip(rec, "30% packet loss: no tc netem");
+            let Some(net) = world.net.as_ref().filter(|n| n.loss_by.is_some()) else {
+                return skip(rec, "30% packet loss: neither tc netem nor nft works here");
             };
             if let Err(e) = net.loss(i, true) {
                 rec.failures
@@ -243,7 +243,7 @@ fn heal(world: &mut World, fault: Fault, t: f64, rec: &mut Record, s: &mut Sampl
             Some(net) => net.partition(i, false),
             None => return,
         },
-        Fault::Loss(i) => match world.net.as_ref().filter(|n| n.netem) {
+        Fault::Loss(i) => match world.net.as_ref().filter(|n| n.loss_by.is_some()) {
             Some(net) => net.loss(i, false),
             None => return,
         },

@@ -2,7 +2,9 @@
 //! own, joined to the host's by a veth pair; the brokers listen on the
 //! host end of the first pair. Taking the host end of repeater `i`'s pair
 //! down is a partition (its packets vanish, nothing is refused); `tc netem`
-//! on it is packet loss. Everything is made by the run and removed at its
+//! on it is packet loss, or, where the kernel has no `sch_netem`, an
+//! nftables rule in the namespace that drops packets at random (`numgen
+//! random`), in and out. Everything is made by the run and removed at its
 //! end, also after a panic (drop); namespaces left by a run that was
 //! SIGKILLed are removed by the next one.
 
@@ -17,8 +19,56 @@ pub struct Net {
     ns_ends: Vec<String>,
     /// The brokers' address, on the host end of the first pair.
     pub host: String,
-    /// Whether `tc netem` works here (packet loss).
-    pub netem: bool,
+    /// How packet loss is made here, if at all.
+    pub loss_by: Option<LossBy>,
+}
+
+/// The tool that drops packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LossBy {
+    /// `tc qdisc … netem loss 30%` on both ends of the pair.
+    Netem,
+    /// An nftables table in the repeater's namespace whose input and output
+    /// chains drop 30% of packets (`numgen random mod 100 < 30 drop`).
+    Nftables,
+}
+
+/// The nftables table of the loss fault (in the namespace only).
+const NFT_TABLE: &str = "chaos_loss";
+
+fn nft_loss_rules() -> String {
+    format!(
+        "table inet {NFT_TABLE} {{\n\
+         chain in {{ type filter hook input priority 0; numgen random mod 100 < 30 drop; }}\n\
+         chain out {{ type filter hook output priority 0; numgen random mod 100 < 30 drop; }}\n\
+         }}\n"
+    )
+}
+
+/// Runs `ip netns exec NS nft -f -` with `rules` on its stdin.
+fn nft_in(ns: &str, rules: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "nft", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("nft: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(rules.as_bytes())
+            .map_err(|e| format!("nft: {e}"))?;
+    }
+    let out = child.wait_with_output().map_err(|e| format!("nft: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "nft in {ns}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
 }
 
 /// Runs `ip ARGS` (or another program), quietly; Err with its stderr.
@@ -59,20 +109,31 @@ impl Net {
             links: Vec::new(),
             ns_ends: Vec::new(),
             host: format!("10.211.{third}.1"),
-            netem: false,
+            loss_by: None,
         };
         for i in 0..repeaters {
             net.add_pair(pid, third, i)?;
         }
-        // Probe netem on the first link (and take it off again).
-        let link = net.links[0].clone();
-        net.netem = run(
+        net.loss_by = net.probe_loss();
+        Ok(net)
+    }
+
+    /// Tries netem on the first link, then nftables in the first namespace
+    /// (each taken off again).
+    fn probe_loss(&self) -> Option<LossBy> {
+        let (link, ns) = (&self.links[0], &self.names[0]);
+        if run(
             "tc",
-            &["qdisc", "add", "dev", &link, "root", "netem", "loss", "30%"],
+            &["qdisc", "add", "dev", link, "root", "netem", "loss", "30%"],
         )
         .is_ok()
-            && run("tc", &["qdisc", "del", "dev", &link, "root"]).is_ok();
-        Ok(net)
+            && run("tc", &["qdisc", "del", "dev", link, "root"]).is_ok()
+        {
+            return Some(LossBy::Netem);
+        }
+        let drop_table = format!("delete table inet {NFT_TABLE}\n");
+        (nft_in(ns, &nft_loss_rules()).is_ok() && nft_in(ns, &drop_table).is_ok())
+            .then_some(LossBy::Nftables)
     }
 
     fn add_pair(&mut self, pid: u32, third: usize, i: usize) -> Result<(), String> {
@@ -120,27 +181,35 @@ impl Net {
     /// 30% packet loss on repeater `i`'s link (both directions), or none.
     pub fn loss(&self, i: usize, on: bool) -> Result<(), String> {
         let (host, ns, ns_end) = (&self.links[i], &self.names[i], &self.ns_ends[i]);
-        if on {
-            run(
-                "tc",
-                &["qdisc", "add", "dev", host, "root", "netem", "loss", "30%"],
-            )?;
-            run(
-                "ip",
-                &[
-                    "netns", "exec", ns, "tc", "qdisc", "add", "dev", ns_end, "root", "netem",
-                    "loss", "30%",
-                ],
-            )
-        } else {
-            let a = run("tc", &["qdisc", "del", "dev", host, "root"]);
-            let b = run(
-                "ip",
-                &[
-                    "netns", "exec", ns, "tc", "qdisc", "del", "dev", ns_end, "root",
-                ],
-            );
-            a.and(b)
+        match (self.loss_by, on) {
+            (None, _) => Err("no tool for packet loss here".into()),
+            (Some(LossBy::Nftables), true) => nft_in(ns, &nft_loss_rules()),
+            (Some(LossBy::Nftables), false) => {
+                nft_in(ns, &format!("delete table inet {NFT_TABLE}\n"))
+            }
+            (Some(LossBy::Netem), true) => {
+                run(
+                    "tc",
+                    &["qdisc", "add", "dev", host, "root", "netem", "loss", "30%"],
+                )?;
+                run(
+                    "ip",
+                    &[
+                        "netns", "exec", ns, "tc", "qdisc", "add", "dev", ns_end, "root", "netem",
+                        "loss", "30%",
+                    ],
+                )
+            }
+            (Some(LossBy::Netem), false) => {
+                let a = run("tc", &["qdisc", "del", "dev", host, "root"]);
+                let b = run(
+                    "ip",
+                    &[
+                        "netns", "exec", ns, "tc", "qdisc", "del", "dev", ns_end, "root",
+                    ],
+                );
+                a.and(b)
+            }
         }
     }
 }

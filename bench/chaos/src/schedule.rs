@@ -22,7 +22,7 @@ pub enum Fault {
     /// Repeater `i`'s link to the brokers goes down: packets vanish, nothing
     /// is refused (a partition, not a reset).
     Partition(usize),
-    /// 30% packet loss on repeater `i`'s link (`tc netem`).
+    /// 30% packet loss on repeater `i`'s link (`tc netem`, or nftables).
     Loss(usize),
     /// The file system under the checkpoints and routes files is full.
     DiskFull,
@@ -84,17 +84,34 @@ pub fn plan(seed: u64, shape: Shape) -> Vec<(Duration, Step)> {
     let end = shape.seconds * 1000;
     let mut steps: Vec<(u64, Step)> = Vec::new();
     let mut busy: Vec<((u8, usize), u64)> = Vec::new();
+    // Every kind once first, in a seeded order, so that a run long enough
+    // for KINDS faults applies each kind (a kind whose slot is busy waits
+    // for a later tick); then kinds at random.
+    let mut first: Vec<u8> = (0..KINDS).collect();
+    rng.shuffle(&mut first);
     let mut t = 2_000;
     loop {
         t += rng.u64(200..=2_500);
         if t + 500 >= end {
             break;
         }
-        let fault = draw(&mut rng, shape);
-        let slot = fault.slot();
-        if busy.iter().any(|&(s, until)| s == slot && until > t) {
+        let free = |f: Fault| !busy.iter().any(|&(s, until)| s == f.slot() && until > t);
+        let (r, n) = (
+            rng.usize(0..shape.repeaters),
+            rng.usize(0..shape.broker_nodes),
+        );
+        let fault = if first.is_empty() {
+            kind(rng.u8(0..KINDS), r, n)
+        } else {
+            match first.iter().position(|&k| free(kind(k, r, n))) {
+                Some(i) => kind(first.remove(i), r, n),
+                None => continue,
+            }
+        };
+        if !free(fault) {
             continue;
         }
+        let slot = fault.slot();
         let hold = fault.hold_ms(&mut rng).min(end - t);
         busy.retain(|&(s, _)| s != slot);
         // A little calm on the slot after a fault (the restarted process
@@ -126,10 +143,12 @@ pub fn plan(seed: u64, shape: Shape) -> Vec<(Duration, Step)> {
         .collect()
 }
 
-fn draw(rng: &mut fastrand::Rng, shape: Shape) -> Fault {
-    let r = rng.usize(0..shape.repeaters);
-    let n = rng.usize(0..shape.broker_nodes);
-    match rng.u8(0..9) {
+/// How many kinds of fault there are.
+pub const KINDS: u8 = 9;
+
+/// Fault kind `k` (0 to KINDS-1) on repeater `r` or broker node `n`.
+fn kind(k: u8, r: usize, n: usize) -> Fault {
+    match k {
         0 => Fault::KillRepeater(r),
         1 => Fault::PauseRepeater(r),
         2 => Fault::KillSource,
@@ -187,7 +206,27 @@ mod tests {
             }
             assert!(open.is_empty(), "seed {seed}: never healed: {open:?}");
             // Two minutes draw every kind (nine kinds, about 60 faults).
-            assert_eq!(kinds.len(), 9, "seed {seed}");
+            assert_eq!(kinds.len(), usize::from(KINDS), "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn a_thirty_second_run_applies_every_kind() {
+        // What CI runs (50 s) and shorter: each kind comes first, once.
+        let shape = Shape {
+            seconds: 30,
+            repeaters: 1,
+            broker_nodes: 1,
+        };
+        for seed in 0..300 {
+            let kinds: std::collections::HashSet<_> = plan(seed, shape)
+                .iter()
+                .filter_map(|(_, s)| match s {
+                    Step::Apply(f, _) => Some(std::mem::discriminant(f)),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(kinds.len(), usize::from(KINDS), "seed {seed}");
         }
     }
 

@@ -12,7 +12,7 @@ use crate::api;
 use crate::brokers::{Brokers, Sink};
 use crate::config::Config;
 use crate::disk::Disk;
-use crate::net::Net;
+use crate::net::{LossBy, Net};
 use crate::proc::{Proc, Spec};
 
 /// The topic of the numbered events (loadgen's default).
@@ -56,11 +56,15 @@ impl World {
                 None
             }
         };
-        if net.as_ref().is_some_and(|n| !n.netem) {
-            notes.push(
-                "tc netem does not work here (the kernel has no sch_netem): no packet-loss faults"
+        match net.as_ref().map(|n| n.loss_by) {
+            Some(None) => notes.push(
+                "neither tc netem (the kernel's sch_netem) nor nft (Debian package nftables) works here: no packet-loss faults"
                     .into(),
-            );
+            ),
+            Some(Some(LossBy::Nftables)) => notes.push(
+                "tc netem does not work here (no sch_netem): packet loss through nftables in the namespaces".into(),
+            ),
+            _ => {}
         }
         let disk = match Disk::mount(&work.join("data")) {
             Ok(d) => d,
@@ -229,6 +233,11 @@ fn write_routes(data: &Path, name: &str, routes: &[(String, String)]) -> Result<
     .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Where the source records what it sent (`loadgen sse --sent-file`).
+pub fn sent_file(work: &Path) -> PathBuf {
+    work.join("source.sent")
+}
+
 fn source_spec(cfg: &Config, work: &Path) -> Spec {
     Spec {
         name: "source".into(),
@@ -245,6 +254,8 @@ fn source_spec(cfg: &Config, work: &Path) -> Spec {
             "0",
             "--topic",
             SOURCE_TOPIC,
+            "--sent-file",
+            &sent_file(work).display().to_string(),
         ]
         .map(String::from)
         .to_vec(),

@@ -125,6 +125,12 @@ pub struct SseArgs {
     /// topic from it (`--topic-from event --payload text`).
     #[arg(long)]
     pub event_name: bool,
+    /// Keep the numbering across restarts and record what was sent: when
+    /// event 1 was due, then one `FIRST LAST` line per run of numbers
+    /// written to a reader. A restarted source reads it back, so a reader
+    /// without `Last-Event-ID` gets the events due now, never event 1 again.
+    #[arg(long, value_name = "FILE")]
+    pub sent_file: Option<PathBuf>,
     #[command(flatten)]
     pub gen: GenArgs,
 }

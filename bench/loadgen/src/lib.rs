@@ -13,6 +13,7 @@ pub mod payload;
 pub mod pipelined;
 pub mod publish;
 pub mod report;
+pub mod sent;
 pub mod sse;
 pub mod subscribe;
 pub mod tally;

@@ -1,14 +1,17 @@
 //! `loadgen report`: bench/relay.sh's JSON lines → the Markdown table and the
 //! check against issue 6's targets.
 //!
-//! Each line: `{"path":"direct|bridge|repeater","qos":0,"kind":"saturate|latency","lat_rate":1000,
+//! Each line: `{"path":"direct|bridge|repeater|repeater-text","qos":0,"kind":"saturate|latency","lat_rate":1000,
 //! "run":1,"sub":{subscriber summary},"relay":{"rss_kb":…,"cpu_s":…,"events":…}}`.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
-const PATHS: [&str; 3] = ["direct", "bridge", "repeater"];
+/// `repeater-text`: the repeater on a plain-SSE feed (`--topic-from event
+/// --payload text`: the topic from `event:`, the data relayed as text
+/// with no JSON pass).
+const PATHS: [&str; 4] = ["direct", "bridge", "repeater", "repeater-text"];
 
 pub fn run(path: &std::path::Path) -> Result<(), String> {
     let text = std::fs::read_to_string(path)
@@ -126,13 +129,15 @@ fn render(rows: &[Value]) -> String {
         let direct = figures(rows, "direct", qos);
         let bridge = figures(rows, "bridge", qos);
         let repeater = figures(rows, "repeater", qos);
-        for (name, fig) in PATHS.iter().zip([direct, bridge, repeater]) {
+        let text = figures(rows, "repeater-text", qos);
+        for (name, fig) in PATHS.iter().zip([direct, bridge, repeater, text]) {
             let Some(x) = fig else { continue };
             let vs = direct.map_or(f64::NAN, |d| x.rate / d.rate * 100.0);
             let added = direct.map_or(f64::NAN, |d| x.p99 - d.p99);
             let label = match *name {
                 "direct" => "direct (broker alone)",
                 "bridge" => "mosquitto bridge",
+                "repeater-text" => "app event-repeater, text payload",
                 _ => "app event-repeater",
             };
             let relay_note = if *name == "direct" { " (broker)" } else { "" };
@@ -187,9 +192,20 @@ fn render(rows: &[Value]) -> String {
                 r.rss_kb < 20.0 * 1024.0,
             ));
         }
+        if let (Some(r), Some(t)) = (repeater, text) {
+            checks.push((
+                format!(
+                    "QoS {qos}: the text payload at least as fast as JSON ({:.0} vs {:.0}/s, {:.0}%)",
+                    t.rate,
+                    r.rate,
+                    t.rate / r.rate * 100.0
+                ),
+                t.rate >= r.rate,
+            ));
+        }
     }
     if !checks.is_empty() {
-        let _ = writeln!(out, "\nTargets (issue 6):\n");
+        let _ = writeln!(out, "\nTargets (issues 6 and 29):\n");
         for (what, ok) in checks {
             let _ = writeln!(out, "- {} {what}", if ok { "met:" } else { "MISSED:" });
         }
@@ -220,6 +236,7 @@ mod tests {
             row("bridge", 0, "latency", 0.0, 2000.0, 0),
             row("repeater", 0, "saturate", 85.0, 0.0, 0),
             row("repeater", 0, "latency", 0.0, 1500.0, 3),
+            row("repeater-text", 0, "saturate", 95.0, 0.0, 0),
         ];
         let text = render(&rows);
         assert!(text.contains("Payload: 150 bytes"), "{text}");
@@ -247,6 +264,16 @@ mod tests {
         assert!(text.contains("| 10.0 |"), "cpu µs/event: {text}");
         assert!(text.contains("latency at 1000/s"), "{text}");
         assert!(!text.contains("MB/s"), "{text}");
+        assert!(
+            text.contains("| 0 | app event-repeater, text payload | 95 (1 runs) | 95% |"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "met: QoS 0: the text payload at least as fast as JSON (95 vs 85/s, 112%)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ use tokio::time::Instant;
 
 use crate::cli::SseArgs;
 use crate::payload::{event_json, min_fixed_size, now_ns};
+use crate::sent::{Recorder, Sent};
 
 /// A chunk of events is written once it reaches this size (saturation mode).
 const CHUNK: usize = 32 * 1024;
@@ -37,6 +38,23 @@ struct Source {
     start: OnceLock<Instant>,
     /// One more than the highest number sent to any reader.
     next: AtomicU64,
+    /// `--sent-file`: what was sent, across restarts.
+    recorder: Option<Recorder>,
+}
+
+impl Source {
+    /// When event 1 is due: set once, by `at` if not yet (and recorded).
+    fn start_at(&self, at: impl FnOnce() -> Instant) -> std::io::Result<Instant> {
+        let mut fresh = false;
+        let start = *self.start.get_or_init(|| {
+            fresh = true;
+            at()
+        });
+        if let (true, Some(r)) = (fresh, &self.recorder) {
+            r.start(start.elapsed()).map_err(std::io::Error::other)?;
+        }
+        Ok(start)
+    }
 }
 
 pub async fn run(args: SseArgs) -> Result<(), String> {
@@ -49,6 +67,22 @@ pub async fn run(args: SseArgs) -> Result<(), String> {
     } else {
         gen.size
     };
+    let (recorder, start, next) = match &args.sent_file {
+        None => (None, OnceLock::new(), 1),
+        Some(path) => {
+            let sent = Sent::read(path)?;
+            let start = OnceLock::new();
+            if let Some(ago) = sent.since_start() {
+                let _ = start.set(Instant::now().checked_sub(ago).unwrap_or_else(Instant::now));
+                eprintln!(
+                    "loadgen sse: numbering from {} (event 1 was due {:.1} s ago)",
+                    sent.next(),
+                    ago.as_secs_f64()
+                );
+            }
+            (Some(Recorder::open(path)?), start, sent.next())
+        }
+    };
     let source = Arc::new(Source {
         event_name: args.event_name,
         topic: gen.topic,
@@ -57,8 +91,9 @@ pub async fn run(args: SseArgs) -> Result<(), String> {
         size,
         warmup: gen.warmup,
         ready_file: gen.ready_file,
-        start: OnceLock::new(),
-        next: AtomicU64::new(1),
+        start,
+        next: AtomicU64::new(next),
+        recorder,
     });
     let mut tasks = Vec::new();
     if let Some(addr) = &args.listen {
@@ -271,11 +306,11 @@ async fn stream_events<S: AsyncWrite + Unpin>(
                     .checked_div(rate)
                     .unwrap_or(0),
             );
-            source.start.get_or_init(|| {
+            source.start_at(|| {
                 Instant::now()
                     .checked_sub(behind)
                     .unwrap_or_else(Instant::now)
-            });
+            })?;
             id + 1
         }
         _ => match source.start.get() {
@@ -289,12 +324,12 @@ async fn stream_events<S: AsyncWrite + Unpin>(
             Some(_) => source.next.load(Ordering::Relaxed),
             None => {
                 warm_up(stream, source).await?;
-                source.start.get_or_init(Instant::now);
+                source.start_at(Instant::now)?;
                 source.next.load(Ordering::Relaxed)
             }
         },
     };
-    let start = *source.start.get_or_init(Instant::now);
+    let start = source.start_at(Instant::now)?;
     let mut buf = Vec::with_capacity(CHUNK + 1024);
     loop {
         if source.count > 0 && seq > source.count {
@@ -305,6 +340,7 @@ async fn stream_events<S: AsyncWrite + Unpin>(
             }
         }
         buf.clear();
+        let first = seq;
         if rate > 0 {
             let due_at =
                 |n: u64| start + Duration::from_nanos((n - 1).saturating_mul(1_000_000_000) / rate);
@@ -325,6 +361,9 @@ async fn stream_events<S: AsyncWrite + Unpin>(
                 push_event(&mut buf, source, seq);
                 seq += 1;
             }
+        }
+        if let (Some(r), true) = (&source.recorder, seq > first) {
+            r.sent(first, seq - 1).map_err(std::io::Error::other)?;
         }
         write_chunk(stream, &buf).await?;
         stream.flush().await?;

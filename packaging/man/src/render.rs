@@ -44,7 +44,17 @@ pub fn render(page: &Page, extra: &Extra) -> Result<Vec<u8>, String> {
         .chain(notes.iter().map(String::as_str))
     {
         roff.control("PP", []);
-        roff.text([roman(paragraph)]);
+        if paragraph.contains('\n') {
+            // Its lines as they are (no filling).
+            roff.control("nf", []);
+            for line in paragraph.lines() {
+                roff.text([roman(line)]);
+                roff.control("br", []);
+            }
+            roff.control("fi", []);
+        } else {
+            roff.text([roman(paragraph)]);
+        }
     }
     out.extend(roff.render().into_bytes());
     if page.cmd.get_arguments().any(|a| !a.is_hide_set()) {
@@ -103,13 +113,26 @@ pub fn after_help(cmd: &Command) -> (Vec<String>, Vec<String>) {
         .or_else(|| cmd.get_after_help())
         .map(|t| t.to_string())
         .unwrap_or_default();
+    // The exit codes end at the first blank line; what follows them
+    // (manage's examples) is notes again.
     let (notes, exit) = match text.find("Exit codes:") {
-        Some(at) => (&text[..at], &text[at + "Exit codes:".len()..]),
-        None => (text.as_str(), ""),
+        Some(at) => {
+            let rest = &text[at + "Exit codes:".len()..];
+            let (exit, after) = rest.split_once("\n\n").unwrap_or((rest, ""));
+            (format!("{}\n\n{after}", &text[..at]), exit)
+        }
+        None => (text.clone(), ""),
     };
     let paragraphs = notes
         .split("\n\n")
-        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .map(|p| {
+            // A list (`Examples:` and indented lines) keeps its lines.
+            if p.lines().skip(1).any(|l| l.starts_with("  ")) {
+                p.trim().to_string()
+            } else {
+                p.split_whitespace().collect::<Vec<_>>().join(" ")
+            }
+        })
         .filter(|p| !p.is_empty())
         .collect();
     (paragraphs, exit_lines(exit))
@@ -124,6 +147,30 @@ fn exit_lines(text: &str) -> Vec<String> {
             .is_some_and(|w| w.chars().all(|c| c.is_ascii_digit() || c == ','))
     };
     let collapse = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Per command (`  run     0 stopped …`, continued on lines indented
+    // deeper): one line per command, `run: 0 stopped …`.
+    let raw: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if raw.first().is_some_and(|first| !starts_code(first)) {
+        let indent = |l: &str| l.len() - l.trim_start().len();
+        let base = indent(raw[0]);
+        let mut out: Vec<String> = Vec::new();
+        for line in raw {
+            match out.last_mut() {
+                Some(last) if indent(line) > base => {
+                    last.push(' ');
+                    last.push_str(&collapse(line));
+                }
+                _ => {
+                    let line = collapse(line);
+                    match line.split_once(' ') {
+                        Some((command, codes)) => out.push(format!("{command}: {codes}")),
+                        None => out.push(line),
+                    }
+                }
+            }
+        }
+        return out;
+    }
     let rows: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -219,6 +266,16 @@ fn value_name(arg: &Arg) -> String {
 #[cfg(test)]
 mod tests {
     use super::exit_lines;
+
+    #[test]
+    fn exit_codes_per_command_become_one_line_per_command() {
+        assert_eq!(
+            exit_lines(
+                "\n  run     0 ok; 1 failed;\n          2 usage.\n  manage  0 ok; 3 down.\n"
+            ),
+            vec!["run: 0 ok; 1 failed; 2 usage.", "manage: 0 ok; 3 down."]
+        );
+    }
 
     #[test]
     fn exit_codes_become_one_line_each() {

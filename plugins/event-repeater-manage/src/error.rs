@@ -20,7 +20,9 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
     /// A value (`--value` or an `apply` file) that is not valid JSON.
-    #[error("{origin} is not valid JSON: {message} at line {line}, column {column}; nothing was sent")]
+    #[error(
+        "{origin} is not valid JSON: {message} at line {line}, column {column}; nothing was sent"
+    )]
     Json {
         /// Where the text came from: `--value`, `stdin`, or a file name.
         origin: String,
@@ -85,10 +87,13 @@ pub enum Error {
         /// Why (refused, timed out, permission denied, …).
         reason: String,
     },
-    /// `status` found its one host down; the text is the whole reason
-    /// already (it names the host and what to check).
+    /// `status` found its one host down; the text names it (its row in the
+    /// table says why).
     #[error("{0}")]
     Down(String),
+    /// `status` found some of several hosts down; the text names them.
+    #[error("{0}")]
+    HostsDown(String),
     /// Connected, but no complete answer within the timeout.
     #[error("the event repeater at {target} did not answer within {seconds}s; it may be overloaded or stuck (raise the limit with --timeout SECS)")]
     Timeout {
@@ -141,7 +146,7 @@ impl Error {
             | Error::Unreachable { .. }
             | Error::Down(_) => EXIT_UNREACHABLE,
             Error::Insecure { .. } => EXIT_USAGE,
-            Error::Hosts(_) => EXIT_HOSTS,
+            Error::Hosts(_) | Error::HostsDown(_) => EXIT_HOSTS,
             Error::Timeout { .. }
             | Error::Refused { .. }
             | Error::Tls { .. }
@@ -187,8 +192,6 @@ fn hosts(outcomes: &[(String, Option<Error>)]) -> String {
     lines.push(format!("{failed} of {} hosts failed", outcomes.len()));
     lines.join("\n")
 }
-
-
 
 #[cfg(test)]
 mod tests {

@@ -25,6 +25,13 @@ pub fn execute(config: &Config, io: &mut Io<'_>) -> Result<(), Error> {
                 .as_ref()
                 .map(|v| v.load(&mut *io.stdin))
                 .transpose()?;
+            if let (Some(text), Some(value)) = (&body, &call.value) {
+                if matches!(call.method, Method::Post | Method::Put)
+                    && crate::request::is_collection(&call.path)
+                {
+                    routes::check_body(text, &value.origin())?;
+                }
+            }
             let targets = resolve::targets(&config.conn, io)?;
             match targets.as_slice() {
                 [one] => send(config, call, body.as_deref(), one, io),

@@ -38,6 +38,36 @@ pub fn from_file_text(text: &str, origin: &str) -> Result<Vec<Route>, Error> {
             kind(&value)
         )));
     };
+    checked(items, origin)
+}
+
+/// Checks the body of `post` or `put` on the routes (`/events`) as `apply`
+/// checks a file, so that a mistake is exit 2 here with nothing sent:
+/// an array of routes or, as the API also takes, one route object.
+pub fn check_body(text: &str, origin: &str) -> Result<(), Error> {
+    let items = match check_json(text, origin)? {
+        Value::Array(items) => items,
+        one @ Value::Object(_) => vec![one],
+        other => {
+            return Err(Error::Invalid {
+                origin: origin.to_string(),
+                message: format!(
+                    "expected a JSON array of routes, or one route object like {{\"sourcetopic\":\"timer/sec/1\",\"sinktopic\":\"/time/1s\"}}, got {}",
+                    kind(&other)
+                ),
+            })
+        }
+    };
+    checked(items, origin).map(|_| ())
+}
+
+/// Each item a route object with no unknown field, a `sourcetopic` that is
+/// not empty and not repeated; counted from 1 in messages.
+fn checked(items: Vec<Value>, origin: &str) -> Result<Vec<Route>, Error> {
+    let invalid = |message: String| Error::Invalid {
+        origin: origin.to_string(),
+        message,
+    };
     let mut seen = BTreeSet::new();
     let mut routes = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
@@ -128,6 +158,31 @@ mod tests {
             let msg = err.to_string();
             assert!(msg.starts_with("f.json: "), "{msg}");
             assert!(msg.contains(want), "{text}: {msg}");
+        }
+    }
+
+    #[test]
+    fn a_request_body_is_checked_as_a_file_is_and_may_be_one_object() {
+        assert!(check_body(r#"{"sourcetopic":"a","sinktopic":"b"}"#, "--value").is_ok());
+        assert!(check_body(r#"[{"sourcetopic":"a"},{"sourcetopic":"b"}]"#, "--value").is_ok());
+        for (text, want) in [
+            (
+                r#"{"sourcetopic":"a","sink":"b"}"#,
+                "route 1: unknown field `sink`",
+            ),
+            (
+                r#"[{"sourcetopic":"a"},{"sourcetopic":""}]"#,
+                "route 2 has an empty sourcetopic",
+            ),
+            ("5", "or one route object"),
+        ] {
+            let err = check_body(text, "--value").unwrap_err();
+            assert_eq!(err.exit_code(), 2);
+            let msg = err.to_string();
+            assert!(
+                msg.contains(want) && msg.ends_with("nothing was sent"),
+                "{text}: {msg}"
+            );
         }
     }
 

@@ -15,6 +15,9 @@ use crate::remote::Remote;
 use crate::request::{topic_of, Method};
 
 const SOURCE_TIMEOUT: Duration = Duration::from_secs(1);
+/// A route's topic and the source's list, each cut to this in a warning
+/// (a 70 KB topic made a 140 KB line).
+const SHOWN: usize = 256;
 
 /// The source topics a request (`request` path, `body`) names: the routes
 /// in the body, or the topic in `/events/<sourcetopic>`.
@@ -53,12 +56,14 @@ pub fn warn_unserved(remote: &Remote, routes: &[String], host: Option<&str>) {
         return;
     };
     let prefix = host.map(|h| format!("{h}: ")).unwrap_or_default();
+    let listed = topics.join(", ");
+    let listed = app_plugin::text::shorten(&listed, SHOWN);
     for route in routes.iter().filter(|r| !served(r, &topics)) {
         app_plugin::log::write(
             app_plugin::log::WARN,
             format_args!(
-                "{prefix}the route for '{route}' is in place, but {source} does not serve that topic now (it lists {})",
-                topics.join(", ")
+                "{prefix}the route for '{}' is in place, but {source} does not serve that topic now (it lists {listed})",
+                app_plugin::text::shorten(route, SHOWN)
             ),
         );
     }

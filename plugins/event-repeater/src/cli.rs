@@ -12,14 +12,29 @@ checkpoint file, a NATS server without JetStream or --nats-replicas over 1 on a 
 in a cluster); 2 usage error.
 Routes are managed over the REST API on the unix socket (see `app event-repeater manage`).";
 
-/// The help of `app event-repeater` itself: `manage` is a plugin of its
-/// own (`app-event-repeater-manage`), so clap does not list it.
-pub const TOP_AFTER_HELP: &str = "\
-Also:
+/// The help of `app event-repeater` itself, which lists `manage` among the
+/// commands although it is a plugin of its own (`app-event-repeater-manage`,
+/// which clap here does not know).
+pub const TOP_HELP: &str = "\
+{about-with-newline}
+{usage-heading} {usage}
+
+Commands:
+  run     Run the repeater until SIGTERM or SIGINT (app event-repeater run --help)
   manage  Change a running repeater's routes, or see its status (app event-repeater manage --help)
 
-Exit codes: 0 stopped cleanly (SIGTERM/SIGINT); 1 runtime failure (another instance \
-running, cannot bind the socket, unreadable state file); 2 usage error.";
+Options:
+{options}{after-help}";
+
+/// Each command's exit codes (manage's as its own help gives them:
+/// tests/it/arguments.rs compares the two); also the man page's EXIT STATUS.
+pub const TOP_AFTER_HELP: &str = "\
+Exit codes:
+  run     0 stopped cleanly (SIGTERM/SIGINT); 1 runtime failure (another instance running,
+          cannot bind the socket, unusable state or checkpoint file); 2 usage error.
+  manage  0 ok; 1 refused by the repeater or failed; 2 usage error or bad JSON (nothing
+          sent); 3 no repeater running there or it cannot be reached; 4 with several
+          hosts: at least one failed.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -27,6 +42,7 @@ running, cannot bind the socket, unreadable state file); 2 usage error.";
     bin_name = "app event-repeater",
     version,
     about = "Relay events from an event source to MQTT, NATS or stderr, managed over a REST API",
+    help_template = TOP_HELP,
     after_help = TOP_AFTER_HELP,
     disable_help_subcommand = true
 )]
@@ -236,7 +252,6 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sink::KINDS;
 
     #[test]
     fn clap_definition_is_consistent() {
@@ -293,12 +308,12 @@ mod tests {
         let cli =
             Cli::try_parse_from(["x", "run", "--sink-protocol", "stderr", "--allow-all"]).unwrap();
         let Command::Run(a) = cli.command;
-        assert_eq!(a.sink.sinkprotocol, "stderr");
+        assert_eq!(a.sink.sinkprotocol.as_deref(), Some("stderr"));
         assert!(a.allowall);
         let cli =
             Cli::try_parse_from(["x", "run", "--sinkprotocol", "stderr", "--allowall"]).unwrap();
         let Command::Run(a) = cli.command;
-        assert!(a.allowall && a.sink.sinkprotocol == "stderr");
+        assert!(a.allowall && a.sink.sinkprotocol.as_deref() == Some("stderr"));
     }
 
     /// docs/event-repeater.md's table of `run`'s flags cannot drift from
@@ -366,7 +381,8 @@ mod tests {
         assert_eq!(a.name, "event-repeater");
         assert_eq!(a.source.source, "event-time");
         assert!(a.sink.sink.is_empty());
-        assert_eq!(a.sink.sinkprotocol, KINDS[0].name);
+        // Chosen by crate::sink::protocol: --sink's scheme, else the first.
+        assert_eq!(a.sink.sinkprotocol, None);
         assert_eq!(a.sink.qos, Qos::AtLeastOnce);
         assert_eq!(a.overflow, crate::overflow::Overflow::Block);
         assert_eq!(a.checkpoint, Switch::On);

@@ -41,6 +41,43 @@ fn a_route_for_a_topic_the_source_does_not_serve_is_kept_with_a_warning() {
     manage(&sb, &["apply", "-f", &file, "--name", "w"]).ok();
 }
 
+/// A 60 KB source topic (the limit is 64 KiB) is taken (within the route limits) and warned
+/// about in one short line, not one of 140 KB (issue 30).
+#[test]
+fn the_warning_for_a_huge_unserved_topic_is_one_short_line() {
+    let sb = Sandbox::new();
+    let _source = common::event_time::EventTime::start(&sb, &[]);
+    let r = Repeater::builder(&sb, "huge")
+        .sinkprotocol("stderr")
+        .start();
+    let topic = format!("t/{}", "x".repeat(60_000));
+    // In a body: a path of 60 KB is over any URI limit.
+    let file = write(
+        sb.path(),
+        "huge.json",
+        &json!([{"sourcetopic": topic, "sinktopic": "/x"}]).to_string(),
+    );
+    let run = manage(&sb, &["apply", "-f", &file, "--name", "huge"]);
+    assert_eq!(
+        run.exit(),
+        0,
+        "{}",
+        &run.stderr[..run.stderr.len().min(2000)]
+    );
+    assert_eq!(run.stderr.lines().count(), 1);
+    assert!(
+        run.stderr.contains("does not serve") && run.stderr.contains("bytes more)"),
+        "{}",
+        &run.stderr[..run.stderr.len().min(2000)]
+    );
+    assert!(
+        run.stderr.len() < 2048,
+        "{} bytes of warning",
+        run.stderr.len()
+    );
+    assert_eq!(routes_of(&r).len(), 1);
+}
+
 /// The check above for several hosts, each maybe on another machine: the
 /// manager asks each repeater's `GET /source/topics` (the repeater asks its
 /// source), and names the host in each warning. A repeater whose source is

@@ -347,6 +347,41 @@ fn apply_rejects_a_bad_file_before_touching_the_repeater() {
 }
 
 #[test]
+fn post_and_put_check_the_routes_as_apply_does_before_sending() {
+    let sb = Sandbox::new();
+    let _r = repeater(&sb, "pbad").start();
+    // The message apply gives for the same routes, counted the same way.
+    let bad = r#"[{"sourcetopic":"a"},{"sourcetopic":"b","sink":"x"}]"#;
+    let file = write(sb.path(), "bad.json", bad);
+    manage(
+        &sb,
+        &["apply", "--name", "pbad", "-f", &file.to_string_lossy()],
+    )
+    .fails(2, "route 2: unknown field `sink`");
+    for verb in ["post", "put"] {
+        manage(&sb, &[verb, "--name", "pbad", "--value", bad])
+            .fails(2, "--value: route 2: unknown field `sink`");
+        // One object, as the API takes it, is checked too.
+        manage(
+            &sb,
+            &[
+                verb,
+                "--name",
+                "pbad",
+                "--value",
+                r#"{"sourcetopic":"a","sink":"x"}"#,
+            ],
+        )
+        .fails(2, "route 1: unknown field `sink`");
+    }
+    assert_eq!(routes(&sb, "pbad"), vec![]);
+    // The control: the same routes spelt right are sent and kept.
+    let good = r#"[{"sourcetopic":"a"},{"sourcetopic":"b","sinktopic":"x"}]"#;
+    manage(&sb, &["post", "--name", "pbad", "--value", good]).ok();
+    assert_eq!(routes(&sb, "pbad"), pairs(&[("a", ""), ("b", "x")]));
+}
+
+#[test]
 fn completion_offers_commands_flags_and_the_running_routes() {
     let sb = Sandbox::new();
     let complete = |args: &[&str]| {

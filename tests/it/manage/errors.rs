@@ -36,10 +36,18 @@ fn server_refusals_print_the_servers_message() {
     )
     .fails(1, "(404 Not Found)");
     manage(&sb, &["get", "--name", "ref", "--path", "/nowhere"]).fails(1, "(404 Not Found)");
-    // Valid JSON the server refuses (400), with its own explanation.
+    // A route manage takes (its fields are checked here: an empty
+    // sourcetopic is exit 2) that the server refuses (400), with its own
+    // explanation: a placeholder it does not know.
     manage(
         &sb,
-        &["post", "--name", "ref", "--value", r#"{"sourcetopic":""}"#],
+        &[
+            "post",
+            "--name",
+            "ref",
+            "--value",
+            r#"{"sourcetopic":"a","sinktopic":"x/{nope}"}"#,
+        ],
     )
     .fails(1, "(400 Bad Request)");
     assert_eq!(routes(&sb, "ref"), pairs(&[("timer/sec/1", "/a")]));

@@ -30,6 +30,7 @@ use common::{free_port, plugin_bin, wait_for, Sandbox};
 use serde_json::{json, Value};
 
 mod broker;
+mod chaos_source;
 mod crashes;
 mod hardening;
 mod hostile_api;

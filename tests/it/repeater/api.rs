@@ -199,7 +199,8 @@ fn api_refuses_bad_input_with_json_errors_and_changes_nothing() {
             "/events",
             Some(r#"[{"sourcetopic":"b"},{"sourcetopic":""}]"#),
             400,
-            "route 1",
+            // Counted from 1, as `manage apply` counts.
+            "route 2: sourcetopic must not be empty",
         ),
         (
             "POST",

@@ -78,3 +78,54 @@ fn usage_errors_exit_2_with_one_line() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// The lines of `help` from `Exit codes:` to the end, with the line breaks
+/// and indentation gone.
+fn exit_codes(help: &str) -> String {
+    let at = help
+        .find("Exit codes:")
+        .unwrap_or_else(|| panic!("no exit codes in:\n{help}"));
+    help[at + "Exit codes:".len()..]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn help_lists_manage_among_the_commands_with_each_ones_exit_codes() {
+    let sb = Sandbox::new();
+    let help = sb.run(["event-repeater", "--help"]).assert().ok().stdout;
+    let commands = help
+        .split("Commands:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_else(|| panic!("no Commands: in:\n{help}"));
+    let names: Vec<&str> = commands
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names, ["run", "manage"], "{help}");
+    let codes = exit_codes(&help);
+    let (run, manage) = codes
+        .split_once(" manage ")
+        .unwrap_or_else(|| panic!("no exit codes for manage in:\n{help}"));
+    assert!(run.starts_with("run 0 stopped cleanly"), "{run}");
+    assert!(run.contains("; 2 usage error"), "{run}");
+    // manage's are the ones its own help gives (up to its last remark).
+    let own = sb
+        .run(["event-repeater", "manage", "--help"])
+        .assert()
+        .ok()
+        .stdout;
+    let own = exit_codes(own.split("\n\nExamples:").next().unwrap_or(&own));
+    let own = own.split(" (one line per host").next().unwrap_or(&own);
+    assert_eq!(manage.trim_end_matches('.'), own.trim_end_matches('.'));
+    for code in [
+        "0 ok",
+        "2 usage error",
+        "3 no repeater",
+        "4 with several hosts",
+    ] {
+        assert!(manage.contains(code), "{manage}");
+    }
+}

@@ -133,19 +133,24 @@ fn fleet_samples(targets: &[Target]) -> Vec<Sample> {
 }
 
 /// A down host makes the exit code non-zero (3 for one host, 4 for several).
+/// Its row already says why, so the message only names it: the reason is
+/// printed once.
 fn outcome(targets: &[Target], rows: &[Row]) -> Result<(), Error> {
-    if rows.iter().all(|r| r.state != "down") {
-        return Ok(());
+    let down: Vec<String> = targets
+        .iter()
+        .zip(rows)
+        .filter(|(_, r)| r.state == "down")
+        .map(|(t, _)| t.described())
+        .collect();
+    match (down.as_slice(), rows.len()) {
+        ([], _) => Ok(()),
+        ([one], 1) => Err(Error::Down(format!(
+            "{one} is down (its row above says why)"
+        ))),
+        (_, all) => Err(Error::HostsDown(format!(
+            "{} of {all} hosts are down (their rows above say why): {}",
+            down.len(),
+            down.join(", ")
+        ))),
     }
-    if let [one] = rows {
-        // The sample's error already names the host and what to check.
-        let reason = one.error.clone().unwrap_or_default();
-        return Err(Error::Down(reason));
-    }
-    fleet::outcome(
-        targets,
-        rows.iter()
-            .map(|r| r.error.clone().map(Error::Failed))
-            .collect(),
-    )
 }

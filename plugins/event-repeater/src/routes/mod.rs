@@ -111,7 +111,8 @@ pub struct Routes {
 
 fn check_batch<'a>(items: impl IntoIterator<Item = &'a Route>) -> Result<(), RouteError> {
     let mut seen = std::collections::HashSet::new();
-    for (index, spec) in items.into_iter().enumerate() {
+    // Counted from 1, as a person counts (and `manage apply` does).
+    for (index, spec) in (1..).zip(items) {
         validate(spec).map_err(|message| RouteError::Invalid { index, message })?;
         if !seen.insert(spec.sourcetopic.as_str()) {
             return Err(RouteError::Repeated {
@@ -187,7 +188,7 @@ impl Routes {
     /// `DELETE`: removes every named route or none; an unknown one is 404.
     pub fn with_removed(&self, keys: &[String]) -> Result<(Routes, Vec<Route>), RouteError> {
         let mut seen = std::collections::HashSet::new();
-        for (index, k) in keys.iter().enumerate() {
+        for (index, k) in (1..).zip(keys) {
             if k.is_empty() {
                 return Err(RouteError::Invalid {
                     index,
@@ -256,11 +257,14 @@ mod tests {
         assert!(matches!(err, RouteError::Exists(_)), "{err}");
         let err = r.with_added(&[spec("b", ""), spec("b", "x")]).unwrap_err();
         assert!(
-            matches!(err, RouteError::Repeated { index: 1, .. }),
+            matches!(err, RouteError::Repeated { index: 2, .. }),
             "{err}"
         );
+        // Counted from 1: the second route of the request is route 2.
         let err = r.with_added(&[spec("b", ""), spec("", "x")]).unwrap_err();
-        assert!(err.to_string().starts_with("route 1: "), "{err}");
+        assert!(err.to_string().starts_with("route 2: "), "{err}");
+        let err = r.with_removed(&["a".into(), "a".into()]).unwrap_err();
+        assert!(err.to_string().starts_with("route 2: "), "{err}");
         let err = r.with_removed(&["a".into(), "zz".into()]).unwrap_err();
         assert!(matches!(err, RouteError::Missing(_)), "{err}");
         let (after, removed) = r.with_removed(&["a".into()]).unwrap();

@@ -23,15 +23,15 @@ pub struct Common {
     #[arg(long, value_name = "URL")]
     pub sink: Vec<String>,
 
-    /// Where events go.
+    /// Where events go [default: the one the --sink URL's scheme names
+    /// (nats:// or tls:// is nats), else mqtt].
     #[arg(
         long,
         visible_alias = "sink-protocol",
         value_name = "PROTOCOL",
-        value_parser = protocols(),
-        default_value = KINDS[0].name
+        value_parser = protocols()
     )]
-    pub sinkprotocol: String,
+    pub sinkprotocol: Option<String>,
 
     /// QoS of the publishes: MQTT's QoS; for NATS 0 is core NATS, 1 and 2 are JetStream publishes that wait for the stream's acknowledgement.
     #[arg(long, value_enum, default_value = "1")]

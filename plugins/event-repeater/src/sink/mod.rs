@@ -21,6 +21,7 @@ pub mod stderr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use app_plugin::address::Scheme;
 use futures_util::future::BoxFuture;
 
 use crate::buffer::Buffer;
@@ -43,6 +44,10 @@ pub trait SinkKind {
     const NAME: &'static str;
     /// The value's line in `run --help`.
     const ABOUT: &'static str;
+    /// The `--sink` URL schemes that are its own: with one of them and no
+    /// `--sinkprotocol`, this sink is the one (see [`protocol`]); none for
+    /// a sink without URLs.
+    const SCHEMES: &'static [Scheme];
     /// Its own flags (`NoFlags` for none), with a `next_help_heading`.
     type Args: clap::Args + clap::FromArgMatches;
     /// Checks its flags and makes its configuration; an `Err` is a usage
@@ -56,6 +61,8 @@ pub struct Kind {
     pub name: &'static str,
     /// [`SinkKind::ABOUT`].
     pub about: &'static str,
+    /// [`SinkKind::SCHEMES`].
+    pub schemes: &'static [Scheme],
     /// Adds its flags to `run`.
     pub flags: fn(clap::Command) -> clap::Command,
     configure: fn(&clap::ArgMatches, &Setup) -> Configured,
@@ -70,6 +77,7 @@ impl Kind {
         Kind {
             name: K::NAME,
             about: K::ABOUT,
+            schemes: K::SCHEMES,
             flags: <K::Args as clap::Args>::augment_args,
             configure: configure_as::<K>,
         }
@@ -142,18 +150,61 @@ pub trait Sink: Send {
     fn run(self: Box<Self>, drain: Drain) -> BoxFuture<'static, usize>;
 }
 
-/// The sink `--sinkprotocol` selects, configured from its flags, with its
+/// The sink to use: `--sinkprotocol` when given, else the one whose scheme
+/// the `--sink` URLs have (`nats://…` is NATS), else the first of
+/// [`KINDS`] (MQTT). A `--sink` of another sink's scheme than
+/// `--sinkprotocol`, or URLs of two sinks, is a usage error naming both; a
+/// URL without a known scheme chooses nothing (its sink's own check judges
+/// it).
+pub fn protocol(args: &args::Common) -> Result<&'static Kind, String> {
+    let named = |name: &str| KINDS.iter().find(|k| k.name == name);
+    let mut implied: Option<(String, &'static Kind)> = None;
+    for url in &args.sink {
+        let scheme = url.split_once("://").map(|(s, _)| s);
+        let Some(kind) = KINDS
+            .iter()
+            .find(|k| k.schemes.iter().any(|s| Some(s.name) == scheme))
+        else {
+            continue;
+        };
+        let shown = app_plugin::redact::url(url).into_owned();
+        match &implied {
+            Some((first, k)) if k.name != kind.name => {
+                return Err(format!(
+                    "--sink {first} is {} but --sink {shown} is {}: one repeater publishes to one kind of sink",
+                    k.name, kind.name
+                ))
+            }
+            Some(_) => {}
+            None => implied = Some((shown, kind)),
+        }
+    }
+    let given = match args.sinkprotocol.as_deref() {
+        None => None,
+        Some(name) => Some(named(name).ok_or_else(|| {
+            format!("internal: no sink is registered for {name:?} (please report)")
+        })?),
+    };
+    match (given, implied) {
+        (Some(given), Some((url, k))) if given.name != k.name => Err(format!(
+            "--sinkprotocol {} contradicts --sink {url}, a {} URL: leave out --sinkprotocol (the URL's scheme chooses) or give a --sink for {}",
+            given.name, k.name, given.name
+        )),
+        (Some(given), _) => Ok(given),
+        (None, Some((_, k))) => Ok(k),
+        (None, None) => Ok(&KINDS[0]),
+    }
+}
+
+/// The sink [`protocol`] chooses, configured from its flags, with its
 /// name; a flag of another sink given on the command line (or in its
 /// environment variable) is a usage error, as is any the sink refuses.
 pub fn configure(
     args: &SinkArgs,
     setup: &Setup,
 ) -> Result<(&'static str, Box<dyn SinkConfig>), String> {
-    let wanted = args.common.sinkprotocol.as_str();
-    let kind = KINDS
-        .iter()
-        .find(|k| k.name == wanted)
-        .ok_or_else(|| format!("internal: no sink is registered for {wanted:?} (please report)"))?;
+    let kind = protocol(&args.common)?;
+    let wanted = kind.name;
     for other in KINDS.iter().filter(|k| k.name != wanted) {
         for (id, long) in other.own_flags() {
             let given = match args.matches.value_source(&id) {
@@ -164,12 +215,31 @@ pub fn configure(
                 _ => continue,
             };
             return Err(format!(
-                "{given} only applies to --sinkprotocol {}, not {wanted}",
-                other.name
+                "{given} only applies to a {} sink ({}), not {wanted}",
+                other.name,
+                choose(other)
             ));
         }
     }
     Ok((kind.name, (kind.configure)(&args.matches, setup)?))
+}
+
+/// How a sink is chosen: `a nats:// or tls:// --sink, or --sinkprotocol nats`.
+fn choose(kind: &Kind) -> String {
+    let schemes: Vec<String> = kind
+        .schemes
+        .iter()
+        .map(|s| format!("{}://", s.name))
+        .collect();
+    match schemes.as_slice() {
+        [] => format!("--sinkprotocol {}", kind.name),
+        [one] => format!("a {one} --sink, or --sinkprotocol {}", kind.name),
+        [init @ .., last] => format!(
+            "a {} or {last} --sink, or --sinkprotocol {}",
+            init.join(", "),
+            kind.name
+        ),
+    }
 }
 
 /// The environment variable of a sink's flag `id`.
@@ -231,6 +301,38 @@ mod tests {
     use clap::Parser;
 
     #[test]
+    fn the_sink_follows_the_url_scheme_and_a_contradiction_names_both() {
+        let chosen = |args: &[&str]| protocol(&run_args(args).sink.common).map(|k| k.name);
+        assert_eq!(chosen(&[]), Ok("mqtt"));
+        assert_eq!(chosen(&["--sink", "h:1"]), Ok("mqtt"));
+        assert_eq!(chosen(&["--sink", "mqtts://h"]), Ok("mqtt"));
+        assert_eq!(chosen(&["--sink", "nats://h:4222"]), Ok("nats"));
+        assert_eq!(chosen(&["--sink", "tls://h", "--sink", "h2"]), Ok("nats"));
+        assert_eq!(
+            chosen(&["--sinkprotocol", "nats", "--sink", "nats://h"]),
+            Ok("nats")
+        );
+        // Given, with a URL of no scheme: as given.
+        assert_eq!(
+            chosen(&["--sinkprotocol", "nats", "--sink", "h"]),
+            Ok("nats")
+        );
+        let err = chosen(&["--sinkprotocol", "mqtt", "--sink", "nats://h:4222"]).unwrap_err();
+        assert!(
+            err.contains("--sinkprotocol mqtt contradicts --sink nats://h:4222, a nats URL"),
+            "{err}"
+        );
+        let err = chosen(&["--sink", "mqtt://a", "--sink", "nats://b"]).unwrap_err();
+        assert!(
+            err.contains("--sink mqtt://a is mqtt but --sink nats://b is nats"),
+            "{err}"
+        );
+        // A password in the URL is not repeated.
+        let err = chosen(&["--sinkprotocol", "mqtt", "--sink", "nats://u:hunter6@h"]).unwrap_err();
+        assert!(!err.contains("hunter6"), "{err}");
+    }
+
+    #[test]
     fn every_registered_sink_is_a_sinkprotocol_value_of_its_name() {
         use clap::CommandFactory;
         let cmd = crate::cli::Cli::command();
@@ -258,14 +360,14 @@ mod tests {
     #[test]
     fn a_flag_of_another_sink_is_refused_naming_its_sink() {
         let e = configured(&["--creds", "x"]).unwrap_err();
-        assert_eq!(e, "--creds only applies to --sinkprotocol nats, not mqtt");
-        let e = configured(&["--sinkprotocol", "nats", "--retain"]).unwrap_err();
-        assert_eq!(e, "--retain only applies to --sinkprotocol mqtt, not nats");
-        let e = configured(&["--sinkprotocol", "stderr", "--source-id", "a"]).unwrap_err();
-        assert!(
-            e.contains("--source-id only applies to --sinkprotocol nats"),
-            "{e}"
+        assert_eq!(
+            e,
+            "--creds only applies to a nats sink (a nats:// or tls:// --sink, or --sinkprotocol nats), not mqtt"
         );
+        let e = configured(&["--sink", "nats://h", "--retain"]).unwrap_err();
+        assert_eq!(e, "--retain only applies to a mqtt sink (a tcp://, mqtt://, mqtts:// or ssl:// --sink, or --sinkprotocol mqtt), not nats");
+        let e = configured(&["--sinkprotocol", "stderr", "--source-id", "a"]).unwrap_err();
+        assert!(e.contains("--source-id only applies to a nats sink"), "{e}");
         // A default is not a flag given.
         assert!(configured(&["--sinkprotocol", "stderr"]).is_ok());
     }

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use app_plugin::address::Scheme;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 
@@ -18,6 +19,7 @@ use crate::sink::{
 impl SinkKind for Stderr {
     const NAME: &'static str = "stderr";
     const ABOUT: &'static str = "Write one JSON line per event to stderr";
+    const SCHEMES: &'static [Scheme] = &[];
     type Args = NoFlags;
 
     fn configure(_: NoFlags, setup: &Setup) -> Result<Box<dyn SinkConfig>, String> {

@@ -37,6 +37,8 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 
 use crate::buffer::Buffer;
+use app_plugin::address::Scheme;
+
 use crate::metrics::Metrics;
 use crate::routes::MAX_TOPIC_LEN;
 use crate::sink::{Drain, Refusal, Setup, Sink, SinkConfig, SinkKind, TopicRules};
@@ -49,6 +51,7 @@ pub struct Mqtt;
 impl SinkKind for Mqtt {
     const NAME: &'static str = "mqtt";
     const ABOUT: &'static str = "Publish to an MQTT broker";
+    const SCHEMES: &'static [Scheme] = config::URLS.schemes;
     type Args = config::Args;
 
     /// The MQTT settings from the flags, with the TLS set-up checked at

@@ -285,7 +285,8 @@ impl MqttSink {
                 Some((next, true))
             }
             Turn::PreferredBack => {
-                warn!(
+                // Good news: info, not a warning (`-p warning` stays quiet).
+                info!(
                     "the preferred broker {} answers again; moving back to it from {}",
                     st.brokers[0].url(),
                     st.url

@@ -52,6 +52,7 @@ use crate::cli::Qos;
 use crate::metrics::{inc, Metrics};
 use crate::sink::nats::subject::subject;
 use crate::sink::{Drain, Refusal, Setup, Sink, SinkConfig, SinkKind, TopicRules};
+use app_plugin::address::Scheme;
 use app_plugin::log::{RateLimited, WARN};
 
 pub use config::NatsConfig;
@@ -63,6 +64,7 @@ pub struct Nats;
 impl SinkKind for Nats {
     const NAME: &'static str = "nats";
     const ABOUT: &'static str = "Publish to NATS: JetStream at QoS 1 and 2, core NATS at QoS 0";
+    const SCHEMES: &'static [Scheme] = config::URLS.schemes;
     type Args = config::Args;
 
     fn configure(args: config::Args, setup: &Setup) -> Result<Box<dyn SinkConfig>, String> {
