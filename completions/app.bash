@@ -41,14 +41,37 @@ __app_words() {
     done
 }
 
+# A multi-file plugin's own bash completion (its completions/app-NAME.bash,
+# which registers a function with `complete -F FUNC app-NAME`): loaded, and
+# run on the words after the plugin's name, as if app-NAME were typed.
+__app_plugin_script() {
+    local file=$1 cmd=$2 n=$3 spec
+    source "$file" 2>/dev/null || return 1
+    spec=$(complete -p "$cmd" 2>/dev/null) || return 1
+    [[ $spec =~ -F\ ([^ ]+) ]] || return 1
+    local func=${BASH_REMATCH[1]}
+    local -a COMP_WORDS=("$cmd" "${words[@]:1+n}")
+    local COMP_CWORD=$((cword - n))
+    local COMP_LINE="${COMP_WORDS[*]}"
+    local COMP_POINT=${#COMP_LINE}
+    COMPREPLY=()
+    "$func" "$cmd" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+}
+
 _app() {
     local words cword
     __app_words
     local cur=${words[cword]}
     local out
-    out=$("${words[0]}" __complete "${words[@]:1:cword}" 2>/dev/null) || return 0
+    out=$(APP_COMPLETION_SHELL=bash "${words[0]}" __complete "${words[@]:1:cword}" 2>/dev/null) || return 0
     local directive=0 line
     local -a cands=()
+    if [[ $out == *$'\n:'* ]] && ((${out##*:} & 64)); then
+        line=${out%%$'\n'*}
+        local rest=${line#*$'\t'}
+        __app_plugin_script "${line%%$'\t'*}" "${rest% *}" "${rest##* }"
+        return 0
+    fi
     while IFS= read -r line; do
         if [[ $line =~ ^:[0-9]+$ ]]; then
             directive=${line#:}

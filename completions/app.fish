@@ -15,8 +15,18 @@ function __app_prepare
     set -l tokens (commandline -opc)
     set -l prog $tokens[1]
     set -e tokens[1]
-    set -l out ($prog __complete $tokens (commandline -ct) 2>/dev/null)
+    set -l out (env APP_COMPLETION_SHELL=fish $prog __complete $tokens (commandline -ct) 2>/dev/null)
     or return 1
+    # A multi-file plugin's own fish completion (completions/app-NAME.fish,
+    # `complete -c app-NAME …`): loaded, and asked as if app-NAME were typed.
+    if string match -qr '^:[0-9]+$' -- $out[-1]; and test (math "bitand("(string sub -s 2 -- $out[-1])", 64)") -ne 0
+        set -l parts (string split \t -- $out[1])
+        set -l cmd (string split ' ' -- $parts[2])
+        source $parts[1] 2>/dev/null
+        set -l rest $tokens[(math $cmd[2] + 1)..-1]
+        set __app_cands (complete -C (string join ' ' -- $cmd[1] $rest (commandline -ct)))
+        return 0
+    end
     for line in $out
         if string match -qr '^:[0-9]+$' -- $line
             set __app_directive (string sub -s 2 -- $line)

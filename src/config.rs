@@ -194,6 +194,31 @@ impl Config {
             .collect()
     }
 
+    /// The named hosts and `@groups` of the file (`"hosts"` and `"groups"`,
+    /// which `event-repeater manage` reads), for completing `-H`. Read
+    /// again from the file, only then: dispatch never parses them. A file
+    /// that cannot be read, or keys of another shape, offer nothing.
+    pub fn host_names(&self) -> Vec<String> {
+        #[derive(Deserialize)]
+        struct Hosts {
+            #[serde(default)]
+            hosts: serde_json::Map<String, serde_json::Value>,
+            #[serde(default)]
+            groups: serde_json::Map<String, serde_json::Value>,
+        }
+        let Ok(Some(bytes)) = read_regular(&self.path) else {
+            return Vec::new();
+        };
+        let Ok(file) = serde_json::from_slice::<Hosts>(&bytes) else {
+            return Vec::new();
+        };
+        file.hosts
+            .into_iter()
+            .map(|(name, _)| name)
+            .chain(file.groups.into_iter().map(|(name, _)| format!("@{name}")))
+            .collect()
+    }
+
     /// Whether the config marks plugin `name` as trusted.
     pub fn is_trusted(&self, name: &str) -> bool {
         self.plugins.get(name).is_some_and(|p| p.trusted)

@@ -16,7 +16,9 @@
 //! [`listeners`] tell listener plugins about every command, when configured.
 //! Plugin management (`plugin install`, `remove`, `upgrade`) is in
 //! [`install`], and `plugin new` in [`scaffold`]; plugin indexes (`plugin
-//! index`, `search`, `info`, `install NAME`) in [`plugin_index`].
+//! index`, `search`, `info`, `install NAME`) in [`plugin_index`]; declared
+//! sets of plugins (`plugin apply`, `plugins.json`, `plugins.lock`) in
+//! [`plugin_set`].
 
 pub use app_plugin::{context, paths, time};
 
@@ -39,6 +41,7 @@ pub mod lifecycle;
 pub mod listeners;
 pub mod metadata;
 pub mod plugin_index;
+pub mod plugin_set;
 pub mod resolve;
 pub mod run;
 pub mod scaffold;
@@ -46,3 +49,4 @@ pub mod session;
 pub mod shipped;
 pub mod signals;
 pub mod suggest;
+pub mod warn;

@@ -178,7 +178,7 @@ fn finish(listeners: Vec<Listener>, log: Level) {
 /// every other warning of `app`, and hidden by `--log 1`.
 fn warn(log: Level, message: &str) {
     if log >= Level::Warn {
-        eprintln!("app: warning: {message}");
+        crate::warn::warn(message);
     }
 }
 

@@ -76,6 +76,10 @@ pub struct Session {
     pub search: SearchPath,
     /// The alias that was expanded, if any.
     pub alias: Option<AliasExpansion>,
+    /// How many problems of the config file were warned about (unknown
+    /// keys, a config this command runs without): `plugin list` exits 1
+    /// when there are any, as for its own warnings.
+    pub config_warnings: usize,
 }
 
 impl Session {
@@ -98,11 +102,16 @@ impl Session {
             }
             _ => (dirs.config_file(), ConfigOrigin::Default),
         };
+        let mut config_warnings = 0;
         let config = match Config::load(&config_path, origin) {
             Ok(config) => {
                 if config_use != ConfigUse::Silent && log_level(&global) >= WARN {
                     for key in config.unknown_keys() {
-                        eprintln!("app: warning: config file {}: {key}", config_path.display());
+                        config_warnings += 1;
+                        crate::warn::warn(format_args!(
+                            "config file {}: {key}",
+                            config_path.display()
+                        ));
                     }
                 }
                 config
@@ -110,7 +119,8 @@ impl Session {
             Err(e) if config_use == ConfigUse::Required => return Err(e),
             Err(e) => {
                 if config_use == ConfigUse::Optional && log_level(&global) >= WARN {
-                    eprintln!("app: warning: this command runs without the config: {e}");
+                    config_warnings += 1;
+                    crate::warn::warn(format_args!("this command runs without the config: {e}"));
                 }
                 Config {
                     path: config_path,
@@ -131,6 +141,7 @@ impl Session {
             config,
             search,
             alias: None,
+            config_warnings,
         })
     }
 
@@ -159,7 +170,14 @@ impl Session {
 
     /// The context for running `resolved` with `args`.
     pub fn plugin_context(&self, resolved: &Resolved, args: &[OsString]) -> Context {
-        self.context(&resolved.name, Some(resolved.found.path.clone()), args)
+        let mut ctx = self.context(&resolved.name, Some(resolved.found.path.clone()), args);
+        // One stat, for plugins of the user plugin directory only.
+        if resolved.found.origin == crate::discovery::Origin::UserDir {
+            let share =
+                crate::install::files::share_dir(&self.dirs.user_plugin_dir(), &resolved.name);
+            ctx.plugin_share = share.is_dir().then_some(share);
+        }
+        ctx
     }
 
     /// The context for command `name` (a plugin, or a built-in for listeners).

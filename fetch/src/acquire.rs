@@ -62,6 +62,7 @@ pub fn acquire(fetch: &FetchArgs) -> Result<Artifact> {
             file_name: None,
             bytes,
             archive_sha256: None,
+            files: Vec::new(),
         });
     }
     let artifact = if archive::is_gzip(&bytes) {
@@ -73,12 +74,14 @@ pub fn acquire(fetch: &FetchArgs) -> Result<Artifact> {
             file_name: Some(member.file_name),
             bytes: member.bytes,
             archive_sha256: Some(checksum::sha256_hex(&bytes)),
+            files: member.files,
         }
     } else {
         Artifact {
             file_name: file_name(source),
             bytes,
             archive_sha256: None,
+            files: Vec::new(),
         }
     };
     if !looks_executable(&artifact.bytes) {

@@ -1,19 +1,26 @@
 //! Unpacking a plugin from a `.tar.gz`: the archive must hold exactly one
 //! file named `app-<name>` (in any folder), and it must be executable.
-//! Other files (a README, a licence) are ignored. Everything happens in
-//! memory; nothing is written to disk here.
+//! Beside it, the files under `completions/`, `man/` and `share/` (of the
+//! executable's folder) are the plugin's too: regular files only (a link or
+//! a device there is refused), plain relative names (`..` refused), at
+//! most `MAX_EXTRA_FILES` files and the size cap in all. Other files (a
+//! README, a licence) are ignored. Everything happens in memory; nothing is
+//! written to disk here.
 
 use std::io::Read;
+use std::path::{Component, Path};
 
+use app_fetch_protocol::{extra_path_ok, ExtraFile, EXTRA_DIRS, MAX_EXTRA_FILES};
 use app_plugin::metadata::PLUGIN_PREFIX;
 use flate2::read::GzDecoder;
 
-/// The executable found in an archive.
+/// The executable found in an archive, and the files beside it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
     /// Its file name, `app-<name>`.
     pub file_name: String,
     pub bytes: Vec<u8>,
+    pub files: Vec<ExtraFile>,
 }
 
 /// Why an archive cannot be installed.
@@ -31,6 +38,9 @@ pub enum ArchiveError {
     NotExecutable(String),
     /// The member unpacks to more than the size cap.
     TooLarge(u64),
+    /// A file under `completions/`, `man/` or `share/` that cannot be
+    /// installed: a link, a device, a name leaving its folder, too many.
+    BadExtra(String),
 }
 
 impl std::fmt::Display for ArchiveError {
@@ -53,6 +63,7 @@ impl std::fmt::Display for ArchiveError {
             ArchiveError::TooLarge(limit) => {
                 write!(f, "the archive member unpacks to more than {limit} bytes")
             }
+            ArchiveError::BadExtra(why) => write!(f, "{why}"),
         }
     }
 }
@@ -67,7 +78,7 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
 pub fn extract_plugin(archive: &[u8], limit: u64) -> Result<Member, ArchiveError> {
     let unreadable = |e: std::io::Error| ArchiveError::Unreadable(e.to_string());
     let mut tar = tar::Archive::new(GzDecoder::new(archive));
-    let mut found: Option<Member> = None;
+    let mut found: Option<(std::path::PathBuf, Member)> = None;
     let mut names = Vec::new();
     for entry in tar.entries().map_err(unreadable)? {
         let mut entry = entry.map_err(unreadable)?;
@@ -76,7 +87,12 @@ pub fn extract_plugin(archive: &[u8], limit: u64) -> Result<Member, ArchiveError
             continue;
         };
         let kind = entry.header().entry_type();
-        if kind.is_dir() || !file_name.starts_with(PLUGIN_PREFIX) {
+        // `completions/app-foo.bash` is one of its files, not another plugin.
+        let beside = path.parent().is_some_and(|p| {
+            p.components()
+                .any(|c| matches!(c, Component::Normal(d) if EXTRA_DIRS.iter().any(|x| d == *x)))
+        });
+        if kind.is_dir() || beside || !file_name.starts_with(PLUGIN_PREFIX) {
             continue;
         }
         names.push(path.display().to_string());
@@ -99,12 +115,83 @@ pub fn extract_plugin(archive: &[u8], limit: u64) -> Result<Member, ArchiveError
         if bytes.len() as u64 > limit {
             return Err(ArchiveError::TooLarge(limit));
         }
-        found = Some(Member { file_name, bytes });
+        found = Some((
+            path,
+            Member {
+                file_name,
+                bytes,
+                files: Vec::new(),
+            },
+        ));
     }
     if names.len() > 1 {
         return Err(ArchiveError::Several(names));
     }
-    found.ok_or(ArchiveError::NoPlugin)
+    let (path, mut member) = found.ok_or(ArchiveError::NoPlugin)?;
+    let base = path.parent().unwrap_or(Path::new(""));
+    let budget = limit.saturating_sub(member.bytes.len() as u64);
+    member.files = extra_files(archive, base, budget)?;
+    Ok(member)
+}
+
+/// The files under `base/completions/`, `base/man/` and `base/share/`,
+/// reading at most `limit` bytes in all.
+fn extra_files(archive: &[u8], base: &Path, limit: u64) -> Result<Vec<ExtraFile>, ArchiveError> {
+    let unreadable = |e: std::io::Error| ArchiveError::Unreadable(e.to_string());
+    let mut tar = tar::Archive::new(GzDecoder::new(archive));
+    let mut files = Vec::new();
+    let mut total = 0u64;
+    for entry in tar.entries().map_err(unreadable)? {
+        let mut entry = entry.map_err(unreadable)?;
+        let path = entry.path().map_err(unreadable)?.into_owned();
+        let Ok(rel) = path.strip_prefix(base) else {
+            continue;
+        };
+        let first = rel.components().next();
+        let in_extra =
+            matches!(first, Some(Component::Normal(d)) if EXTRA_DIRS.iter().any(|x| d == *x));
+        let kind = entry.header().entry_type();
+        if !in_extra || kind.is_dir() {
+            continue;
+        }
+        let shown = path.display().to_string();
+        let text = rel
+            .to_str()
+            .map(|t| t.replace('\\', "/"))
+            .unwrap_or_default();
+        if !kind.is_file() {
+            return Err(ArchiveError::BadExtra(format!(
+                "the archive member {shown} is a link or a device; a plugin's files must be regular files"
+            )));
+        }
+        if !extra_path_ok(&text) {
+            return Err(ArchiveError::BadExtra(format!(
+                "the archive member {shown} has a name that leaves its folder or cannot be a file name"
+            )));
+        }
+        if files.len() >= MAX_EXTRA_FILES {
+            return Err(ArchiveError::BadExtra(format!(
+                "the archive holds more than {MAX_EXTRA_FILES} files under completions/, man/ and share/"
+            )));
+        }
+        let mode = entry.header().mode().map_err(unreadable)?;
+        let mut bytes = Vec::new();
+        entry
+            .by_ref()
+            .take(limit - total + 1)
+            .read_to_end(&mut bytes)
+            .map_err(unreadable)?;
+        total += bytes.len() as u64;
+        if total > limit {
+            return Err(ArchiveError::TooLarge(limit));
+        }
+        files.push(ExtraFile {
+            path: text,
+            mode: if mode & 0o111 != 0 { 0o755 } else { 0o644 },
+            bytes,
+        });
+    }
+    Ok(files)
 }
 
 #[cfg(test)]
@@ -134,6 +221,70 @@ mod tests {
         let member = extract_plugin(&archive, 1024).unwrap();
         assert_eq!(member.file_name, "app-foo");
         assert_eq!(member.bytes, b"#!/bin/sh\n");
+    }
+
+    #[test]
+    fn completions_man_and_share_beside_the_plugin_come_with_it() {
+        let archive = targz(&[
+            ("foo-1.0/app-foo", 0o755, b"#!/bin/sh\n"),
+            (
+                "foo-1.0/completions/app-foo.bash",
+                0o644,
+                b"complete -F _f app-foo\n",
+            ),
+            ("foo-1.0/share/data/x.txt", 0o600, b"x"),
+            ("foo-1.0/share/run.sh", 0o700, b"#!/bin/sh\n"),
+            ("foo-1.0/man/app-foo.1", 0o644, b".TH"),
+            ("foo-1.0/README", 0o644, b"ignored"),
+            ("other/share/y", 0o644, b"not beside it"),
+        ]);
+        let member = extract_plugin(&archive, 1024).unwrap();
+        let files: Vec<(&str, u32)> = member
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), f.mode))
+            .collect();
+        assert_eq!(
+            files,
+            [
+                ("completions/app-foo.bash", 0o644),
+                ("share/data/x.txt", 0o644),
+                ("share/run.sh", 0o755),
+                ("man/app-foo.1", 0o644)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_link_beside_the_plugin_is_refused() {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut builder = tar::Builder::new(gz);
+        let mut header = tar::Header::new_gnu();
+        header.set_size(10);
+        header.set_mode(0o755);
+        header.set_cksum();
+        builder
+            .append_data(&mut header, "app-foo", &b"#!/bin/sh\n"[..])
+            .unwrap();
+        let mut link = tar::Header::new_gnu();
+        link.set_entry_type(tar::EntryType::Symlink);
+        link.set_size(0);
+        builder
+            .append_link(&mut link, "share/passwd", "/etc/passwd")
+            .unwrap();
+        let archive = builder.into_inner().unwrap().finish().unwrap();
+        assert!(matches!(
+            extract_plugin(&archive, 1024),
+            Err(ArchiveError::BadExtra(why)) if why.contains("share/passwd is a link or a device")
+        ));
+        let big = targz(&[
+            ("app-a", 0o755, b"#!/bin/sh\n"),
+            ("share/big", 0o644, &[0u8; 2048]),
+        ]);
+        assert_eq!(
+            extract_plugin(&big, 1024),
+            Err(ArchiveError::TooLarge(1014))
+        );
     }
 
     #[test]

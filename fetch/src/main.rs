@@ -5,11 +5,13 @@
 //! `app::install`.
 //!
 //! Modules: [`acquire`] (step 2 of an install: read or download, verify,
-//! unpack), [`http`] (the download), [`archive`] (`.tar.gz`).
+//! unpack), [`http`] (the download), [`archive`] (`.tar.gz`); and
+//! [`publish`], `app plugin index init|publish` (packing, signing).
 
 mod acquire;
 mod archive;
 mod http;
+mod publish;
 
 use std::ffi::OsString;
 
@@ -21,6 +23,21 @@ fn main() {
 
 /// `app_fetch`'s whole job; returns its exit code.
 fn serve(args: Vec<OsString>) -> i32 {
+    if args.first().is_some_and(|a| a == protocol::publish::FLAG) {
+        let request = args
+            .get(1)
+            .and_then(|a| a.to_str())
+            .and_then(protocol::publish::parse);
+        return match request {
+            Some(request) => publish::run(&request),
+            None => {
+                eprintln!(
+                    "usage: {HELPER} --publish JSON  (used by `app plugin index init|publish`)"
+                );
+                code::USAGE
+            }
+        };
+    }
     let Some(fetch) = protocol::parse_args(&args) else {
         eprintln!(
             "usage: {HELPER} PATH|URL [--sha256 HEX] [--raw MAX] [--token-file FILE]  (used by `app plugin install`)"

@@ -46,6 +46,11 @@ bitflags::bitflags! {
         const FILTER_DIRS = 16;
         /// Keep the candidates in the given order.
         const KEEP_ORDER = 32;
+        /// `app`'s own (not cobra's): the one line is `FILE<TAB>COMMAND N`,
+        /// a multi-file plugin's completion script for the asking shell;
+        /// the shell loads FILE and completes COMMAND with the words after
+        /// the N words of the plugin's name.
+        const SCRIPT = 64;
         /// No bits: the shell's default (file names when nothing matches).
         const DEFAULT = 0;
         // Bits a newer protocol may add are kept as they are.

@@ -124,6 +124,11 @@ pub struct Context {
     /// This plugin's section of the config file, `plugins.<name>.config` (JSON context only).
     #[serde(default)]
     pub plugin_config: Option<serde_json::Value>,
+    /// The plugin's `share/` folder, for a multi-file plugin `app plugin
+    /// install` put in the user plugin directory (`APP_PLUGIN_SHARE`);
+    /// `None` for any other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_share: Option<PathBuf>,
     /// Where this context came from; not part of the document.
     #[serde(skip)]
     pub source: Source,

@@ -117,7 +117,16 @@ pub fn one_line(e: &clap::Error) -> String {
         .skip_while(|l| l.is_empty())
         .take_while(|l| !l.is_empty())
         .collect();
-    let first = first.join(" ");
+    let mut first = first.join(" ");
+    // clap's "did you mean" is a tip paragraph of its own: kept, in brackets.
+    let tips: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("tip: "))
+        .collect();
+    if !tips.is_empty() {
+        first = format!("{first} ({})", tips.join("; "));
+    }
     match first.strip_prefix("error: ") {
         Some(rest) => rest.to_string(),
         None if first.is_empty() => "bad arguments".to_string(),
@@ -129,6 +138,16 @@ pub fn one_line(e: &clap::Error) -> String {
 mod tests {
     use super::one_line;
     use clap::{Arg, Command};
+
+    #[test]
+    fn a_similar_flag_is_suggested() {
+        let cmd = Command::new("x").arg(Arg::new("listen").long("listen"));
+        let e = cmd.try_get_matches_from(["x", "--lisen", "1"]).unwrap_err();
+        assert_eq!(
+            one_line(&e),
+            "unexpected argument '--lisen' found (tip: a similar argument exists: '--listen')"
+        );
+    }
 
     #[test]
     fn the_valid_values_stay_with_an_invalid_one() {

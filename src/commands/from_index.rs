@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use crate::error::{Error, Result};
 use crate::install::build::{self, GitSpec, Outcome};
-use crate::install::index::Entry;
+use crate::install::receipts::Entry;
 use crate::install::{self, helper, url, Installed, Origin, Request, Source};
 use crate::plugin_index::config::IndexConfig;
 use crate::plugin_index::format::Platform;
@@ -19,14 +19,20 @@ use crate::session::Session;
 use app_fetch_protocol::FetchArgs;
 use app_plugin::text::escape_for_terminal as printable;
 
-/// Installs the plugin `spec` names from the cached indexes.
-pub fn install_by_name(session: &Session, spec: &Spec, force: bool) -> Result<Installed> {
+/// Installs the plugin `spec` names from the cached indexes; `pin`: its
+/// receipt is pinned at that version.
+pub fn install_by_name(
+    session: &Session,
+    spec: &Spec,
+    force: bool,
+    pin: bool,
+) -> Result<Installed> {
     let catalog = Catalog::load(&session.dirs.config_dir, &session.dirs.cache_dir)?;
     // An index whose cached copy cannot be read may be why nothing was
     // found: say so (a bad copy is replaced by 'index update').
     let (found, platform) = catalog.find(spec, SystemTime::now()).inspect_err(|_| {
         for problem in &catalog.problems {
-            eprintln!("warning: {}", printable(problem));
+            crate::warn::warn(printable(problem));
         }
     })?;
     let pick = Some((found.index.name.clone(), found.entry.version.clone()));
@@ -48,6 +54,7 @@ pub fn install_by_name(session: &Session, spec: &Spec, force: bool) -> Result<In
                 origin: Some(Origin {
                     index: pick,
                     git: None,
+                    pinned: pin,
                 }),
             };
             install::install(&session.dirs.user_plugin_dir(), &request, &acquire).map_err(|e| {
@@ -65,7 +72,7 @@ pub fn install_by_name(session: &Session, spec: &Spec, force: bool) -> Result<In
                 rev: source.rev.clone(),
                 path: source.path.clone(),
             };
-            install_git(session, &spec, &found.entry.name, force, pick, None)
+            install_git(session, &spec, &found.entry.name, force, pick, None, pin)
                 .map(|i| i.expect("nothing to compare with, so it was built"))
         }
     }
@@ -109,7 +116,7 @@ fn from_index(e: Error, index: &str, name: &str, version: &str) -> Error {
 
 /// Where an index's `url` field points: absolute http(s) as is; relative to
 /// the index's own URL (or, for a local index, its directory).
-fn archive_source(index: &IndexConfig, text: &str) -> Result<Source> {
+pub(crate) fn archive_source(index: &IndexConfig, text: &str) -> Result<Source> {
     let bad = |why: &str| {
         Error::Unavailable(format!(
             "index '{}' names the archive '{}', which {why}; tell the index's publisher",
@@ -137,7 +144,7 @@ fn archive_source(index: &IndexConfig, text: &str) -> Result<Source> {
 }
 
 /// The index's token file, for a download from the index's own origin only.
-fn token_for(index: &IndexConfig, source: &Source) -> Option<std::path::PathBuf> {
+pub(crate) fn token_for(index: &IndexConfig, source: &Source) -> Option<std::path::PathBuf> {
     let Source::Url(u) = source else { return None };
     let same = url::origin(u).is_some() && url::origin(u) == url::origin(&index.url);
     same.then(|| index.token_file.clone()).flatten()
@@ -145,7 +152,7 @@ fn token_for(index: &IndexConfig, source: &Source) -> Option<std::path::PathBuf>
 
 /// Builds `spec` and installs its binary as `name` (from the binary's name
 /// when `None`). With `unchanged_from`, a repository still at that commit
-/// is left alone: `Ok(None)`.
+/// is left alone: `Ok(None)`. `pinned`: its receipt is pinned.
 pub fn install_git(
     session: &Session,
     spec: &GitSpec,
@@ -153,6 +160,7 @@ pub fn install_git(
     force: bool,
     index: Option<(String, String)>,
     unchanged_from: Option<&str>,
+    pinned: bool,
 ) -> Result<Option<Installed>> {
     let work = session.dirs.cache_dir.join("builds");
     let built = match build::build(spec, &work, unchanged_from)? {
@@ -167,6 +175,7 @@ pub fn install_git(
         origin: Some(Origin {
             index,
             git: Some(built.record.clone()),
+            pinned,
         }),
     };
     install::install(&session.dirs.user_plugin_dir(), &request, &helper::acquire).map(Some)
@@ -186,6 +195,15 @@ pub fn upgrade_one(
     record: &Entry,
     sha256: Option<String>,
 ) -> Result<Upgraded> {
+    if record.pinned {
+        return Err(Error::Pinned {
+            name: name.to_string(),
+            version: record
+                .version
+                .clone()
+                .unwrap_or_else(|| "(no version)".into()),
+        });
+    }
     if let Some(index) = &record.index {
         let catalog = Catalog::load(&session.dirs.config_dir, &session.dirs.cache_dir)?;
         if !catalog.indexes.iter().any(|(c, _)| &c.name == index) {
@@ -210,7 +228,7 @@ pub fn upgrade_one(
             name: name.to_string(),
             version: Some(newest.entry.version.clone()),
         };
-        return install_by_name(session, &spec, true).map(|i| Upgraded::To(Box::new(i)));
+        return install_by_name(session, &spec, true, false).map(|i| Upgraded::To(Box::new(i)));
     }
     if let Some(git) = &record.git {
         if url::has_secret(&git.url) {
@@ -225,7 +243,7 @@ pub fn upgrade_one(
             path: git.path.clone(),
         };
         return Ok(
-            match install_git(session, &spec, name, true, None, Some(&git.commit))? {
+            match install_git(session, &spec, name, true, None, Some(&git.commit), false)? {
                 Some(installed) => Upgraded::To(Box::new(installed)),
                 None => Upgraded::UpToDate,
             },
@@ -245,10 +263,32 @@ pub fn upgrade_one(
     })
 }
 
+/// `upgrade NAME@VERSION`: that version of the plugin's index (up or
+/// down), pinned there; a pin moves with it.
+pub fn upgrade_to(
+    session: &Session,
+    name: &str,
+    record: &Entry,
+    version: &str,
+) -> Result<Installed> {
+    let Some(index) = &record.index else {
+        return Err(Error::Usage(format!(
+            "plugin '{name}' was not installed from an index (it came from {}), so it has no versions to choose from; 'app plugin pin {name}' pins it as it is",
+            printable(&record.source)
+        )));
+    };
+    let spec = Spec {
+        index: Some(index.clone()),
+        name: name.to_string(),
+        version: Some(version.to_string()),
+    };
+    install_by_name(session, &spec, true, true)
+}
+
 /// `upgrade --all`: one line per recorded plugin; the others go on when
 /// one fails, and the exit code is the first failure's.
 pub fn upgrade_all(session: &Session) -> Result<i32> {
-    let records = install::load_index(&session.dirs.user_plugin_dir())?;
+    let records = install::load_receipts(&session.dirs.user_plugin_dir())?;
     if records.plugins.is_empty() {
         println!("No plugins installed with 'app plugin install'; nothing to upgrade.");
         return Ok(0);
@@ -259,6 +299,13 @@ pub fn upgrade_all(session: &Session) -> Result<i32> {
         let is_url = record.index.is_none()
             && record.git.is_none()
             && matches!(url::kind(&record.source), url::Kind::Http);
+        if record.pinned {
+            println!(
+                "{name} {}: pinned, skipped ('app plugin upgrade {name}@VERSION' moves the pin, 'app plugin unpin {name}' releases it)",
+                printable(old)
+            );
+            continue;
+        }
         if is_url {
             println!(
                 "{name} {}: skipped, installed from a URL; upgrade it with its new checksum: app plugin upgrade {name} --sha256 <HEX>",

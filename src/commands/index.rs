@@ -1,14 +1,16 @@
 //! `app plugin index add|list|remove|update`: the indexes `install NAME`
-//! looks plugins up in (see [`crate::plugin_index`]).
+//! looks plugins up in (see [`crate::plugin_index`]); `init` and `publish`,
+//! a publisher's, are carried out by `app_fetch` (`fetch/src/publish/`).
 
 use std::path::{Path, PathBuf};
 
 use crate::cli::IndexCmd;
 use crate::error::{code, Error, Result};
-use crate::install::{index::Lock, url, Source};
+use crate::install::{receipts::Lock, url, Source};
 use crate::plugin_index::config::{IndexConfig, Indexes};
 use crate::plugin_index::{self as pi, cache, summary, verify};
 use crate::session::Session;
+use app_fetch_protocol::publish;
 use app_plugin::text::escape_for_terminal as printable;
 
 pub fn run(session: &Session, cmd: IndexCmd) -> Result<i32> {
@@ -45,12 +47,42 @@ pub fn run(session: &Session, cmd: IndexCmd) -> Result<i32> {
         IndexCmd::List => list(session),
         IndexCmd::Remove { name } => remove(session, &name),
         IndexCmd::Update { names } => update(session, &names),
+        IndexCmd::Init {
+            dir,
+            secret_key,
+            no_password,
+            url,
+        } => crate::install::helper::publish(&publish::Request::Init {
+            dir,
+            secret_key,
+            no_password,
+            id: url,
+        }),
+        IndexCmd::Publish {
+            dir,
+            plugin,
+            version,
+            os,
+            arch,
+            secret_key,
+            description,
+            homepage,
+        } => crate::install::helper::publish(&publish::Request::Publish {
+            dir,
+            plugin,
+            version,
+            os: os.unwrap_or_else(|| std::env::consts::OS.to_string()),
+            arch: arch.unwrap_or_else(|| std::env::consts::ARCH.to_string()),
+            secret_key,
+            description,
+            homepage,
+        }),
     }
 }
 
 /// What `index add` records as the index's location: an http(s) URL as
 /// typed, or an absolute path.
-fn location(text: &str) -> Result<String> {
+pub(crate) fn location(text: &str) -> Result<String> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     match Source::parse(text, &cwd)? {
@@ -63,7 +95,7 @@ fn location(text: &str) -> Result<String> {
     }
 }
 
-fn read_key_file(file: &Path) -> Result<String> {
+pub(crate) fn read_key_file(file: &Path) -> Result<String> {
     let bytes = app_plugin::file::read_limited(file, 64 * 1024)
         .map_err(|e| Error::Usage(format!("--key-file {} {e}", file.display())))?;
     verify::parse_key(&String::from_utf8_lossy(&bytes))
@@ -72,7 +104,7 @@ fn read_key_file(file: &Path) -> Result<String> {
 
 /// The token file, made absolute, after checking it can be read (its
 /// contents are not kept, nor shown).
-fn check_token_file(file: &Path) -> Result<PathBuf> {
+pub(crate) fn check_token_file(file: &Path) -> Result<PathBuf> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let file = cwd.join(file);
@@ -106,7 +138,7 @@ fn check_index_name(name: &str) -> Result<()> {
 fn lock(session: &Session) -> Result<Lock> {
     let dir = cache::dir(&session.dirs.cache_dir);
     std::fs::create_dir_all(&dir)
-        .and_then(|()| Lock::acquire(&dir))
+        .and_then(|()| Lock::at(&dir.join(".index.lock")))
         .map_err(|e| Error::io(format!("cannot lock {}", dir.display()), e))
 }
 
@@ -127,7 +159,17 @@ fn save(session: &Session, indexes: &Indexes) -> Result<()> {
 }
 
 /// `index add`: fetch and verify first; record the index only if it passed.
-fn add(session: &Session, mut cfg: IndexConfig) -> Result<i32> {
+fn add(session: &Session, cfg: IndexConfig) -> Result<i32> {
+    add_to(session, cfg, &mut std::io::stdout())
+}
+
+/// [`add`], its report written to `out` (`plugin apply -o json` sends it
+/// to stderr).
+pub fn add_to(
+    session: &Session,
+    mut cfg: IndexConfig,
+    out: &mut dyn std::io::Write,
+) -> Result<i32> {
     check_index_name(&cfg.name)?;
     let _lock = lock(session)?;
     let mut indexes = load(session)?;
@@ -160,34 +202,38 @@ fn add(session: &Session, mut cfg: IndexConfig) -> Result<i32> {
             e,
         )
     })?;
-    println!(
+    writeln!(
+        out,
         "added index '{}' ({}): serial {}, {} plugin versions, expires {}",
         cfg.name,
         url::redact(&cfg.url),
         verified.index.serial,
         verified.index.plugins.len(),
         printable(&verified.index.expires)
-    );
+    )
+    .ok();
     if let Some(id) = verified.new_id(&cfg) {
-        println!(
+        writeln!(
+            out,
             "index '{}' names itself \"{}\": every update must carry the same name",
             cfg.name,
             printable(id)
-        );
+        )
+        .ok();
         cfg.id = Some(id.to_string());
     }
     if let Some(warning) = verified.unbound_warning(&cfg) {
-        eprintln!("{warning}");
+        crate::warn::warn(warning);
     }
     if let Some(warning) = far_expiry_warning(&cfg, &verified.index) {
-        eprintln!("{warning}");
+        crate::warn::warn(warning);
     }
     if cfg.insecure_no_signature {
-        eprintln!(
-            "warning: index '{}' is not signed: anyone who can change what {} serves can choose what 'app plugin install' installs from it",
+        crate::warn::warn(format_args!(
+            "index '{}' is not signed: anyone who can change what {} serves can choose what 'app plugin install' installs from it",
             cfg.name,
             url::redact(&cfg.url)
-        );
+        ));
     }
     indexes.indexes.push(cfg);
     save(session, &indexes)?;
@@ -206,7 +252,7 @@ fn far_expiry_warning(cfg: &IndexConfig, index: &pi::format::IndexFile) -> Optio
     let far = expires.duration_since(std::time::SystemTime::now()).ok()? > FAR_EXPIRY;
     (far && cfg.max_age_secs.is_none()).then(|| {
         format!(
-            "warning: index '{}' expires only on {}, so a server frozen at this copy would be believed until then; to bound it yourself: app plugin index remove {} and add it again with --max-age 30d (needs \"signed_at\" in the index)",
+            "index '{}' expires only on {}, so a server frozen at this copy would be believed until then; to bound it yourself: app plugin index remove {} and add it again with --max-age 30d (needs \"signed_at\" in the index)",
             cfg.name,
             printable(&index.expires),
             cfg.name
@@ -312,6 +358,12 @@ fn remove(session: &Session, name: &str) -> Result<i32> {
 /// `index update`: every index (or those named), each on its own: a
 /// refusal keeps that index's last good copy and makes the exit non-zero.
 fn update(session: &Session, names: &[String]) -> Result<i32> {
+    refresh(session, names, &mut std::io::stdout())
+}
+
+/// [`update`], its report written to `out` (`plugin outdated --refresh
+/// -o json` sends it to stderr, beside its JSON on stdout).
+pub fn refresh(session: &Session, names: &[String], out: &mut dyn std::io::Write) -> Result<i32> {
     let _lock = lock(session)?;
     let mut indexes = load(session)?;
     for name in names {
@@ -323,9 +375,11 @@ fn update(session: &Session, names: &[String]) -> Result<i32> {
         }
     }
     if indexes.indexes.is_empty() {
-        println!(
+        writeln!(
+            out,
             "No plugin indexes to update. Add one: app plugin index add NAME URL --key-file FILE"
-        );
+        )
+        .ok();
         return Ok(0);
     }
     let mut exit = 0;
@@ -346,20 +400,23 @@ fn update(session: &Session, names: &[String]) -> Result<i32> {
                     Some(b) => format!("serial {b} → {}", v.index.serial),
                     None => format!("serial {}", v.index.serial),
                 };
-                println!(
+                writeln!(
+                    out,
                     "{}: {change}, {} plugin versions",
                     cfg.name,
                     v.index.plugins.len()
-                );
+                )
+                .ok();
                 if let Some(warning) = v.unbound_warning(cfg) {
-                    eprintln!("{warning}");
+                    crate::warn::warn(warning);
                 }
                 if let Some(id) = v.new_id(cfg) {
-                    println!(
+                    writeln!(
+            out,
                         "{}: names itself \"{}\" from now on: every update must carry the same name",
                         cfg.name,
                         printable(id)
-                    );
+                    ).ok();
                     named.push((cfg.name.clone(), id.to_string()));
                 }
             }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::from_index;
 use crate::discovery::{Origin, PLUGIN_PREFIX};
 use crate::error::{code, Result};
-use crate::install::{self, index::Index};
+use crate::install::{self, receipts::Receipts};
 use crate::inventory::{Inventory, Plugin};
 use crate::plugin_index::summary::Summaries;
 use crate::session::Session;
@@ -30,43 +30,51 @@ pub fn list(session: &Session) -> Result<i32> {
     }
     print_listeners(&mut out, session);
     drop(out);
-    for w in &inventory.warnings {
-        eprintln!("warning: {}", printable(&w.to_string()));
+    let warnings: Vec<String> = inventory
+        .warnings
+        .iter()
+        .map(ToString::to_string)
+        .chain(record_warnings)
+        .chain(ignored_aliases(session))
+        .collect();
+    for w in &warnings {
+        crate::warn::warn(printable(w));
     }
-    for w in &record_warnings {
-        eprintln!("warning: {}", printable(w));
-    }
-    for name in session.config.aliases.keys() {
-        if crate::cli::is_builtin(name) {
-            eprintln!(
-                "warning: alias '{name}' in {} is ignored: built-in commands always win",
-                session.config.path.display()
-            );
-        }
-    }
-    Ok(
-        if inventory.warnings.is_empty() && record_warnings.is_empty() {
-            0
-        } else {
-            code::WARNINGS
-        },
-    )
+    // Every warning counts, the config's (printed when it was read) too.
+    Ok(if warnings.is_empty() && session.config_warnings == 0 {
+        0
+    } else {
+        code::WARNINGS
+    })
+}
+
+/// The aliases of the config that a built-in's name makes useless.
+fn ignored_aliases(session: &Session) -> impl Iterator<Item = String> + '_ {
+    let config = session.config.path.display();
+    session
+        .config
+        .aliases
+        .keys()
+        .filter(|name| crate::cli::is_builtin(name))
+        .map(move |name| {
+            format!("alias '{name}' in {config} is ignored: built-in commands always win")
+        })
 }
 
 /// The install record of each plugin in the user plugin directory, when the
 /// index can be read (problems become warnings of `plugin list`).
-fn install_records(plugin_dir: &Path, warnings: &mut Vec<String>) -> Index {
-    match install::load_index(plugin_dir) {
+fn install_records(plugin_dir: &Path, warnings: &mut Vec<String>) -> Receipts {
+    match install::load_receipts(plugin_dir) {
         Ok(index) => index,
         Err(e) => {
             warnings.push(e.to_string());
-            Index::default()
+            Receipts::default()
         }
     }
 }
 
 /// A warning for each recorded plugin whose file is gone.
-fn gone(plugin_dir: &Path, records: &Index) -> Vec<String> {
+fn gone(plugin_dir: &Path, records: &Receipts) -> Vec<String> {
     records
         .plugins
         .iter()
@@ -130,13 +138,13 @@ fn print_table(
 /// What `plugin list` says about how a plugin was installed.
 struct Installs<'a> {
     plugin_dir: PathBuf,
-    records: &'a Index,
+    records: &'a Receipts,
     /// The cached indexes, read only when a plugin came from one.
     catalog: Option<Summaries>,
 }
 
 impl<'a> Installs<'a> {
-    fn new(session: &Session, plugin_dir: PathBuf, records: &'a Index) -> Installs<'a> {
+    fn new(session: &Session, plugin_dir: PathBuf, records: &'a Receipts) -> Installs<'a> {
         let catalog = records
             .plugins
             .values()
@@ -168,8 +176,9 @@ impl<'a> Installs<'a> {
             Some(index) => format!("index {index}"),
             None => entry.source.clone(),
         };
+        let pinned = if entry.pinned { " [pinned]" } else { "" };
         format!(
-            "  [installed {} from {from}]{upgrade}",
+            "  [installed {} from {from}]{pinned}{upgrade}",
             entry.version.as_deref().unwrap_or("(no version)"),
         )
     }

@@ -1,10 +1,13 @@
 //! The built-in commands. Each returns the exit code `app` ends with.
 
+pub mod apply;
 pub mod completion;
 pub mod from_index;
 pub mod help;
 pub mod index;
 pub mod list;
+pub mod outdated;
+pub mod pins;
 pub mod plugin;
 pub mod search;
 

@@ -51,6 +51,29 @@ pub fn run(session: &Session, cmd: PluginCmd) -> Result<i32> {
         PluginCmd::Upgrade { name, sha256, .. } => {
             upgrade(session, &name.unwrap_or_default(), sha256)
         }
+        PluginCmd::Apply {
+            file,
+            dry_run,
+            prune,
+            locked,
+            update,
+            output,
+        } => super::apply::apply(
+            session,
+            &super::apply::Args {
+                file,
+                dry_run,
+                prune,
+                locked,
+                update,
+                output,
+            },
+        ),
+        PluginCmd::Pin { name } => super::pins::pin(session, &name, true),
+        PluginCmd::Unpin { name } => super::pins::pin(session, &name, false),
+        PluginCmd::Outdated { output, refresh } => {
+            super::outdated::outdated(session, output, refresh)
+        }
         PluginCmd::Index(cmd) => super::index::run(session, cmd),
         PluginCmd::Search { word, output } => {
             super::search::search(session, word.as_deref(), output)
@@ -74,6 +97,7 @@ fn install_git(
         force,
         None,
         None,
+        false,
     )?;
     Ok(built.expect("nothing to compare with, so it was built"))
 }
@@ -97,9 +121,23 @@ fn remove(session: &Session, name: &str) -> Result<i32> {
     Ok(0)
 }
 
-/// `upgrade NAME [--sha256 HEX]`.
-fn upgrade(session: &Session, name: &str, sha256: Option<String>) -> Result<i32> {
-    let records = install::load_index(&session.dirs.user_plugin_dir())?;
+/// `upgrade NAME [--sha256 HEX]`, or `upgrade NAME@VERSION` (pinned there).
+fn upgrade(session: &Session, text: &str, sha256: Option<String>) -> Result<i32> {
+    let (name, version) = match text.split_once('@') {
+        Some((name, version)) => (name, Some(version)),
+        None => (text, None),
+    };
+    let records = install::load_receipts(&session.dirs.user_plugin_dir())?;
+    if let (Some(version), Some(record)) = (version, records.plugins.get(name)) {
+        if sha256.is_some() {
+            return Err(Error::Usage(
+                "--sha256 does not apply to NAME@VERSION: the index gives the checksum".into(),
+            ));
+        }
+        let installed = from_index::upgrade_to(session, name, record, version)?;
+        report_installed(session, &installed, "upgraded");
+        return Ok(0);
+    }
     let Some(record) = records.plugins.get(name) else {
         // Refused as before, naming where the plugin is.
         install::upgrade(
@@ -150,7 +188,8 @@ fn install_source(
     if crate::install::local::is_candidate(&cwd.join(spec_path(&spec))) {
         return Err(from_index::ambiguous(session, &spec, &text));
     }
-    from_index::install_by_name(session, &spec, force)
+    let pin = spec.version.is_some();
+    from_index::install_by_name(session, &spec, force, pin)
 }
 
 fn current_dir() -> Result<std::path::PathBuf> {
@@ -224,16 +263,25 @@ fn report_installed(session: &Session, installed: &Installed, verb: &str) {
             installed.entry.source
         ))
     );
+    if installed.entry.pinned {
+        println!(
+            "{}",
+            printable(&format!(
+                "pinned at{version}: 'app plugin upgrade --all' leaves it; 'app plugin upgrade {0}@VERSION' moves the pin, 'app plugin unpin {0}' releases it",
+                installed.name
+            ))
+        );
+    }
     // The user plugin directory is not first on the search path: say so when
     // another file wins, or `app <name>` would surprise.
     let file = format!("{PLUGIN_PREFIX}{}", installed.name);
     if let Some(first) = session.search.find_executable(&file) {
         if first.path != installed.path {
-            eprintln!(
-                "warning: {} comes earlier on the search path, so 'app {}' runs that one, not the plugin just {verb}",
+            crate::warn::warn(format_args!(
+                "{} comes earlier on the search path, so 'app {}' runs that one, not the plugin just {verb}",
                 first.path.display(),
                 installed.name
-            );
+            ));
         }
     }
 }
@@ -245,6 +293,7 @@ fn new(session: &Session, name: &str, lang: Lang, dir: Option<PathBuf>) -> Resul
         ScaffoldError::BadName(reason) => Error::BadPluginName {
             name: name.to_string(),
             reason: reason.to_string(),
+            retry: "choose another NAME: app plugin new NAME",
         },
         other => Error::Usage(other.to_string()),
     })?;

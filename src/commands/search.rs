@@ -9,7 +9,7 @@ use serde_json::json;
 use super::index::print_table;
 use crate::cli::Output;
 use crate::error::{Error, Result};
-use crate::install::{self, index::Index};
+use crate::install::{self, receipts::Receipts};
 use crate::plugin_index::format::{self, Platform};
 use crate::plugin_index::lookup::{Catalog, Spec};
 use crate::plugin_index::summary::Summaries;
@@ -19,7 +19,7 @@ use app_plugin::text::escape_for_terminal as printable;
 fn catalog(session: &Session) -> Result<Catalog> {
     let catalog = Catalog::load(&session.dirs.config_dir, &session.dirs.cache_dir)?;
     for problem in &catalog.problems {
-        eprintln!("warning: {}", printable(problem));
+        crate::warn::warn(printable(problem));
     }
     Ok(catalog)
 }
@@ -30,19 +30,22 @@ struct Found<'a> {
     entry: &'a crate::plugin_index::summary::Brief,
 }
 
-fn records(session: &Session) -> Index {
-    install::load_index(&session.dirs.user_plugin_dir()).unwrap_or_default()
+fn records(session: &Session) -> Receipts {
+    install::load_receipts(&session.dirs.user_plugin_dir()).unwrap_or_default()
 }
 
 /// `search` reads the indexes' summaries only (see
 /// [`crate::plugin_index::summary`]): fast on a large index.
 pub fn search(session: &Session, word: Option<&str>, output: Output) -> Result<i32> {
     let summaries = Summaries::load(&session.dirs.config_dir, &session.dirs.cache_dir)?;
+    if summaries.indexes.is_empty() {
+        return Err(no_index());
+    }
     for (cfg, _) in summaries.indexes.iter().filter(|(_, s)| s.is_none()) {
-        eprintln!(
-            "warning: index '{}' has no usable cached copy; run 'app plugin index update'",
+        crate::warn::warn(format_args!(
+            "index '{}' has no usable cached copy; run 'app plugin index update'",
             cfg.name
-        );
+        ));
     }
     let records = records(session);
     let word = word.map(str::to_lowercase);
@@ -95,6 +98,15 @@ pub fn search(session: &Session, word: Option<&str>, output: Output) -> Result<i
     Ok(0)
 }
 
+/// `search` and `info` with no index added: there is nothing to look in
+/// (and none by default: each team publishes its own).
+fn no_index() -> Error {
+    Error::Unavailable(
+        "no plugin index is added, so there is nothing to search; add your team's with 'app plugin index add NAME URL --key-file PUBLISHER.pub' (docs/plugin-index.md; 'app plugin index init' makes one)"
+            .into(),
+    )
+}
+
 /// `search -o json`: the results as one pretty JSON array.
 fn print_json(found: &[Found], installed: impl Fn(&str) -> Option<String>) {
     let list: Vec<_> = found
@@ -129,6 +141,9 @@ pub fn info(session: &Session, text: &str) -> Result<i32> {
             ))
         })?;
     let catalog = catalog(session)?;
+    if catalog.indexes.is_empty() {
+        return Err(no_index());
+    }
     let records = records(session);
     let mut versions = catalog.versions(&spec.name);
     if let Some(index) = &spec.index {

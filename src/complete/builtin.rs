@@ -11,7 +11,15 @@ use crate::session::Session;
 
 /// Built-ins whose positionals name an installed plugin (`plugin path NAME…`).
 /// An entry for a command that does not exist is simply never reached.
-const PLUGIN_NAME_ARGS: &[&str] = &["plugin path", "plugin remove", "plugin upgrade"];
+const PLUGIN_NAME_ARGS: &[&str] = &["plugin path"];
+/// Built-ins whose positional is a plugin `plugin install` put there (with
+/// a receipt): the others would be refused.
+const RECEIPT_NAME_ARGS: &[&str] = &[
+    "plugin remove",
+    "plugin upgrade",
+    "plugin pin",
+    "plugin unpin",
+];
 /// Built-ins whose positional names an added plugin index.
 const INDEX_NAME_ARGS: &[&str] = &["plugin index remove", "plugin index update"];
 /// Built-ins whose positional is a plugin of the indexes (`NAME`,
@@ -19,6 +27,10 @@ const INDEX_NAME_ARGS: &[&str] = &["plugin index remove", "plugin index update"]
 const INDEX_PLUGIN_ARGS: &[&str] = &["plugin install", "plugin info"];
 /// Built-ins whose positionals name any command (`help COMMAND…`).
 const COMMAND_NAME_ARGS: &[&str] = &["help"];
+
+/// The named hosts and `@groups` of the config, asked for only when the
+/// value of `-H/--host` is completed.
+pub type Hosts<'a> = &'a dyn Fn() -> Vec<String>;
 
 /// The command tree as clap resolves it (built, so that settings propagated
 /// to subcommands and any automatic flags are there).
@@ -37,7 +49,7 @@ pub enum Skipped {
 }
 
 /// Skips the flags (and their values) at the start of `words`, flags of `cmd`.
-pub fn skip_flags(cmd: &Command, words: &[String], cur: &str) -> Skipped {
+pub fn skip_flags(cmd: &Command, words: &[String], cur: &str, hosts: Hosts) -> Skipped {
     let mut i = 0;
     while let Some(word) = words.get(i) {
         if !word.starts_with('-') || word == "-" {
@@ -49,7 +61,7 @@ pub fn skip_flags(cmd: &Command, words: &[String], cur: &str) -> Skipped {
         }
         if let Some(arg) = flag_taking_value(cmd, word) {
             if i == words.len() {
-                return Skipped::Value(values(arg, cur, ""));
+                return Skipped::Value(values(arg, cur, "", hosts));
             }
             i += 1;
         }
@@ -87,12 +99,12 @@ fn takes_value(arg: &Arg) -> bool {
 }
 
 /// The flags of `cmd` that start with `cur`; after `--flag=`, that flag's values.
-pub fn flags(cmd: &Command, cur: &str) -> Completion {
+pub fn flags(cmd: &Command, cur: &str, hosts: Hosts) -> Completion {
     if let Some((name, value)) = cur.split_once('=') {
         let Some(arg) = find_flag(cmd, name).filter(|a| takes_value(a)) else {
             return Completion::nothing();
         };
-        return values(arg, value, &format!("{name}="));
+        return values(arg, value, &format!("{name}="), hosts);
     }
     let mut out = Vec::new();
     for arg in cmd
@@ -131,7 +143,7 @@ pub fn complete(session: &Session, cmd: &Command, args: &[String], cur: &str) ->
         } else if !only_positionals && word.starts_with('-') && word != "-" {
             if let Some(arg) = flag_taking_value(cmd, word) {
                 if i == args.len() {
-                    return values(arg, cur, "");
+                    return values(arg, cur, "", &|| session.config.host_names());
                 }
                 i += 1;
             }
@@ -147,7 +159,7 @@ pub fn complete(session: &Session, cmd: &Command, args: &[String], cur: &str) ->
         }
     }
     if cur.starts_with('-') && !only_positionals {
-        return flags(cmd, cur);
+        return flags(cmd, cur, &|| session.config.host_names());
     }
     if positionals.is_empty() && cmd.has_subcommands() {
         return Completion::matching(cur, subcommands(cmd));
@@ -155,6 +167,9 @@ pub fn complete(session: &Session, cmd: &Command, args: &[String], cur: &str) ->
     let path = path.join(" ");
     if PLUGIN_NAME_ARGS.contains(&path.as_str()) {
         return Completion::matching(cur, plugins::next_words(session, &positionals));
+    }
+    if RECEIPT_NAME_ARGS.contains(&path.as_str()) && positionals.is_empty() {
+        return Completion::matching(cur, plugins::with_receipts(session));
     }
     if INDEX_NAME_ARGS.contains(&path.as_str()) {
         return Completion::matching(cur, super::indexes::index_names(session));
@@ -171,7 +186,7 @@ pub fn complete(session: &Session, cmd: &Command, args: &[String], cur: &str) ->
         return out;
     }
     match positional_at(cmd, positionals.len()) {
-        Some(arg) => values(arg, cur, ""),
+        Some(arg) => values(arg, cur, "", &|| session.config.host_names()),
         None => Completion::nothing(),
     }
 }
@@ -188,7 +203,15 @@ fn positional_at(cmd: &Command, index: usize) -> Option<&Arg> {
 }
 
 /// Candidates for the value of `arg`, each prefixed with `prefix` (for `--flag=`).
-fn values(arg: &Arg, cur: &str, prefix: &str) -> Completion {
+fn values(arg: &Arg, cur: &str, prefix: &str, hosts: Hosts) -> Completion {
+    if arg.get_id() == "hosts" {
+        // A host's URL cannot be guessed: the config's names, or nothing.
+        let named: Vec<Candidate> = hosts()
+            .into_iter()
+            .map(|h| Candidate::new(format!("{prefix}{h}")))
+            .collect();
+        return Completion::matching(&format!("{prefix}{cur}"), named);
+    }
     let mut known: Vec<Candidate> = arg
         .get_possible_values()
         .iter()
@@ -241,14 +264,17 @@ mod tests {
     fn global_flags_and_their_values_are_skipped() {
         let root = tree();
         let w = words(&["--log", "5", "-H", "x", "--log-format=json", "foo", "bar"]);
-        assert!(matches!(skip_flags(&root, &w, ""), Skipped::Rest(5)));
+        assert!(matches!(
+            skip_flags(&root, &w, "", &Vec::new),
+            Skipped::Rest(5)
+        ));
         let w = words(&["--log"]);
-        let Skipped::Value(c) = skip_flags(&root, &w, "") else {
+        let Skipped::Value(c) = skip_flags(&root, &w, "", &Vec::new) else {
             panic!("expected the value of --log")
         };
         assert_eq!(c.values(), ["0", "1", "2", "3", "4", "5"]);
         let w = words(&["-H", "x", "--log-format"]);
-        let Skipped::Value(c) = skip_flags(&root, &w, "j") else {
+        let Skipped::Value(c) = skip_flags(&root, &w, "j", &Vec::new) else {
             panic!("expected the value of --log-format")
         };
         assert_eq!(c.values(), ["json"]);
@@ -259,9 +285,27 @@ mod tests {
     }
 
     #[test]
+    fn host_flag_offers_the_named_hosts_and_groups_not_files() {
+        let hosts = || vec!["edge1".to_string(), "edge2".into(), "@edges".into()];
+        let w = words(&["-H"]);
+        let Skipped::Value(c) = skip_flags(&tree(), &w, "e", &hosts) else {
+            panic!("expected the value of -H")
+        };
+        assert_eq!(c.values(), ["edge1", "edge2"]);
+        assert_eq!(
+            c.directive & Directive::NO_FILE_COMP,
+            Directive::NO_FILE_COMP
+        );
+        assert_eq!(
+            flags(&tree(), "--host=@", &hosts).values(),
+            ["--host=@edges"]
+        );
+    }
+
+    #[test]
     fn config_flag_completes_files() {
         let w = words(&["--config"]);
-        let Skipped::Value(c) = skip_flags(&tree(), &w, "") else {
+        let Skipped::Value(c) = skip_flags(&tree(), &w, "", &Vec::new) else {
             panic!("expected the value of --config")
         };
         assert_eq!(c, Completion::files());
@@ -270,14 +314,14 @@ mod tests {
     #[test]
     fn flag_names_and_the_equals_form() {
         let root = tree();
-        let c = flags(&root, "--lo");
+        let c = flags(&root, "--lo", &Vec::new);
         assert_eq!(c.values(), ["--log", "--log-format"]);
         assert!(c.candidates[0].description.is_some());
         assert_eq!(
-            flags(&root, "--log-format=").values(),
+            flags(&root, "--log-format=", &Vec::new).values(),
             ["--log-format=text", "--log-format=json"]
         );
-        assert!(flags(&root, "-").values().contains(&"-H"));
+        assert!(flags(&root, "-", &Vec::new).values().contains(&"-H"));
     }
 
     #[test]

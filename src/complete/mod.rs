@@ -37,7 +37,8 @@ pub fn complete(session: &Session, words: &[String]) -> Completion {
         None => ("", &[][..]),
     };
     let root = builtin::tree();
-    let globals = match builtin::skip_flags(&root, before, cur) {
+    let hosts = || session.config.host_names();
+    let globals = match builtin::skip_flags(&root, before, cur, &hosts) {
         builtin::Skipped::Value(done) => return done,
         builtin::Skipped::Rest(n) => n,
     };
@@ -55,7 +56,7 @@ fn complete_command(
 ) -> Completion {
     let Some(first) = rest.first() else {
         if cur.starts_with('-') {
-            return builtin::flags(root, cur);
+            return builtin::flags(root, cur, &|| session.config.host_names());
         }
         let mut out = Completion::matching(cur, builtin::subcommands(root));
         out.extend(cur, plugins::next_words(session, &[]));
@@ -73,7 +74,7 @@ fn complete_command(
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect();
             // An alias may start with global flags too.
-            match builtin::skip_flags(root, &expanded, cur) {
+            match builtin::skip_flags(root, &expanded, cur, &|| session.config.host_names()) {
                 builtin::Skipped::Value(done) => done,
                 builtin::Skipped::Rest(n) => {
                     complete_command(session, root, &expanded[n..], cur, seen_aliases)

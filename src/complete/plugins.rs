@@ -59,6 +59,57 @@ fn next_names(names: &[String], typed: &[String]) -> Vec<(String, usize)> {
         .collect()
 }
 
+/// The plugins `plugin install` put in the user plugin directory (those
+/// with a receipt), described by their version and where they came from.
+pub fn with_receipts(session: &Session) -> Vec<Candidate> {
+    let Ok(receipts) = crate::install::load_receipts(&session.dirs.user_plugin_dir()) else {
+        return Vec::new();
+    };
+    receipts
+        .plugins
+        .into_iter()
+        .map(|(name, entry)| {
+            let from = entry.index.unwrap_or(entry.source);
+            let version = entry.version.unwrap_or_else(|| "(no version)".into());
+            let about = app_plugin::text::escape_for_terminal(&format!("{version} from {from}"))
+                .into_owned();
+            Candidate::described(name, Some(&about))
+        })
+        .collect()
+}
+
+/// The shell whose completion script asks (`APP_COMPLETION_SHELL`, set by
+/// the scripts `app completion` prints), and the name a multi-file plugin's
+/// script for it has in its `completions/` folder.
+fn script_name(name: &str) -> Option<String> {
+    match std::env::var("APP_COMPLETION_SHELL").ok()?.as_str() {
+        "bash" => Some(format!("app-{name}.bash")),
+        "zsh" => Some(format!("_app-{name}")),
+        "fish" => Some(format!("app-{name}.fish")),
+        _ => None,
+    }
+}
+
+/// For a plugin `app plugin install` put in the user plugin directory with
+/// a completion script for the asking shell: that script, for the shell to
+/// load ([`Directive::SCRIPT`]).
+fn script(session: &Session, resolved: &crate::resolve::Resolved) -> Option<Completion> {
+    if resolved.found.origin != crate::discovery::Origin::UserDir {
+        return None;
+    }
+    let file = crate::install::files::dir(&session.dirs.user_plugin_dir(), &resolved.name)
+        .join("completions")
+        .join(script_name(&resolved.name)?);
+    let path = file.to_str().filter(|_| file.is_file())?;
+    Some(Completion {
+        candidates: vec![super::Candidate::described(
+            path,
+            Some(&format!("app-{} {}", resolved.name, resolved.consumed)),
+        )],
+        directive: super::Directive::SCRIPT | super::Directive::NO_FILE_COMP,
+    })
+}
+
 /// The aliases from the config, described by what they stand for.
 pub fn aliases(session: &Session) -> Vec<Candidate> {
     session
@@ -81,6 +132,9 @@ pub fn complete(session: &Session, rest: &[String], cur: &str) -> Completion {
     };
     let mut out = match resolve(&session.search, &args) {
         Resolution::Found(resolved) => {
+            if let Some(script) = script(session, &resolved) {
+                return script;
+            }
             let mut plugin_args = rest[resolved.consumed..].to_vec();
             plugin_args.push(cur.to_string());
             delegate::complete(session, &resolved, &plugin_args)

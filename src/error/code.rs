@@ -24,3 +24,9 @@ pub const STALE_INDEX: i32 = 6;
 pub const UNAVAILABLE: i32 = 7;
 /// Building a plugin from source failed (no cargo, or cargo failed).
 pub const BUILD: i32 = 8;
+/// `plugin outdated`: some installed plugins have a newer version in their
+/// index (for scripts: 0 means none).
+pub const OUTDATED: i32 = 9;
+/// `plugin apply --locked`: `plugins.lock` is missing or disagrees with
+/// `plugins.json` (as `cargo --locked` refuses).
+pub const LOCKED: i32 = 10;

@@ -29,8 +29,10 @@ pub enum Problem {
     /// The `.minisig` exists but could not be fetched (it stalled, the
     /// connection failed): said as such, never with advice to go unsigned.
     SignatureUnreachable(String),
-    /// The signature is unreadable, by another key, or does not match the bytes.
+    /// The signature is unreadable, or does not match the bytes.
     BadSignature(String),
+    /// A valid signature by another key than the one the index was added with.
+    OtherKey,
     /// Signed, but another index: it names itself `got` (or nothing), not
     /// `expected`, the name recorded when it was added.
     NotThisIndex {
@@ -65,6 +67,7 @@ impl Problem {
             Problem::Html
             | Problem::NoSignature(_)
             | Problem::BadSignature(_)
+            | Problem::OtherKey
             | Problem::NotThisIndex { .. }
             | Problem::Malformed(_)
             | Problem::TooLarge(_) => code::VERIFY,
@@ -102,7 +105,10 @@ impl Problem {
             ),
             Problem::SameSerialChanged(_) => "its publisher must raise the serial with every change (or someone changed it in between); the last verified copy is kept".into(),
             Problem::BadSignature(_) => format!(
-                "the index was changed after it was signed, or signed by another key: check the key ('app plugin index list' shows it; to change it, 'app plugin index remove {index}' and add it again with the publisher's key); nothing was changed"
+                "nothing was changed and the last verified copy of '{index}' (if any) is still used; tell the index's publisher (what the server serves is not what was signed)"
+            ),
+            Problem::OtherKey => format!(
+                "nothing was changed; if its publisher really changed keys, get the new public key from them, then 'app plugin index remove {index}' and add it again with it ('app plugin index list' shows the key it was added with)"
             ),
             Problem::Malformed(_) => "tell the index's publisher; nothing was changed".into(),
             Problem::Rollback { .. } => format!(
@@ -129,6 +135,9 @@ impl fmt::Display for Problem {
                 write!(f, "has a signature that cannot be fetched: {why}")
             }
             Problem::BadSignature(why) => write!(f, "failed signature verification: {why}"),
+            Problem::OtherKey => f.write_str(
+                "is signed by another key than the one it was added with, so it is refused",
+            ),
             Problem::NotThisIndex { expected, got } => {
                 match got {
                     Some(got) => write!(f, "is signed, but names itself \"{}\"", got.escape_debug())?,

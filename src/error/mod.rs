@@ -48,8 +48,13 @@ pub enum Error {
     Aborted { listener: String, reason: String },
     /// An operating-system error while doing `what`.
     Io { what: String, source: io::Error },
-    /// A name `plugin install` or `plugin new` cannot give a plugin.
-    BadPluginName { name: String, reason: String },
+    /// A name `plugin install` or `plugin new` cannot give a plugin;
+    /// `retry` says how to give another (each command has its own way).
+    BadPluginName {
+        name: String,
+        reason: String,
+        retry: &'static str,
+    },
     /// A plugin of that name is already in the user plugin directory.
     PluginExists { name: String, path: PathBuf },
     /// The fetch helper (`app_fetch`) failed (it could not download, or
@@ -61,6 +66,10 @@ pub enum Error {
     Unavailable(String),
     /// Building a plugin from source failed (worded for the user).
     Build(String),
+    /// `plugin apply --locked`: no lock, or it disagrees with the file.
+    LockMismatch(String),
+    /// `upgrade NAME` of a plugin pinned at `version`.
+    Pinned { name: String, version: String },
     /// `remove`/`upgrade` of something `install` did not put there (as is).
     NotManaged {
         name: String,
@@ -81,10 +90,13 @@ impl Error {
             Error::Printed(code) => *code,
             Error::BadPluginName { .. } => code::USAGE,
             Error::Fetch { code, .. } => *code,
-            Error::PluginExists { .. } | Error::NotManaged { .. } => code::REFUSED,
+            Error::PluginExists { .. } | Error::NotManaged { .. } | Error::Pinned { .. } => {
+                code::REFUSED
+            }
             Error::Index(e) => e.problem.exit_code(),
             Error::Unavailable(_) => code::UNAVAILABLE,
             Error::Build(_) => code::BUILD,
+            Error::LockMismatch(_) => code::LOCKED,
         }
     }
 
@@ -143,9 +155,13 @@ impl fmt::Display for Error {
             }
             Error::Io { what, source } => write!(f, "{what}: {source}"),
             // The name may come from an archive member or an index: data.
-            Error::BadPluginName { name, reason } => write!(
+            Error::BadPluginName {
+                name,
+                reason,
+                retry,
+            } => write!(
                 f,
-                "'{}' cannot be a plugin name: {reason}; choose another name (--name NAME)",
+                "'{}' cannot be a plugin name: {reason}; {retry}",
                 app_plugin::text::escape_for_terminal(name)
             ),
             Error::PluginExists { name, path } => write!(
@@ -158,7 +174,14 @@ impl fmt::Display for Error {
                 f.write_str(&app_plugin::text::escape_for_terminal(message))
             }
             Error::Index(e) => e.fmt(f),
-            Error::Unavailable(message) | Error::Build(message) => f.write_str(message),
+            Error::Unavailable(message) | Error::Build(message) | Error::LockMismatch(message) => {
+                f.write_str(message)
+            }
+            Error::Pinned { name, version } => write!(
+                f,
+                "plugin '{name}' is pinned at {}, so it was left as it is; 'app plugin upgrade {name}@VERSION' moves the pin, 'app plugin unpin {name}' releases it",
+                app_plugin::text::escape_for_terminal(version)
+            ),
             Error::NotManaged {
                 name,
                 reason,

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::index::GitRecord;
+use super::receipts::GitRecord;
 use crate::discovery::PLUGIN_PREFIX;
 use crate::error::{Error, Result};
 use crate::exec::OwnChild;

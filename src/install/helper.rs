@@ -26,7 +26,7 @@ pub fn acquire(source: &Source, sha256: Option<&str>) -> Result<Artifact> {
 /// reads it (and says what is wrong with it) in a process of its own.
 pub fn warn_if_shared(file: &Path) {
     if let Ok((_, Some(warning))) = app_plugin::file::read_secret(file, 64 * 1024) {
-        eprintln!("app: warning: token file {warning}");
+        crate::warn::warn(format_args!("token file {warning}"));
     }
 }
 
@@ -75,6 +75,21 @@ pub fn fetch(args: &FetchArgs) -> Result<Artifact> {
         }),
         Ok(Ok(artifact)) => Ok(artifact),
     }
+}
+
+/// `plugin index init|publish`: `app_fetch` does it on the terminal's
+/// stdin, stdout and stderr (the secret key's password is asked there),
+/// and its exit code is `app`'s.
+pub fn publish(request: &protocol::publish::Request) -> Result<i32> {
+    let helper = locate()?;
+    let mut cmd = crate::keeper::command(&helper);
+    cmd.args(protocol::publish::args(request));
+    let child = crate::exec::OwnChild::spawn(&mut cmd, false)
+        .map_err(|e| Error::io(format!("cannot run {}", helper.display()), e))?;
+    let status = child
+        .wait()
+        .map_err(|e| Error::io(format!("cannot wait for {}", helper.display()), e))?;
+    Ok(status.code().unwrap_or(code::FAILURE))
 }
 
 /// Where the helper is: in the shipped plugin directory (see

@@ -8,14 +8,14 @@
 //!    separate `app_fetch` binary (the `app-fetch` crate, fetch/), so that
 //!    `app` links no HTTP, TLS or archive code;
 //! 3. only then touch the plugin directory: a temp file beside the target,
-//!    fsync, ask it for its metadata (version), rename; then the index.
+//!    fsync, ask it for its metadata (version), rename; then the receipts (the install record).
 //!
 //! Any refusal happens in 1 or 2, so it leaves the directory as it was; an
 //! interruption in 3 leaves at most a dot-named temp file, never a
 //! half-written `app-<name>`.
 //!
 //! Modules, one job each: [`name`] (what a plugin may be called),
-//! [`atomic`] (temp file + rename), [`index`] (`.index.json`), [`build`]
+//! [`atomic`] (temp file + rename), [`receipts`] (`.receipts.json`), [`build`]
 //! (from a git repository), and [`helper`] (runs step 2 in `app_fetch` and
 //! reads its answer). What `app` and `app_fetch` say to each other, and what
 //! both must read alike ([`Source`], [`url`], [`checksum`]), is the crate
@@ -26,10 +26,11 @@ pub type Acquire = dyn Fn(&Source, Option<&str>) -> Result<Artifact>;
 
 pub mod atomic;
 pub mod build;
+pub mod files;
 pub mod helper;
-pub mod index;
 pub mod local;
 pub mod name;
+pub mod receipts;
 
 /// What `app` and `app_fetch` must read alike, from the crate both use.
 pub use app_fetch_protocol::{checksum, url, Artifact, Source};
@@ -42,7 +43,7 @@ use std::time::SystemTime;
 use crate::discovery::{SearchPath, PLUGIN_PREFIX};
 use crate::error::{Error, Result};
 use crate::metadata;
-use index::{Entry, Index, IndexError, Lock};
+use receipts::{Entry, Lock, Receipts, ReceiptsError};
 
 /// What the user asked `plugin install` to do.
 #[derive(Debug, Clone)]
@@ -65,7 +66,9 @@ pub struct Origin {
     pub index: Option<(String, String)>,
     /// `install --git` (or an index's source entry): built from this
     /// repository (`source` is then the build's output).
-    pub git: Option<index::GitRecord>,
+    pub git: Option<receipts::GitRecord>,
+    /// `install NAME@VERSION`: pinned at that version.
+    pub pinned: bool,
 }
 
 /// What an install did.
@@ -95,6 +98,14 @@ pub fn install(plugin_dir: &Path, request: &Request, acquire: &Acquire) -> Resul
     let artifact = acquire(&request.source, sha256.as_deref())?;
     let name = plugin_name(request, &artifact)?;
     check_name(&name)?;
+    if let Some(path) = files::refused(&artifact.files) {
+        return Err(Error::Fetch {
+            message: format!(
+                "the archive's file {path} leaves its folder, so nothing was installed"
+            ),
+            code: crate::error::code::VERIFY,
+        });
+    }
     let dest = plugin_dir.join(format!("{PLUGIN_PREFIX}{name}"));
     refuse_existing(&name, &dest, request.force)?;
 
@@ -104,11 +115,17 @@ pub fn install(plugin_dir: &Path, request: &Request, acquire: &Acquire) -> Resul
     let _lock = lock(plugin_dir)?;
     // Another install may have won the race while we were downloading.
     let replaced = refuse_existing(&name, &dest, request.force)?;
-    let mut index = load_index(plugin_dir)?;
+    let mut receipts = load_receipts(plugin_dir)?;
+    files::replace(plugin_dir, &name, &artifact.files).map_err(|e| {
+        Error::io(
+            format!("cannot write {}", files::dir(plugin_dir, &name).display()),
+            e,
+        )
+    })?;
     let version = write_plugin(plugin_dir, &dest, &artifact.bytes)?;
     let entry = record(request, artifact, version);
-    index.plugins.insert(name.clone(), entry.clone());
-    save_index(&index, plugin_dir)?;
+    receipts.plugins.insert(name.clone(), entry.clone());
+    save_receipts(&receipts, plugin_dir)?;
     Ok(Installed {
         name,
         path: dest,
@@ -177,7 +194,7 @@ fn write_plugin(plugin_dir: &Path, dest: &Path, bytes: &[u8]) -> Result<Option<S
     Ok(version)
 }
 
-/// The index entry for what was just installed: where from, which version
+/// The receipt for what was just installed: where from, which version
 /// (an index's when installed from one), its checksums, when.
 fn record(request: &Request, artifact: Artifact, version: Option<String>) -> Entry {
     let mut entry = Entry {
@@ -185,11 +202,14 @@ fn record(request: &Request, artifact: Artifact, version: Option<String>) -> Ent
         version,
         sha256: checksum::sha256_hex(&artifact.bytes),
         archive_sha256: artifact.archive_sha256,
-        installed_at: index::rfc3339(SystemTime::now()),
+        installed_at: receipts::rfc3339(SystemTime::now()),
         index: None,
         git: None,
+        pinned: false,
+        files: artifact.files.iter().map(|f| f.path.clone()).collect(),
     };
     if let Some(origin) = &request.origin {
+        entry.pinned = origin.pinned;
         if let Some((index, version)) = &origin.index {
             entry.index = Some(index.clone());
             entry.version = Some(version.clone());
@@ -197,7 +217,7 @@ fn record(request: &Request, artifact: Artifact, version: Option<String>) -> Ent
         if let Some(git) = &origin.git {
             entry.source = format!("git+{}", url::redact(&git.url));
             // The clone URL's password or token is not stored either.
-            entry.git = Some(index::GitRecord {
+            entry.git = Some(receipts::GitRecord {
                 url: url::redact(&git.url),
                 ..git.clone()
             });
@@ -214,14 +234,14 @@ pub fn remove(plugin_dir: &Path, name: &str, search: &SearchPath) -> Result<Remo
             .find_executable(&format!("{PLUGIN_PREFIX}{name}"))
             .map(|f| f.path)
     };
-    let index = load_index(plugin_dir)?;
-    if !index.plugins.contains_key(name) {
-        return Err(not_installed(name, found()));
+    let receipts = load_receipts(plugin_dir)?;
+    if !receipts.plugins.contains_key(name) {
+        return Err(not_installed(name, found(), &receipts));
     }
     let _lock = lock(plugin_dir)?;
-    let mut index = load_index(plugin_dir)?;
-    let Some(entry) = index.plugins.get(name) else {
-        return Err(not_installed(name, found()));
+    let mut receipts = load_receipts(plugin_dir)?;
+    let Some(entry) = receipts.plugins.get(name) else {
+        return Err(not_installed(name, found(), &receipts));
     };
     let path = plugin_dir.join(format!("{PLUGIN_PREFIX}{name}"));
     let was_missing = match fs::read(&path) {
@@ -240,8 +260,14 @@ pub fn remove(plugin_dir: &Path, name: &str, search: &SearchPath) -> Result<Remo
         Err(e) if e.kind() == io::ErrorKind::NotFound => true,
         Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
     };
-    index.plugins.remove(name);
-    save_index(&index, plugin_dir)?;
+    files::remove(plugin_dir, name).map_err(|e| {
+        Error::io(
+            format!("cannot remove {}", files::dir(plugin_dir, name).display()),
+            e,
+        )
+    })?;
+    receipts.plugins.remove(name);
+    save_receipts(&receipts, plugin_dir)?;
     Ok(Removed {
         name: name.to_string(),
         path,
@@ -258,12 +284,12 @@ pub fn upgrade(
     search: &SearchPath,
     acquire: &Acquire,
 ) -> Result<Installed> {
-    let index = load_index(plugin_dir)?;
-    let Some(entry) = index.plugins.get(name) else {
+    let receipts = load_receipts(plugin_dir)?;
+    let Some(entry) = receipts.plugins.get(name) else {
         let found = search
             .find_executable(&format!("{PLUGIN_PREFIX}{name}"))
             .map(|f| f.path);
-        return Err(not_installed(name, found));
+        return Err(not_installed(name, found, &receipts));
     };
     let source = Source::parse(&entry.source, Path::new("/"))?;
     if matches!(&source, Source::Url(url) if url::has_secret(url)) {
@@ -290,13 +316,39 @@ pub fn upgrade(
     )
 }
 
-/// The index of `plugin_dir` (empty when there is none).
-pub fn load_index(plugin_dir: &Path) -> Result<Index> {
-    Index::load(plugin_dir).map_err(|e| match e {
-        IndexError::Io(path, source) => Error::io(format!("cannot read {}", path.display()), source),
-        IndexError::Corrupt(path, source) => Error::io(
+/// Pins plugin `name` at its version, or releases it (`plugin pin`,
+/// `unpin`): only the receipt changes. Returns the receipt as it was.
+pub fn set_pin(plugin_dir: &Path, name: &str, pinned: bool, search: &SearchPath) -> Result<Entry> {
+    let missing = |receipts: &Receipts| {
+        let found = search
+            .find_executable(&format!("{PLUGIN_PREFIX}{name}"))
+            .map(|f| f.path);
+        not_installed(name, found, receipts)
+    };
+    let receipts = load_receipts(plugin_dir)?;
+    if !receipts.plugins.contains_key(name) {
+        return Err(missing(&receipts));
+    }
+    let _lock = lock(plugin_dir)?;
+    let mut receipts = load_receipts(plugin_dir)?;
+    let before = receipts.plugins.get(name).cloned();
+    let Some(entry) = receipts.plugins.get_mut(name) else {
+        return Err(missing(&receipts));
+    };
+    entry.pinned = pinned;
+    if before.as_ref() != Some(entry) {
+        save_receipts(&receipts, plugin_dir)?;
+    }
+    before.ok_or_else(|| missing(&receipts))
+}
+
+/// The receipts of `plugin_dir` (empty when there are none).
+pub fn load_receipts(plugin_dir: &Path) -> Result<Receipts> {
+    Receipts::load(plugin_dir).map_err(|e| match e {
+        ReceiptsError::Io(path, source) => Error::io(format!("cannot read {}", path.display()), source),
+        ReceiptsError::Corrupt(path, source) => Error::io(
             format!(
-                "{} is not a valid plugin index (fix or delete it: installed plugins stay, only their records go)",
+                "{} is not a valid install record (fix or delete it: installed plugins stay, only their records go)",
                 path.display()
             ),
             io::Error::new(io::ErrorKind::InvalidData, source),
@@ -304,10 +356,10 @@ pub fn load_index(plugin_dir: &Path) -> Result<Index> {
     })
 }
 
-fn save_index(index: &Index, plugin_dir: &Path) -> Result<()> {
-    index.save(plugin_dir).map_err(|e| {
+fn save_receipts(receipts: &Receipts, plugin_dir: &Path) -> Result<()> {
+    receipts.save(plugin_dir).map_err(|e| {
         Error::io(
-            format!("cannot write {}", plugin_dir.join(index::FILE).display()),
+            format!("cannot write {}", plugin_dir.join(receipts::FILE).display()),
             e,
         )
     })
@@ -322,6 +374,7 @@ fn check_name(name: &str) -> Result<()> {
     name::validate(name).map_err(|e| Error::BadPluginName {
         name: name.to_string(),
         reason: e.to_string(),
+        retry: "choose another name (--name NAME)",
     })
 }
 
@@ -337,11 +390,22 @@ fn refuse_existing(name: &str, dest: &Path, force: bool) -> Result<bool> {
     Ok(exists)
 }
 
-fn not_installed(name: &str, found: Option<PathBuf>) -> Error {
+/// The refusal of `remove`/`upgrade NAME` for a name without a receipt:
+/// where `app NAME` finds it, or else the installed name it is closest to.
+fn not_installed(name: &str, found: Option<PathBuf>, receipts: &Receipts) -> Error {
+    let mut reason =
+        String::from("was not installed with 'app plugin install' (it has no install receipt)");
+    let installed = receipts.plugins.keys().map(String::as_str);
+    if let Some(near) = found
+        .is_none()
+        .then(|| crate::suggest::closest(name, installed))
+        .flatten()
+    {
+        reason = format!("{reason}; did you mean '{near}'?");
+    }
     Error::NotManaged {
         name: name.to_string(),
-        reason: "was not installed with 'app plugin install' (it is not in the plugin index)"
-            .into(),
+        reason,
         found,
     }
 }

@@ -61,7 +61,7 @@ impl Verified {
     pub fn unbound_warning(&self, cfg: &IndexConfig) -> Option<String> {
         (cfg.id.is_none() && self.index.index.is_none() && cfg.key.is_some()).then(|| {
             format!(
-                "warning: index '{}' does not name itself (no \"index\" field), so another index signed by the same key could be served in its place; ask its publisher to add one (the next version of app will refuse it)",
+                "index '{}' does not name itself (no \"index\" field), so another index signed by the same key could be served in its place; ask its publisher to add one (the next version of app will refuse it)",
                 cfg.name
             )
         })
@@ -111,8 +111,10 @@ pub fn fetch_verified(
                 Fetched::Problem(p) => refuse(p),
                 Fetched::Other(e) => e,
             })?;
-            verify::verify(key, &bytes, &signature)
-                .map_err(|why| refuse(Problem::BadSignature(why)))?;
+            verify::verify(key, &bytes, &signature).map_err(|e| match e {
+                verify::Refused::OtherKey => refuse(Problem::OtherKey),
+                verify::Refused::Bad(why) => refuse(Problem::BadSignature(why)),
+            })?;
         }
         None if cfg.insecure_no_signature => {}
         None => {

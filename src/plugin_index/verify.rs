@@ -19,30 +19,49 @@ pub fn parse_key(text: &str) -> Result<String, String> {
     Ok(line.to_string())
 }
 
+/// Why a signature was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// A valid signature, by another key than the recorded one.
+    OtherKey,
+    /// Unreadable, legacy, or not matching the bytes (said for a person).
+    Bad(String),
+}
+
 /// Whether `signature` (a `.minisig` file's text) is `key`'s signature of
-/// exactly `bytes`. The error says why not, for a person.
-pub fn verify(key: &str, bytes: &[u8], signature: &[u8]) -> Result<(), String> {
-    let key =
-        PublicKey::from_base64(key).map_err(|e| format!("the recorded key is unusable ({e})"))?;
-    let text = std::str::from_utf8(signature)
-        .map_err(|_| "the .minisig file is not a minisign signature (not text)".to_string())?;
-    let signature = Signature::decode(text)
-        .map_err(|e| format!("the .minisig file is not a minisign signature ({e})"))?;
+/// exactly `bytes`. The error says why not.
+pub fn verify(key: &str, bytes: &[u8], signature: &[u8]) -> Result<(), Refused> {
+    check(key, bytes, signature).map_err(|e| match e {
+        None => Refused::OtherKey,
+        Some(why) => Refused::Bad(why),
+    })
+}
+
+/// [`verify`], with `None` for another key.
+fn check(key: &str, bytes: &[u8], signature: &[u8]) -> Result<(), Option<String>> {
+    let key = PublicKey::from_base64(key)
+        .map_err(|e| Some(format!("the recorded key is unusable ({e})")))?;
+    let text = std::str::from_utf8(signature).map_err(|_| {
+        Some("the .minisig file is not a minisign signature (not text)".to_string())
+    })?;
+    let signature = Signature::decode(text).map_err(|e| {
+        Some(format!(
+            "the .minisig file is not a minisign signature ({e})"
+        ))
+    })?;
     key.verify(bytes, &signature, false).map_err(|e| match e {
-        MsError::UnexpectedKeyId => {
-            "it was signed by another key than the one this index was added with".to_string()
-        }
+        MsError::UnexpectedKeyId => None,
         // minisign-verify checks the signature of the bytes, then that of
         // the trusted comment, and says the same for both: the message names
         // both.
-        MsError::InvalidSignature => {
+        MsError::InvalidSignature => Some(
             "the signature does not match what was served: the index's bytes, or the trusted comment of its .minisig, were changed after signing"
-                .to_string()
-        }
-        MsError::UnexpectedAlgorithm => {
+                .to_string(),
+        ),
+        MsError::UnexpectedAlgorithm => Some(
             "it is a legacy (non-prehashed) minisign signature; sign with a current minisign"
-                .to_string()
-        }
-        other => other.to_string(),
+                .to_string(),
+        ),
+        other => Some(other.to_string()),
     })
 }

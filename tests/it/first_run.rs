@@ -384,7 +384,7 @@ fn a_plugin_installed_from_a_relative_path_records_a_clean_absolute_source() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let clean = fs::canonicalize(&src).unwrap().join("app-rel");
-    let index = fs::read_to_string(sb.data_dir().join("plugins/.index.json")).unwrap();
+    let index = fs::read_to_string(sb.data_dir().join("plugins/.receipts.json")).unwrap();
     let index: serde_json::Value = serde_json::from_str(&index).unwrap();
     let recorded = index.to_string();
     assert!(

@@ -5,7 +5,15 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Artifact, Result};
+use crate::{Artifact, ExtraFile, Result};
+
+/// One extra file in the answer line; its bytes follow the executable's.
+#[derive(Serialize, Deserialize)]
+struct FileHeader {
+    path: String,
+    mode: u32,
+    len: u64,
+}
 
 /// The answer line.
 #[derive(Serialize, Deserialize)]
@@ -15,6 +23,8 @@ enum Header {
         file_name: Option<String>,
         archive_sha256: Option<String>,
         len: u64,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<FileHeader>,
     },
     Error {
         code: i32,
@@ -25,26 +35,39 @@ enum Header {
 /// Writes `app_fetch`'s answer: the artifact, or the error's message and
 /// exit code, for `app` to report as its own.
 pub fn write_answer(out: &mut impl Write, result: &Result<Artifact>) -> io::Result<()> {
-    let (header, bytes) = match result {
+    let (header, bytes): (Header, Vec<&[u8]>) = match result {
         Ok(artifact) => (
             Header::Ok {
                 file_name: artifact.file_name.clone(),
                 archive_sha256: artifact.archive_sha256.clone(),
                 len: artifact.bytes.len() as u64,
+                files: artifact
+                    .files
+                    .iter()
+                    .map(|f| FileHeader {
+                        path: f.path.clone(),
+                        mode: f.mode,
+                        len: f.bytes.len() as u64,
+                    })
+                    .collect(),
             },
-            &artifact.bytes[..],
+            std::iter::once(&artifact.bytes[..])
+                .chain(artifact.files.iter().map(|f| &f.bytes[..]))
+                .collect(),
         ),
         Err(e) => (
             Header::Error {
                 code: e.exit_code(),
                 message: e.to_string(),
             },
-            &[][..],
+            Vec::new(),
         ),
     };
     serde_json::to_writer(&mut *out, &header).map_err(io::Error::other)?;
     out.write_all(b"\n")?;
-    out.write_all(bytes)?;
+    for part in bytes {
+        out.write_all(part)?;
+    }
     out.flush()
 }
 
@@ -93,18 +116,34 @@ pub fn read_answer(mut out: Vec<u8>) -> std::result::Result<Result<Artifact, Fai
             file_name,
             archive_sha256,
             len,
+            files,
         } => {
-            let bytes = out.split_off(newline + 1);
-            if bytes.len() as u64 != len {
+            let mut rest = out.split_off(newline + 1);
+            let total = len + files.iter().map(|f| f.len).sum::<u64>();
+            if rest.len() as u64 != total {
                 return Err(Broken::Length {
-                    sent: bytes.len(),
-                    len,
+                    sent: rest.len(),
+                    len: total,
                 });
             }
+            let mut take = |n: u64| {
+                let tail = rest.split_off(n as usize);
+                std::mem::replace(&mut rest, tail)
+            };
+            let bytes = take(len);
+            let files = files
+                .into_iter()
+                .map(|f| ExtraFile {
+                    bytes: take(f.len),
+                    path: f.path,
+                    mode: f.mode,
+                })
+                .collect();
             Ok(Ok(Artifact {
                 file_name,
                 bytes,
                 archive_sha256,
+                files,
             }))
         }
     }
@@ -127,10 +166,23 @@ mod tests {
             file_name: Some("app-foo".into()),
             bytes: b"#!/bin/sh\n\nbinary\n".to_vec(),
             archive_sha256: None,
+            files: vec![
+                ExtraFile {
+                    path: "share/a.txt".into(),
+                    mode: 0o644,
+                    bytes: b"a\n".to_vec(),
+                },
+                ExtraFile {
+                    path: "completions/app-foo.bash".into(),
+                    mode: 0o644,
+                    bytes: b"complete -F _f app-foo\n".to_vec(),
+                },
+            ],
         };
         let read = read_answer(answer(&Ok(artifact.clone()))).unwrap().unwrap();
         assert_eq!(read.file_name, artifact.file_name);
         assert_eq!(read.bytes, artifact.bytes);
+        assert_eq!(read.files, artifact.files);
         let failed = Error::Download {
             url: "http://h/app-foo".into(),
             reason: "the server answered HTTP 404".into(),
@@ -158,6 +210,7 @@ mod tests {
             file_name: None,
             bytes: vec![1; 10],
             archive_sha256: None,
+            files: Vec::new(),
         }));
         short.truncate(short.len() - 3);
         assert!(matches!(

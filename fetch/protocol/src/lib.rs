@@ -24,6 +24,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 pub mod checksum;
+pub mod publish;
 pub mod url;
 
 mod answer;
@@ -32,7 +33,9 @@ mod source;
 
 pub use answer::{read_answer, write_answer, Broken, Failed};
 pub use error::{code, Error, Result};
-pub use source::{Artifact, Source, SourceError};
+pub use source::{
+    extra_path_ok, Artifact, ExtraFile, Source, SourceError, EXTRA_DIRS, MAX_EXTRA_FILES,
+};
 
 /// File name of the helper. It does not start with `app-`, so it is never
 /// taken for a plugin.

@@ -95,6 +95,45 @@ pub struct Artifact {
     pub bytes: Vec<u8>,
     /// Checksum of the `.tar.gz` it was unpacked from.
     pub archive_sha256: Option<String>,
+    /// The files an archive holds beside it, under `completions/`, `man/`
+    /// and `share/` (see [`extra_path_ok`]).
+    pub files: Vec<ExtraFile>,
+}
+
+/// A file of a multi-file plugin, beside its executable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtraFile {
+    /// Relative, `/`-separated, starting with one of [`EXTRA_DIRS`].
+    pub path: String,
+    /// 0o755 or 0o644.
+    pub mode: u32,
+    pub bytes: Vec<u8>,
+}
+
+/// The folders of an archive installed beside a plugin's executable.
+pub const EXTRA_DIRS: [&str; 3] = ["completions", "man", "share"];
+/// The most files a plugin may have beside its executable.
+pub const MAX_EXTRA_FILES: usize = 1000;
+
+/// Whether `path` may be a plugin's extra file: relative, in one of
+/// [`EXTRA_DIRS`], every part a plain name (no `..`, no `.`, no empty
+/// part, no control character), at most 512 bytes. Both sides check it:
+/// `app_fetch` when unpacking, `app` before writing.
+///
+/// ```
+/// use app_fetch_protocol::extra_path_ok;
+/// assert!(extra_path_ok("share/app-hello/greeting.txt"));
+/// assert!(!extra_path_ok("share/../../.bashrc"));
+/// assert!(!extra_path_ok("bin/evil") && !extra_path_ok("/share/x") && !extra_path_ok("share"));
+/// ```
+pub fn extra_path_ok(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    parts.len() >= 2
+        && path.len() <= 512
+        && EXTRA_DIRS.contains(&parts[0])
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && *p != "." && *p != ".." && !p.chars().any(char::is_control))
 }
 
 #[cfg(test)]

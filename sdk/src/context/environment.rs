@@ -45,6 +45,7 @@ impl Context {
             global_args: Vec::new(),
             alias: None,
             plugin_config: None,
+            plugin_share: None,
             source: Source::Defaults,
         }
     }
@@ -131,6 +132,9 @@ impl Context {
             ctx.log_format = format;
         }
         ctx.plugin_path = env::var(vars::PLUGIN_PATH).ok();
+        ctx.plugin_share = env::var_os(vars::PLUGIN_SHARE)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from);
         ctx
     }
 
@@ -169,6 +173,10 @@ impl Context {
         if let Some(exe) = &self.plugin_exe {
             env.push((vars::PLUGIN_EXE, exe.clone().into()));
         }
+        // Always set (empty: none), so a plugin run by another plugin never
+        // inherits the first one's folder.
+        let share = self.plugin_share.clone().unwrap_or_default();
+        env.push((vars::PLUGIN_SHARE, share.into()));
         env
     }
 }

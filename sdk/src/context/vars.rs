@@ -41,3 +41,5 @@ pub const CONTEXT_VERSION: &str = "APP_CONTEXT_VERSION";
 pub const CONTEXT: &str = "APP_CONTEXT";
 /// The user's plugin search path; passed on unchanged.
 pub const PLUGIN_PATH: &str = "APP_PLUGIN_PATH";
+/// A multi-file plugin's `share/` folder (its data files), when it has one.
+pub const PLUGIN_SHARE: &str = "APP_PLUGIN_SHARE";

@@ -184,3 +184,29 @@ fn completion_offers_indexes_plugins_and_versions() {
         (vec![], ":4".into())
     );
 }
+
+#[test]
+fn search_and_info_without_an_index_say_so_and_how_to_add_one() {
+    let Some(w) = World::new() else { return };
+    for args in [
+        &["plugin", "search", "json"][..],
+        &["plugin", "search"],
+        &["plugin", "search", "-o", "json"],
+        &["plugin", "info", "hello"],
+    ] {
+        let ran = w.refused(
+            args,
+            7,
+            &["app: no plugin index is added, so there is nothing to search; add your team's with 'app plugin index add NAME URL --key-file PUBLISHER.pub'"],
+        );
+        assert_eq!(ran.stdout, "", "{args:?}");
+    }
+    // With one added, the same search answers (exit 0).
+    w.main_index(1, &[("jsonfmt", "1.0.0")]);
+    w.app(&["plugin", "search", "json"])
+        .code(0)
+        .stdout_has("jsonfmt");
+    w.app(&["plugin", "search", "zzz"])
+        .code(0)
+        .stdout_has("No plugin in the indexes matches 'zzz'.");
+}

@@ -6,4 +6,5 @@
 
 mod binding;
 mod commands;
+mod publish;
 mod trust;

@@ -35,14 +35,14 @@ fn every_refusal_names_the_index_and_changes_nothing() {
         vec![w.plugin("hello", "1.0.0")],
         &other,
     );
-    w.refused(
+    // Said once, and not contradicted by "or the bytes were changed".
+    let ran = w.refused(
         &update,
         5,
-        &[
-            "index 'main'",
-            "signed by another key than the one this index was added with",
-        ],
+        &[&format!("app: index 'main' ({url}) is signed by another key than the one it was added with, so it is refused; nothing was changed; if its publisher really changed keys, get the new public key from them, then 'app plugin index remove main' and add it again with it")],
     );
+    assert_eq!(ran.stderr.matches("another key").count(), 1, "{ran:?}");
+    assert!(!ran.stderr.contains("changed after"), "{ran:?}");
     // No signature at all.
     w.server
         .serve_status("/index.json.minisig", 404, b"not found");

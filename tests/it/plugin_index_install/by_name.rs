@@ -21,7 +21,7 @@ fn install_by_name_version_and_index_and_ambiguity() {
         .stdout_has("installed plugin 'hello' 1.1.0");
     w.app(&["hello"]).ok().stdout_is("hello 1.1.0");
     let record: Value =
-        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".index.json")).unwrap())
+        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".receipts.json")).unwrap())
             .unwrap();
     let hello = &record["plugins"]["hello"];
     assert_eq!(hello["index"], "main");
@@ -47,7 +47,7 @@ fn install_by_name_version_and_index_and_ambiguity() {
         .map(String::from)
         .expect("hello listed");
     assert!(
-        line.contains("[installed 1.0.0 from index main] [upgrade available: 1.1.0]"),
+        line.contains("[installed 1.0.0 from index main] [pinned] [upgrade available: 1.1.0]"),
         "{line}"
     );
     w.refused(

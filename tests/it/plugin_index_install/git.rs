@@ -104,7 +104,7 @@ fn install_git_builds_a_rust_plugin_with_cargo() {
         .code(0)
         .stdout_has("there");
     let record: Value =
-        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".index.json")).unwrap())
+        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".receipts.json")).unwrap())
             .unwrap();
     let git_record = &record["plugins"]["gitdemo"]["git"];
     assert_eq!(git_record["url"], url);
@@ -143,7 +143,7 @@ fn install_git_builds_a_rust_plugin_with_cargo() {
         .code(0)
         .stdout_has("installed plugin 'gitdemo' 0.1.0");
     let record: Value =
-        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".index.json")).unwrap())
+        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".receipts.json")).unwrap())
             .unwrap();
     let gitdemo = &record["plugins"]["gitdemo"];
     assert_eq!(gitdemo["index"], "src", "{record}");
@@ -208,7 +208,7 @@ fn install_git_builds_a_rust_plugin_with_cargo() {
         .code(0)
         .stdout_has("subdirectory");
     let record: Value =
-        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".index.json")).unwrap())
+        serde_json::from_str(&fs::read_to_string(w.plugin_dir().join(".receipts.json")).unwrap())
             .unwrap();
     assert_eq!(
         record["plugins"]["gitsub"]["git"]["path"], "tools/gitsub",

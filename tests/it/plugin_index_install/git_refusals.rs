@@ -43,7 +43,7 @@ fn install(w: &World, url: &str, args: &[&str], code: i32, needle: &str) {
         .assert()
         .code(code);
     assert!(ran.stderr.contains(needle), "{needle:?}: {ran:?}");
-    assert!(!w.plugin_dir().join(".index.json").exists(), "{ran:?}");
+    assert!(!w.plugin_dir().join(".receipts.json").exists(), "{ran:?}");
     let builds = w.cache_dir().join("builds");
     let left = fs::read_dir(&builds).map(|d| d.count()).unwrap_or(0);
     assert_eq!(left, 0, "{builds:?} {ran:?}");

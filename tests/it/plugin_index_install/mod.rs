@@ -5,6 +5,7 @@
 //! size limits of the files the index commands read (`--key-file`,
 //! `indexes.json`, a cached index, a `.minisig`).
 
+mod apply;
 mod by_name;
 mod connect_timeout;
 mod expired;
@@ -12,3 +13,4 @@ mod git;
 mod git_refusals;
 mod limits;
 mod local_or_index;
+mod pins;

@@ -63,7 +63,7 @@ fn a_password_in_the_url_is_never_printed_nor_recorded() {
     let all = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{all}");
     assert!(!all.contains("s3cret") && all.contains("***:***@"), "{all}");
-    let index = fs::read_to_string(t.plugin_dir().join(".index.json")).unwrap();
+    let index = fs::read_to_string(t.plugin_dir().join(".receipts.json")).unwrap();
     assert!(
         !index.contains("s3cret") && index.contains("***:***@"),
         "{index}"
@@ -101,7 +101,7 @@ fn a_token_in_the_url_query_is_never_printed_nor_recorded() {
         !all.contains("hunter7") && all.contains("?token=***&v=***"),
         "{all}"
     );
-    let index = fs::read_to_string(t.plugin_dir().join(".index.json")).unwrap();
+    let index = fs::read_to_string(t.plugin_dir().join(".receipts.json")).unwrap();
     assert!(
         !index.contains("hunter7") && index.contains("?token=***&v=***"),
         "{index}"

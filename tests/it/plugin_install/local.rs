@@ -146,14 +146,14 @@ fn force_replaces_and_remove_removes_only_what_install_put_there() {
     t.refused(
         &["plugin", "remove", "nothing"],
         4,
-        "not in the plugin index",
+        "it has no install receipt",
     );
     // A file dropped into the plugin dir by hand is not install's either.
     fs::copy(&src, t.plugin_dir().join("app-manual")).unwrap();
     t.refused(
         &["plugin", "remove", "manual"],
         4,
-        "not in the plugin index",
+        "it has no install receipt",
     );
     // An installed plugin edited by hand is left alone.
     let installed = t.plugin_dir().join("app-tool");
@@ -167,7 +167,11 @@ fn force_replaces_and_remove_removes_only_what_install_put_there() {
     assert!(!installed.exists());
     assert!(t.index()["plugins"].get("tool").is_none());
     assert!(t.plugin_dir().join("app-manual").exists());
-    t.refused(&["plugin", "remove", "tool"], 4, "not in the plugin index");
+    t.refused(
+        &["plugin", "remove", "tool"],
+        4,
+        "it has no install receipt",
+    );
     let out = t.app(&["tool"]);
     assert_eq!(out.status.code(), Some(127));
 }
@@ -204,6 +208,6 @@ fn upgrade_reinstalls_from_the_recorded_source() {
     t.refused(
         &["plugin", "upgrade", "pathonly"],
         4,
-        "not in the plugin index",
+        "it has no install receipt",
     );
 }

@@ -13,7 +13,9 @@ use sha2::{Digest, Sha256};
 
 mod downloads;
 mod local;
+mod multi_file;
 mod new;
+mod newcomer;
 mod refusals;
 
 fn sha256(bytes: &[u8]) -> String {
@@ -77,7 +79,8 @@ impl T {
     }
 
     fn index(&self) -> serde_json::Value {
-        let text = fs::read_to_string(self.plugin_dir().join(".index.json")).expect("index exists");
+        let text =
+            fs::read_to_string(self.plugin_dir().join(".receipts.json")).expect("index exists");
         serde_json::from_str(&text).unwrap()
     }
 

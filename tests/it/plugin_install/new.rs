@@ -261,7 +261,7 @@ fn plugin_new_rust_builds_as_printed_and_works() {
         "{installed:?}"
     );
     fs::remove_file(t.plugin_dir().join("app-rsdemo")).unwrap();
-    fs::remove_file(t.plugin_dir().join(".index.json")).unwrap();
+    fs::remove_file(t.plugin_dir().join(".receipts.json")).unwrap();
     check_skeleton(&t, "rsdemo", &dir.join("target/release/app-rsdemo"));
 }
 

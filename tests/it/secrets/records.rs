@@ -76,7 +76,7 @@ fn records_never_hold_a_url_secret() {
     assert!(ran.stdout.contains("installed plugin 'gitsec'"), "{ran:?}");
     let mut outputs = format!("{}{}", ran.stdout, ran.stderr);
     w.app(&["gitsec"]).code(0).stdout_has("built");
-    let record = std::fs::read_to_string(w.plugin_dir().join(".index.json")).unwrap();
+    let record = std::fs::read_to_string(w.plugin_dir().join(".receipts.json")).unwrap();
     assert!(
         record.contains("/repo.git") && record.contains("\"commit\""),
         "{record}"

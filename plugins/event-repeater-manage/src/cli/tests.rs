@@ -255,3 +255,21 @@ fn help_is_information_not_an_error() {
     assert!(help.contains("Exit codes"), "{help}");
     assert!(parse(&["--version"]).unwrap_err().contains(crate::VERSION));
 }
+
+#[test]
+fn a_mistyped_subcommand_gets_a_suggestion() {
+    let e = parse(&["gte"]).unwrap_err();
+    assert!(
+        e.contains("unrecognized subcommand 'gte' (tip: a similar subcommand exists: 'get')"),
+        "{e}"
+    );
+    // Nothing near: no tip.
+    let e = parse(&["zzzz"]).unwrap_err();
+    assert!(!e.contains("tip:"), "{e}");
+    // A flag too, by clap itself.
+    let e = parse(&["get", "--hots", "x"]).unwrap_err();
+    assert!(
+        e.contains("tip: a similar argument exists: '--host'"),
+        "{e}"
+    );
+}

@@ -23,11 +23,38 @@ impl ParseOutcome {
             // `manage` alone lists its commands, as `--help` does.
             Early::Info(text) | Early::Missing(text) => ParseOutcome::Info(text),
             Early::Usage(first) => {
+                let mut first = first;
+                if let Some(near) = similar_command(&e).filter(|_| !first.contains("tip: ")) {
+                    first = format!("{first} (tip: a similar subcommand exists: '{near}')");
+                }
                 ParseOutcome::Error(Error::Usage(format!("{first}; see: {help}")))
             }
         }
     }
 }
+
+/// The subcommand a mistyped one most likely meant: one slip (a letter
+/// wrong, missing, extra, or two swapped: `gte`), or 70% alike. clap's own
+/// measure (Jaro) misses a swap in a word of three letters.
+fn similar_command(e: &clap::Error) -> Option<&'static str> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(typed)) = e.get(ContextKind::InvalidSubcommand) else {
+        return None;
+    };
+    COMMANDS
+        .iter()
+        .map(|c| {
+            let slips = strsim::damerau_levenshtein(typed, c);
+            (strsim::normalized_damerau_levenshtein(typed, c), slips, *c)
+        })
+        .filter(|(score, slips, _)| *score >= 0.7 || *slips <= 1)
+        .map(|(score, _, c)| (score, c))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// The subcommands of `manage`.
+const COMMANDS: &[&str] = &["get", "post", "put", "delete", "apply", "status"];
 
 /// A usage error found after clap, pointing at `help` unless it already
 /// names a help to read; other errors as they are.
@@ -40,7 +67,6 @@ pub(super) fn with_help(e: Error, help: &str) -> ParseOutcome {
 
 /// `app event-repeater manage [COMMAND] --help` for the command in `argv`.
 pub(super) fn help_command(argv: &[OsString]) -> String {
-    const COMMANDS: &[&str] = &["get", "post", "put", "delete", "apply", "status"];
     let command = argv
         .iter()
         .skip(1)
