@@ -246,6 +246,15 @@ impl SearchPath {
     }
 }
 
+/// The first executable called `name` on `PATH` alone, found the way
+/// plugins are (one stat per directory; empty and relative entries
+/// skipped): the tools `app` runs (git, cargo, its fetch helper).
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    SearchPath::new(None, None, None, std::env::var_os("PATH").as_deref())
+        .find_executable(name)
+        .map(|found| found.path)
+}
+
 /// Where the plugins shipped with `app` (and its helper `app_fetch`) live,
 /// found from the `app` binary `app_exe` (as git finds `libexec/git-core`):
 /// 1. `<dir of app>/../libexec/app`, when it is a directory: an installed

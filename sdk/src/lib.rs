@@ -44,6 +44,9 @@
 //! - [`protocol`]: answers `__app_metadata` and `__complete` in one call;
 //! - [`redact`]: the one rule for what is a secret in a URL, an argument
 //!   list or a config, and its masked form to print, log or store;
+//! - `address` (feature `address`): server addresses (`tcp://h:1883`,
+//!   `host:4222`, `http://u:p@[::1]:80`) parsed by the `url` crate under
+//!   per-flag rules, for every plugin alike;
 //! - `cli` (feature `clap`): completion derived from a `clap::Command`, and
 //!   a `--log` value parser;
 //! - `usage` (feature `clap`): a clap usage error as one log line that
@@ -61,6 +64,8 @@
 #[cfg(not(unix))]
 compile_error!("app-plugin supports unix only (Linux, macOS, the BSDs)");
 
+#[cfg(feature = "address")]
+pub mod address;
 #[cfg(feature = "clap")]
 pub mod cli;
 pub mod complete;

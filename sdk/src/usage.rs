@@ -3,6 +3,100 @@
 //! line alone loses the point ("the following required arguments were not
 //! provided:" without the argument; "invalid value '3'" without the valid
 //! ones). This keeps the whole first paragraph, joined into one line.
+//!
+//! [`parse`] is the whole glue between clap and a plugin's exit code:
+//! `--help` and `--version` on stdout with 0, a usage error as one log
+//! line with 2, the command alone (a subcommand missing) as clap's usage
+//! on stderr with 2.
+
+use std::ffi::OsString;
+
+/// The exit code of a usage error (as every plugin's: see the protocol).
+pub const USAGE: u8 = 2;
+
+/// What a command line became instead of the plugin's arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Early {
+    /// `--help` or `--version`: clap's text, for stdout; exit 0.
+    Info(String),
+    /// The command alone, without its subcommand: clap's usage, for
+    /// stderr as it is; exit [`USAGE`].
+    Missing(String),
+    /// Any other error, as [`one_line`] makes it; exit [`USAGE`].
+    Usage(String),
+}
+
+impl Early {
+    /// What clap's error `e` is to a plugin.
+    ///
+    /// ```
+    /// use app_plugin::usage::Early;
+    /// let cmd = || clap::Command::new("x").version("1").arg(clap::Arg::new("n").long("n"));
+    /// let help = cmd().try_get_matches_from(["x", "--help"]).unwrap_err();
+    /// assert!(matches!(Early::from_clap(&help), Early::Info(_)));
+    /// let bad = cmd().try_get_matches_from(["x", "--m"]).unwrap_err();
+    /// let early = Early::from_clap(&bad);
+    /// assert_eq!(early.exit_code(), 2);
+    /// assert!(matches!(early, Early::Usage(line) if line.starts_with("unexpected argument '--m'")));
+    /// ```
+    pub fn from_clap(e: &clap::Error) -> Early {
+        use clap::error::ErrorKind;
+        match e.kind() {
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                Early::Missing(e.render().to_string())
+            }
+            _ if !e.use_stderr() => Early::Info(e.render().to_string()),
+            _ => Early::Usage(one_line(e)),
+        }
+    }
+
+    /// 0 for [`Early::Info`], else [`USAGE`].
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Early::Info(_) => 0,
+            Early::Missing(_) | Early::Usage(_) => USAGE,
+        }
+    }
+
+    /// Says it as plugins do: the information on stdout, the usage on
+    /// stderr, a usage error through [`crate::log::fatal`] with `; see
+    /// {help}`; returns the exit code.
+    pub fn report(&self, help: &str) -> u8 {
+        use std::io::Write;
+        match self {
+            Early::Info(text) => {
+                let _ = std::io::stdout().write_all(text.as_bytes());
+            }
+            Early::Missing(text) => {
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
+            Early::Usage(line) => crate::log::fatal(format_args!("{line}; see {help}")),
+        }
+        self.exit_code()
+    }
+}
+
+/// Parses `argv` (the program name first) into `P`; anything else is
+/// reported ([`Early::report`], pointing at `help`) and its exit code
+/// returned.
+///
+/// ```
+/// #[derive(clap::Parser)]
+/// struct Args {
+///     #[arg(long)]
+///     n: u8,
+/// }
+/// let args: Args = app_plugin::usage::parse(["x", "--n", "7"], "x --help").unwrap();
+/// assert_eq!(args.n, 7);
+/// let code = app_plugin::usage::parse::<Args>(["x", "--n", "many"], "x --help").err();
+/// assert_eq!(code, Some(2));
+/// ```
+pub fn parse<P: clap::Parser>(
+    argv: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+    help: &str,
+) -> Result<P, u8> {
+    P::try_parse_from(argv).map_err(|e| Early::from_clap(&e).report(help))
+}
 
 /// The first paragraph of clap's message, on one line, without clap's
 /// `error: ` tag (the logger adds the program's name and level).

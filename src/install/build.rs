@@ -165,7 +165,7 @@ fn inside(src: &Path, path: &str) -> Result<PathBuf> {
 }
 
 fn tool(name: &str, missing: &str) -> Result<PathBuf> {
-    which::which(name).map_err(|_| Error::Build(missing.to_string()))
+    crate::discovery::on_path(name).ok_or_else(|| Error::Build(missing.to_string()))
 }
 
 /// Runs `cmd` (its output to our stderr), killing it with all it started

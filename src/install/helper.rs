@@ -109,7 +109,7 @@ fn locate() -> Result<PathBuf> {
         .into_iter()
         .flatten()
         .find(|p| p.is_file())
-        .or_else(|| which::which(HELPER).ok())
+        .or_else(|| crate::discovery::on_path(HELPER))
         .ok_or_else(|| Error::Fetch {
             message: format!(
                 "{HELPER} (which downloads and unpacks plugins for app) is not installed in app's libexec directory, beside app, nor on PATH; reinstall app with ./install.sh, which installs both"

@@ -222,17 +222,28 @@ fn ctrl_c_with_the_broker_down_stops_at_once_and_says_so() {
             .copied()
             .unwrap_or(0.0)
     };
-    wait_for(Duration::from_secs(15), || {
+    let flowing = wait_for(Duration::from_secs(15), || {
         (acked(&rep) >= 50.0).then_some(())
     });
+    assert!(
+        flowing.is_some(),
+        "50 events never acknowledged: {}",
+        rep.log()
+    );
     broker.kill();
     // Down as the repeater sees it, with events waiting.
-    wait_for(Duration::from_secs(15), || {
+    let down = wait_for(Duration::from_secs(15), || {
         let m = rep.metrics();
         let connected = m.get("app_event_repeater_sink_connected").copied();
         let waiting = m.get("app_event_repeater_events_buffered").copied();
         (connected == Some(0.0) && waiting.unwrap_or(0.0) > 0.0).then_some(())
     });
+    // Else the stop below would not show a drain skipped for a sink that is down.
+    assert!(
+        down.is_some(),
+        "never down with events waiting: {}",
+        rep.log()
+    );
     let t = Instant::now();
     assert_eq!(rep.signal(libc::SIGINT).code(), Some(0));
     let took = t.elapsed();
@@ -454,8 +465,9 @@ fn a_source_started_a_moment_after_the_repeater_is_not_warned_about() {
             .copied()
             == Some(1.0)
     };
-    wait_for(Duration::from_secs(15), || connected(&rep).then_some(()));
+    let up = wait_for(Duration::from_secs(15), || connected(&rep).then_some(()));
     let log = rep.log();
+    assert!(up.is_some(), "never connected to the late source: {log}");
     assert!(!log.contains("warning"), "{log}");
     // The control: a source that never comes is warned about once the
     // grace is over.
@@ -463,10 +475,12 @@ fn a_source_started_a_moment_after_the_repeater_is_not_warned_about() {
         .sinkprotocol("stderr")
         .no_source()
         .start();
-    wait_for(Duration::from_secs(15), || {
+    let warned = wait_for(Duration::from_secs(15), || {
         lonely
             .log()
             .contains("warning: cannot subscribe to the event source")
             .then_some(())
     });
+    // The control: the log above would have shown this warning.
+    assert!(warned.is_some(), "{}", lonely.log());
 }

@@ -20,15 +20,8 @@ use common::sse_source::ScriptedSource;
 use common::{plugin_bin, wait_for, Sandbox};
 use serde_json::Value;
 
-fn metric(rep: &Repeater, name: &str) -> f64 {
-    rep.metrics()
-        .get(&format!("app_event_repeater_{name}"))
-        .copied()
-        .unwrap_or_else(|| panic!("no metric {name}: {}", rep.log()))
-}
-
 fn invalid_topics(rep: &Repeater) -> f64 {
-    metric(rep, "events_failed_total{reason=\"invalid_topic\"}")
+    rep.metric("events_failed_total{reason=\"invalid_topic\"}")
 }
 
 /// A repeater relaying every topic of `source` to stderr.
@@ -133,10 +126,10 @@ fn a_topic_mqtt_refuses_is_refused_before_publishing_and_never_comes_back() {
     );
     assert_eq!(invalid_topics(&rep), 5.0, "{}", rep.log());
     let acked = wait_for(Duration::from_secs(10), || {
-        (metric(&rep, "events_acked_total") == good.len() as f64).then_some(())
+        (rep.metric("events_acked_total") == good.len() as f64).then_some(())
     });
     assert!(acked.is_some(), "{}", rep.log());
-    assert_eq!(metric(&rep, "sink_disconnects_total"), 0.0);
+    assert_eq!(rep.metric("sink_disconnects_total"), 0.0);
     // Warned once per topic, escaped: no control character reaches the log.
     let log = rep.log();
     for (escaped, n) in [
@@ -195,7 +188,7 @@ fn a_topic_no_nats_subject_can_hold_is_refused_before_publishing_and_never_comes
     };
     let mut rep = nats(&sb).start();
     let acked = wait_for(Duration::from_secs(20), || {
-        (metric(&rep, "events_acked_total") >= good.len() as f64).then_some(())
+        (rep.metric("events_acked_total") >= good.len() as f64).then_some(())
     });
     assert!(acked.is_some(), "{}", rep.log());
     assert_eq!(invalid_topics(&rep), bad.len() as f64, "{}", rep.log());
@@ -220,7 +213,7 @@ fn a_topic_no_nats_subject_can_hold_is_refused_before_publishing_and_never_comes
     source.push_topic(17, "good/17");
     rep.restart();
     let acked = wait_for(Duration::from_secs(20), || {
-        (metric(&rep, "events_acked_total") >= 1.0).then_some(())
+        (rep.metric("events_acked_total") >= 1.0).then_some(())
     });
     assert!(acked.is_some(), "{}", rep.log());
     assert_eq!(source.asked().last(), Some(&Some("15".to_string())));
@@ -322,7 +315,7 @@ fn an_overlong_sse_id_is_not_kept_and_the_repeater_restarts_after_kill9() {
     source.push(&long_id, r#"{"topic":"t/long"}"#);
     let mut rep = to_stderr(&sb, &source);
     wait_relayed(&rep, "t/long");
-    assert_eq!(metric(&rep, "source_ids_refused_total"), 1.0);
+    assert_eq!(rep.metric("source_ids_refused_total"), 1.0);
     assert!(rep
         .log()
         .contains("event id of 70005 bytes, over the limit of 1024 bytes"));
@@ -338,7 +331,7 @@ fn an_overlong_sse_id_is_not_kept_and_the_repeater_restarts_after_kill9() {
     wait_relayed(&rep, "t/after");
     // It resumed after the last id it kept, so the long-id event came again.
     assert_eq!(source.asked().last(), Some(&Some("1".to_string())));
-    assert_eq!(metric(&rep, "source_ids_refused_total"), 1.0);
+    assert_eq!(rep.metric("source_ids_refused_total"), 1.0);
 }
 
 /// Issue 30 item 2: after `id: 2\x01x` no reconnection ever reached the
@@ -363,7 +356,7 @@ fn an_sse_id_with_a_control_character_is_not_kept_and_the_source_stays_reachable
         "{}",
         rep.log()
     );
-    assert_eq!(metric(&rep, "source_ids_refused_total"), 1.0);
+    assert_eq!(rep.metric("source_ids_refused_total"), 1.0);
     assert!(
         rep.log().contains("holding a control character"),
         "{}",

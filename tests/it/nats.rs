@@ -72,22 +72,15 @@ pub(crate) fn read_stream(server: &str, stream: &str, expect: u64) -> Value {
         .unwrap_or_else(|e| panic!("loadgen nats-read failed: {e}"))
 }
 
-pub(crate) fn metric(rep: &Repeater, name: &str) -> u64 {
-    rep.metrics()
-        .get(&format!("app_event_repeater_{name}"))
-        .copied()
-        .unwrap_or_else(|| panic!("no metric {name}")) as u64
-}
-
 /// Waits until the repeater acknowledged `n` events (panics with its log).
 fn wait_acked(rep: &Repeater, n: u64, within: Duration) {
     let done = wait_for(within, || {
-        (metric(rep, "events_acked_total") >= n).then_some(())
+        ((rep.metric("events_acked_total") as u64) >= n).then_some(())
     });
     assert!(
         done.is_some(),
         "acked {} of {n} within {within:?}; log:\n{}",
-        metric(rep, "events_acked_total"),
+        (rep.metric("events_acked_total") as u64),
         rep.log()
     );
 }
@@ -167,7 +160,7 @@ fn routes_and_templates_reach_their_subjects() {
         "unexpected subjects: {subjects:?}"
     );
     let invalid = wait_for(Duration::from_secs(10), || {
-        let n = metric(&rep, "events_failed_total{reason=\"invalid_topic\"}");
+        let n = rep.metric("events_failed_total{reason=\"invalid_topic\"}") as u64;
         (n > 0).then_some(n)
     });
     assert!(
@@ -175,7 +168,7 @@ fn routes_and_templates_reach_their_subjects() {
         "timer/sec/1 → 'bad topic/…' was not refused: {}",
         rep.log()
     );
-    assert_eq!(metric(&rep, "sink_connected"), 1);
+    assert_eq!((rep.metric("sink_connected") as u64), 1);
     assert!(
         rep.log().contains("created the stream ROUTED"),
         "{}",
@@ -263,8 +256,8 @@ fn creds_authenticate_against_an_operator_mode_server() {
         "no hint about credentials: {}",
         refused.log()
     );
-    assert_eq!(metric(&refused, "events_acked_total"), 0);
-    assert_eq!(metric(&refused, "sink_connected"), 0);
+    assert_eq!((refused.metric("events_acked_total") as u64), 0);
+    assert_eq!((refused.metric("sink_connected") as u64), 0);
 }
 
 #[test]
@@ -288,12 +281,12 @@ fn paused_then_killed_server_loses_nothing_at_qos1() {
     server.resume();
     wait_acked(
         &rep,
-        metric(&rep, "events_acked_total") + 300,
+        (rep.metric("events_acked_total") as u64) + 300,
         Duration::from_secs(30),
     );
     server.kill();
     let disconnected = wait_for(Duration::from_secs(10), || {
-        (metric(&rep, "sink_connected") == 0).then_some(())
+        ((rep.metric("sink_connected") as u64) == 0).then_some(())
     });
     assert!(
         disconnected.is_some(),
@@ -307,10 +300,17 @@ fn paused_then_killed_server_loses_nothing_at_qos1() {
     assert_eq!(v["distinct"], n, "{v}");
     // Republished events carried their Nats-Msg-Id: stored once.
     assert_eq!(v["duplicates"], 0, "{v}");
-    assert_eq!(metric(&rep, "events_dropped_total{reason=\"overflow\"}"), 0);
-    assert!(metric(&rep, "sink_disconnects_total") >= 1, "{}", rep.log());
+    assert_eq!(
+        (rep.metric("events_dropped_total{reason=\"overflow\"}") as u64),
+        0
+    );
     assert!(
-        metric(&rep, "events_republished_total") >= 1,
+        (rep.metric("sink_disconnects_total") as u64) >= 1,
+        "{}",
+        rep.log()
+    );
+    assert!(
+        (rep.metric("events_republished_total") as u64) >= 1,
         "{}",
         rep.log()
     );
@@ -335,14 +335,15 @@ fn two_repeaters_on_one_source_store_each_event_once() {
         .start();
     for r in [&a, &b] {
         let up = wait_for(Duration::from_secs(20), || {
-            (metric(r, "sink_connected") == 1 && metric(r, "source_connected") == 1).then_some(())
+            ((r.metric("sink_connected") as u64) == 1 && (r.metric("source_connected") as u64) == 1)
+                .then_some(())
         });
         assert!(up.is_some(), "not connected: {}", r.log());
     }
     std::fs::write(&ready, "go").unwrap();
     // Half-way: A dies and never comes back.
     let half = wait_for(Duration::from_secs(30), || {
-        (metric(&a, "events_acked_total") >= n / 2).then_some(())
+        ((a.metric("events_acked_total") as u64) >= n / 2).then_some(())
     });
     assert!(half.is_some(), "{}", a.log());
     a.kill9();
@@ -384,5 +385,8 @@ fn a_three_node_cluster_loses_nothing_when_a_node_dies() {
     assert_eq!(v["replicas"], 3, "{v}");
     assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", rep.log());
     assert_eq!(v["distinct"], n, "{v}");
-    assert_eq!(metric(&rep, "events_dropped_total{reason=\"overflow\"}"), 0);
+    assert_eq!(
+        (rep.metric("events_dropped_total{reason=\"overflow\"}") as u64),
+        0
+    );
 }

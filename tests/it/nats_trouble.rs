@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::nats::{metric, nats_args, read_stream, start_source};
+use crate::nats::{nats_args, read_stream, start_source};
 use common::nats::NatsServer;
 use common::repeater::Repeater;
 use common::{free_port, plugin_bin, wait_for, Sandbox};
@@ -60,12 +60,6 @@ pub(crate) fn js_api(port: u16, subject: &str, body: &Value) -> Value {
     panic!("no answer to {subject} within 10 s");
 }
 
-fn healthz(r: &Repeater) -> Value {
-    let (status, body) = r.get("/healthz");
-    assert_eq!(status, 200, "{body}");
-    serde_json::from_str(&body).expect("JSON")
-}
-
 /// `app-event-repeater run ARGS…` (at the default log level) expected to
 /// refuse the start: its exit code and stderr.
 fn refused(sb: &Sandbox, args: &[String]) -> (i32, String) {
@@ -108,7 +102,7 @@ fn a_server_without_jetstream_is_refused_at_start_and_reported_when_met_later() 
     core[qos + 1] = "0".into();
     let r = Repeater::builder(&sb, "core").args(&core).start();
     let connected = wait_for(Duration::from_secs(10), || {
-        (healthz(&r)["sink"]["connected"] == true).then_some(())
+        (r.healthz()["sink"]["connected"] == true).then_some(())
     });
     assert!(connected.is_some(), "{}", r.log());
     drop(r);
@@ -118,14 +112,16 @@ fn a_server_without_jetstream_is_refused_at_start_and_reported_when_met_later() 
     let src_port = free_port();
     let _source = start_source(src_port, 200, 200, None);
     let url = format!("http://127.0.0.1:{src_port}");
-    let r = Repeater::builder(&sb, "later")
-        .args(nats_args(&url, &[format!("nats://127.0.0.1:{port}")]))
-        .start();
+    // At --log 4: each try again is said at debug.
+    let mut args = nats_args(&url, &[format!("nats://127.0.0.1:{port}")]);
+    let log = args.iter().position(|a| a == "--log").expect("--log");
+    args[log + 1] = "4".into();
+    let r = Repeater::builder(&sb, "later").args(args).start();
     let Some(_server) = NatsServer::start_without_jetstream(port) else {
         return;
     };
     let h = wait_for(Duration::from_secs(20), || {
-        let h = healthz(&r);
+        let h = r.healthz();
         h["sink"]["problem"]
             .as_str()?
             .contains("no JetStream")
@@ -134,16 +130,24 @@ fn a_server_without_jetstream_is_refused_at_start_and_reported_when_met_later() 
     .unwrap_or_else(|| panic!("no sink.problem: {}", r.log()));
     assert_eq!(h["status"], "degraded", "{h}");
     assert_eq!(h["sink"]["connected"], true, "{h}");
-    assert_eq!(metric(&r, "sink_problem"), 1);
+    assert_eq!((r.metric("sink_problem") as u64), 1);
     // Retried with backoff for several seconds more: said once.
+    let retries = |log: &str| log.matches("JetStream still refuses, trying again").count();
+    let before = retries(&r.log());
     std::thread::sleep(Duration::from_secs(6));
+    // The positive control: it was tried again meanwhile (each try met the
+    // same refusal, said at debug), so a warning per try would be there.
+    let retried = wait_for(Duration::from_secs(10), || {
+        (retries(&r.log()) >= before + 2).then_some(())
+    });
+    assert!(retried.is_some(), "not tried again: {}", r.log());
     let log = r.log();
     assert_eq!(log.matches("no JetStream").count(), 1, "{log}");
     assert!(
         !log.contains("requested JetStream resource does not exist; retrying"),
         "{log}"
     );
-    assert_eq!(metric(&r, "events_acked_total"), 0);
+    assert_eq!((r.metric("events_acked_total") as u64), 0);
 }
 
 #[test]
@@ -166,7 +170,7 @@ fn replicas_over_one_on_a_single_server_are_refused_at_start() {
     // used as it is, whatever --nats-replicas says.
     args.truncate(args.len() - 2);
     let r = Repeater::builder(&sb, "one").args(&args).start();
-    assert_eq!(healthz(&r)["status"], "degraded"); // no source
+    assert_eq!(r.healthz()["status"], "degraded"); // no source
     drop(r);
     let created = js_api(
         server.port,
@@ -176,7 +180,7 @@ fn replicas_over_one_on_a_single_server_are_refused_at_start() {
     assert!(created["error"].is_null(), "{created}");
     args.extend(["--nats-replicas".into(), "3".into()]);
     let r = Repeater::builder(&sb, "existing").args(&args).start();
-    assert!(healthz(&r)["sink"]["problem"].is_null());
+    assert!(r.healthz()["sink"]["problem"].is_null());
 }
 
 #[test]
@@ -199,35 +203,41 @@ fn a_full_stream_is_reported_its_events_kept_and_delivered_once_it_has_room() {
     let r = Repeater::builder(&sb, "full").args(&args).start();
 
     let h = wait_for(Duration::from_secs(20), || {
-        let h = healthz(&r);
+        let h = r.healthz();
         let full = h["sink"]["problem"].as_str()?.contains("FULL is full");
         // Read after the count, so the snapshot holds all 100 (read before
         // it, one event could still be on its way in).
         let kept = |h: &serde_json::Value| {
             h["buffered"].as_u64().unwrap_or(0) + h["inflight"].as_u64().unwrap_or(0)
         };
-        let all_in = full && metric(&r, "events_received_total") == 100;
-        let h = healthz(&r);
+        let all_in = full && (r.metric("events_received_total") as u64) == 100;
+        let h = r.healthz();
         (all_in && kept(&h) == 80).then_some(h)
     })
     .unwrap_or_else(|| {
         panic!(
             "not reported full with 80 kept: {}\n{}",
-            healthz(&r),
+            r.healthz(),
             r.log()
         )
     });
     assert_eq!(h["status"], "degraded", "{h}");
-    assert_eq!(metric(&r, "events_acked_total"), 20);
-    assert!(metric(&r, "sink_refused_total{reason=\"stream_full\"}") > 0);
-    assert_eq!(metric(&r, "sink_problem"), 1);
+    assert_eq!((r.metric("events_acked_total") as u64), 20);
+    assert!((r.metric("sink_refused_total{reason=\"stream_full\"}") as u64) > 0);
+    assert_eq!((r.metric("sink_problem") as u64), 1);
     // The 80 that do not fit are kept (the wait above), not dropped or failed.
-    assert_eq!(metric(&r, "events_dropped_total{reason=\"overflow\"}"), 0);
-    assert_eq!(metric(&r, "events_failed_total{reason=\"sink_error\"}"), 0);
+    assert_eq!(
+        (r.metric("events_dropped_total{reason=\"overflow\"}") as u64),
+        0
+    );
+    assert_eq!(
+        (r.metric("events_failed_total{reason=\"sink_error\"}") as u64),
+        0
+    );
     // Retried with backoff for a while: said once, and the refusals counted.
-    let refused_before = metric(&r, "sink_refused_total{reason=\"stream_full\"}");
+    let refused_before = r.metric("sink_refused_total{reason=\"stream_full\"}") as u64;
     std::thread::sleep(Duration::from_secs(6));
-    assert!(metric(&r, "sink_refused_total{reason=\"stream_full\"}") > refused_before);
+    assert!((r.metric("sink_refused_total{reason=\"stream_full\"}") as u64) > refused_before);
     let log = r.log();
     assert_eq!(log.matches("FULL is full").count(), 1, "{log}");
 
@@ -235,12 +245,13 @@ fn a_full_stream_is_reported_its_events_kept_and_delivered_once_it_has_room() {
     let updated = js_api(server.port, "$JS.API.STREAM.UPDATE.FULL", &config(1000));
     assert!(updated["error"].is_null(), "{updated}");
     let h = wait_for(Duration::from_secs(30), || {
-        let h = healthz(&r);
-        (metric(&r, "events_acked_total") == 100 && h["sink"]["problem"].is_null()).then_some(h)
+        let h = r.healthz();
+        ((r.metric("events_acked_total") as u64) == 100 && h["sink"]["problem"].is_null())
+            .then_some(h)
     })
     .unwrap_or_else(|| panic!("not delivered after the room came back: {}", r.log()));
     assert_eq!(h["status"], "ok", "{h}");
-    assert_eq!(metric(&r, "sink_problem"), 0);
+    assert_eq!((r.metric("sink_problem") as u64), 0);
     assert!(
         r.log().contains("the stream FULL has room again"),
         "{}",
@@ -266,12 +277,12 @@ fn replicas_over_the_cluster_size_are_reported_and_the_events_kept() {
     // failure, but said, shown and retried.
     let r = Repeater::builder(&sb, "r5").args(&args).start();
     let h = wait_for(Duration::from_secs(30), || {
-        let h = healthz(&r);
+        let h = r.healthz();
         let p = h["sink"]["problem"].as_str()?.contains("--nats-replicas 5");
         // `received` counts an event before the buffer takes it: wait for
         // both (seen as 49 of 50 held, 1 run in 4).
         let held = h["buffered"].as_u64()? + h["inflight"].as_u64()?;
-        (p && metric(&r, "events_received_total") == 50 && held == 50).then_some(h)
+        (p && (r.metric("events_received_total") as u64) == 50 && held == 50).then_some(h)
     })
     .unwrap_or_else(|| panic!("not reported: {}", r.log()));
     assert_eq!(h["status"], "degraded", "{h}");
@@ -285,8 +296,14 @@ fn replicas_over_the_cluster_size_are_reported_and_the_events_kept() {
     std::thread::sleep(Duration::from_secs(4));
     let log = r.log();
     assert_eq!(log.matches("--nats-replicas 5").count(), 1, "{log}");
-    assert_eq!(metric(&r, "events_failed_total{reason=\"sink_error\"}"), 0);
-    assert_eq!(metric(&r, "events_dropped_total{reason=\"overflow\"}"), 0);
+    assert_eq!(
+        (r.metric("events_failed_total{reason=\"sink_error\"}") as u64),
+        0
+    );
+    assert_eq!(
+        (r.metric("events_dropped_total{reason=\"overflow\"}") as u64),
+        0
+    );
 }
 
 #[test]
@@ -322,20 +339,20 @@ fn events_over_the_streams_max_msg_size_are_counted_not_retried_for_ever() {
     let r = Repeater::builder(&sb, "small").args(&args).start();
     let too_large = "events_failed_total{reason=\"too_large\"}";
     let refused = wait_for(Duration::from_secs(20), || {
-        (metric(&r, too_large) >= 10).then_some(())
+        ((r.metric(too_large) as u64) >= 10).then_some(())
     });
     assert!(refused.is_some(), "none refused: {}", r.log());
     // Not held: nothing waits for a resend that could never be stored.
     let updated = js_api(server.port, "$JS.API.STREAM.UPDATE.SMALL", &config(10_000));
     assert!(updated["error"].is_null(), "{updated}");
     let done = wait_for(Duration::from_secs(30), || {
-        let acked = metric(&r, "events_acked_total");
-        (acked + metric(&r, too_large) == 200).then_some(acked)
+        let acked = r.metric("events_acked_total") as u64;
+        (acked + (r.metric(too_large) as u64) == 200).then_some(acked)
     })
     .unwrap_or_else(|| panic!("not all accounted for: {}", r.log()));
-    let failed = metric(&r, too_large);
+    let failed = r.metric(too_large) as u64;
     assert!(done >= 50, "only {done} stored after the limit was raised");
-    let h = healthz(&r);
+    let h = r.healthz();
     assert_eq!(
         h["buffered"].as_u64().unwrap() + h["inflight"].as_u64().unwrap(),
         0,

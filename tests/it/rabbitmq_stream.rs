@@ -20,7 +20,7 @@ use common::repeater::Repeater;
 use common::{free_port, wait_for, Sandbox};
 use serde_json::{json, Value};
 
-use crate::nats::{loadgen, metric, start_source};
+use crate::nats::{loadgen, start_source};
 
 /// The stream `loadgen sse` events go to: their topic, verbatim.
 const STREAM: &str = "bench/seq";
@@ -74,11 +74,11 @@ fn args(source: &str, sinks: &[String]) -> Vec<String> {
 }
 
 fn wait_metric(rep: &Repeater, name: &str, n: u64, within: Duration) {
-    let done = wait_for(within, || (metric(rep, name) >= n).then_some(()));
+    let done = wait_for(within, || (rep.metric(name) as u64 >= n).then_some(()));
     assert!(
         done.is_some(),
         "{name} reached {} of {n} within {within:?}; log:\n{}",
-        metric(rep, name),
+        rep.metric(name) as u64,
         rep.log()
     );
 }
@@ -129,8 +129,13 @@ fn events_reach_their_stream_in_order_and_a_reserved_name_is_refused_and_counted
         n,
         Duration::from_secs(30),
     );
-    assert_eq!(metric(&reserved, "events_acked_total"), 0);
-    assert_eq!(metric(&reserved, "sink_stalled"), 0, "{}", reserved.log());
+    assert_eq!((reserved.metric("events_acked_total") as u64), 0);
+    assert_eq!(
+        (reserved.metric("sink_stalled") as u64),
+        0,
+        "{}",
+        reserved.log()
+    );
     assert!(
         try_read(&node, "amq.seq", 0).is_err(),
         "a stream amq.seq exists"
@@ -153,12 +158,12 @@ fn a_repeater_sigkilled_while_events_flow_loses_and_duplicates_nothing() {
     let mut duplicates = 0;
     for _ in 0..5 {
         wait_metric(&rep, "events_acked_total", 300, Duration::from_secs(30));
-        duplicates += metric(&rep, "events_duplicate_total");
+        duplicates += rep.metric("events_duplicate_total") as u64;
         rep.kill9();
         rep.restart();
     }
     let v = read_all(&node, n);
-    duplicates += metric(&rep, "events_duplicate_total");
+    duplicates += rep.metric("events_duplicate_total") as u64;
     assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", rep.log());
     assert_eq!(v["duplicates"], 0, "{v}\nlog:\n{}", rep.log());
     assert_eq!(v["out_of_order"], 0, "{v}");
@@ -184,7 +189,7 @@ fn a_node_killed_and_restarted_loses_and_duplicates_nothing() {
     wait_metric(&rep, "events_acked_total", 500, Duration::from_secs(30));
     node.kill();
     let down = wait_for(Duration::from_secs(15), || {
-        (metric(&rep, "sink_connected") == 0).then_some(())
+        ((rep.metric("sink_connected") as u64) == 0).then_some(())
     });
     assert!(down.is_some(), "sink_connected stays 1: {}", rep.log());
     node.restart();
@@ -193,8 +198,15 @@ fn a_node_killed_and_restarted_loses_and_duplicates_nothing() {
     assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", rep.log());
     assert_eq!(v["duplicates"], 0, "{v}");
     assert_eq!(v["distinct"], n, "{v}");
-    assert!(metric(&rep, "sink_disconnects_total") >= 1, "{}", rep.log());
-    assert_eq!(metric(&rep, "events_dropped_total{reason=\"overflow\"}"), 0);
+    assert!(
+        (rep.metric("sink_disconnects_total") as u64) >= 1,
+        "{}",
+        rep.log()
+    );
+    assert_eq!(
+        (rep.metric("events_dropped_total{reason=\"overflow\"}") as u64),
+        0
+    );
 }
 
 #[test]
@@ -222,12 +234,12 @@ fn two_repeaters_of_one_source_store_each_event_once() {
     std::fs::write(&ready, "go").unwrap();
     // Half-way: A dies and never comes back.
     wait_metric(&a, "events_acked_total", n / 2, Duration::from_secs(40));
-    let by_a = metric(&a, "events_acked_total");
+    let by_a = a.metric("events_acked_total") as u64;
     a.kill9();
     wait_metric(&b, "events_acked_total", n, Duration::from_secs(60));
     let v = read_all(&node, n);
     // Both sent the first half; the stream holds it once.
-    assert!(by_a + metric(&b, "events_acked_total") >= n + n / 2);
+    assert!(by_a + (b.metric("events_acked_total") as u64) >= n + n / 2);
     assert_eq!(v["missing"], 0, "{v}\nB's log:\n{}", b.log());
     assert_eq!(v["duplicates"], 0, "{v}");
     assert_eq!(v["distinct"], n, "{v}");

@@ -16,9 +16,9 @@ use common::nats::NatsServer;
 use common::process::Proc;
 use common::repeater::Repeater;
 use common::{free_port, wait_for, Sandbox};
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::nats::{loadgen, metric, nats_args};
+use crate::nats::{loadgen, nats_args};
 use crate::nats_trouble::js_api;
 
 /// `loadgen sse` with events 1..=`count` on `topic`, on a free port.
@@ -40,12 +40,6 @@ fn source(topic: &str, count: u64) -> (Proc, String) {
     (p, format!("http://127.0.0.1:{port}"))
 }
 
-fn healthz(r: &Repeater) -> Value {
-    let (status, body) = r.get("/healthz");
-    assert_eq!(status, 200, "{body}");
-    serde_json::from_str(&body).expect("JSON")
-}
-
 #[test]
 fn two_sources_under_one_source_id_are_counted_and_warned_about() {
     let Some(server) = NatsServer::start() else {
@@ -64,7 +58,7 @@ fn two_sources_under_one_source_id_are_counted_and_warned_about() {
     let b = start("b", &b_url);
     for r in [&a, &b] {
         let done = wait_for(Duration::from_secs(60), || {
-            (metric(r, "events_acked_total") == n).then_some(())
+            ((r.metric("events_acked_total") as u64) == n).then_some(())
         });
         assert!(done.is_some(), "not all acknowledged: {}", r.log());
     }
@@ -73,15 +67,16 @@ fn two_sources_under_one_source_id_are_counted_and_warned_about() {
     // One event per id is stored, the other is lost: the loss the counts
     // and the warning explain.
     assert_eq!(stored, n, "{info}");
-    let dups = metric(&a, "events_duplicate_total") + metric(&b, "events_duplicate_total");
+    let dups =
+        (a.metric("events_duplicate_total") as u64) + (b.metric("events_duplicate_total") as u64);
     assert_eq!(
         dups,
         2 * n - stored,
         "every lost event counted as a duplicate"
     );
     let conflicts = wait_for(Duration::from_secs(10), || {
-        let c = metric(&a, "events_duplicate_conflict_total")
-            + metric(&b, "events_duplicate_conflict_total");
+        let c = (a.metric("events_duplicate_conflict_total") as u64)
+            + (b.metric("events_duplicate_conflict_total") as u64);
         (c > 0).then_some(c)
     });
     assert!(
@@ -90,7 +85,7 @@ fn two_sources_under_one_source_id_are_counted_and_warned_about() {
         a.log(),
         b.log()
     );
-    let (ha, hb) = (healthz(&a), healthz(&b));
+    let (ha, hb) = (a.healthz(), b.healthz());
     let healthz_dups =
         ha["sink"]["duplicates"].as_u64().unwrap() + hb["sink"]["duplicates"].as_u64().unwrap();
     assert_eq!(healthz_dups, dups, "{ha}\n{hb}");
@@ -120,7 +115,8 @@ fn two_repeaters_of_one_source_sharing_the_id_warn_of_nothing() {
     let a = start("a");
     let b = start("b");
     let both = wait_for(Duration::from_secs(60), || {
-        let dups = metric(&a, "events_duplicate_total") + metric(&b, "events_duplicate_total");
+        let dups = (a.metric("events_duplicate_total") as u64)
+            + (b.metric("events_duplicate_total") as u64);
         (dups >= 300).then_some(dups)
     });
     assert!(
@@ -131,8 +127,8 @@ fn two_repeaters_of_one_source_sharing_the_id_warn_of_nothing() {
     );
     // Checks run one at a time in the background: give them time.
     std::thread::sleep(Duration::from_secs(2));
-    let conflicts = metric(&a, "events_duplicate_conflict_total")
-        + metric(&b, "events_duplicate_conflict_total");
+    let conflicts = (a.metric("events_duplicate_conflict_total") as u64)
+        + (b.metric("events_duplicate_conflict_total") as u64);
     assert_eq!(conflicts, 0);
     let logs = format!("{}\n{}", a.log(), b.log());
     assert!(!logs.contains("another writer"), "{logs}");

@@ -15,26 +15,20 @@ use common::repeater::{status_rows, Repeater};
 use common::{free_port, wait_for, Sandbox};
 use serde_json::{json, Value};
 
-use crate::nats::{metric, nats_args, start_source};
+use crate::nats::{nats_args, start_source};
 use crate::nats_trouble::js_api;
-
-fn healthz(r: &Repeater) -> Value {
-    let (status, body) = r.get("/healthz");
-    assert_eq!(status, 200, "{body}");
-    serde_json::from_str(&body).expect("JSON")
-}
 
 /// Waits up to `within` for `/healthz` to say `status` with the sink
 /// `stalled` or not; the answer.
 fn wait_health(r: &Repeater, within: Duration, status: &str, stalled: bool) -> Value {
     wait_for(within, || {
-        let h = healthz(r);
+        let h = r.healthz();
         (h["status"] == status && h["sink"]["stalled"] == stalled).then_some(h)
     })
     .unwrap_or_else(|| {
         panic!(
             "not {status} (stalled {stalled}) within {within:?}: {}\n{}",
-            healthz(r),
+            r.healthz(),
             r.log()
         )
     })
@@ -66,16 +60,16 @@ fn a_refused_stream_creation_is_degraded_with_its_reason_until_it_is_created() {
         h["sink"]["connected"] == true,
         "connected, and still stalled: {h}"
     );
-    assert_eq!(metric(&r, "sink_stalled"), 1);
-    assert_eq!(metric(&r, "sink_stalls_total"), 1);
-    assert_eq!(metric(&r, "events_acked_total"), 0);
+    assert_eq!((r.metric("sink_stalled") as u64), 1);
+    assert_eq!((r.metric("sink_stalls_total") as u64), 1);
+    assert_eq!((r.metric("events_acked_total") as u64), 0);
 
     // The overlapping stream goes: EVENTS is created, the events stored.
     let deleted = js_api(server.port, "$JS.API.STREAM.DELETE.OTHER", &json!({}));
     assert!(deleted["error"].is_null(), "{deleted}");
     let h = wait_health(&r, Duration::from_secs(30), "ok", false);
     assert!(h["sink"]["problem"].is_null(), "{h}");
-    assert_eq!(metric(&r, "sink_stalled"), 0);
+    assert_eq!((r.metric("sink_stalled") as u64), 0);
     let log = r.log();
     assert_eq!(
         log.matches("acknowledged none").count(),
@@ -115,7 +109,7 @@ fn a_frozen_mqtt_broker_is_degraded_then_ok_once_it_answers() {
         problem.contains("events wait and the sink has acknowledged none"),
         "{h}"
     );
-    assert_eq!(metric(&r, "sink_stalled"), 1);
+    assert_eq!((r.metric("sink_stalled") as u64), 1);
     let row = status_rows(&sb, &[&r.url()])[0].clone();
     assert_eq!(row["state"], "degraded", "{row}");
     assert_eq!(row["sink_stalled"], true, "{row}");
@@ -123,8 +117,8 @@ fn a_frozen_mqtt_broker_is_degraded_then_ok_once_it_answers() {
     assert!(why.contains("acknowledged none"), "{row}");
     broker.resume();
     wait_health(&r, Duration::from_secs(30), "ok", false);
-    assert_eq!(metric(&r, "sink_stalled"), 0);
-    assert_eq!(metric(&r, "sink_stalls_total"), 1);
+    assert_eq!((r.metric("sink_stalled") as u64), 0);
+    assert_eq!((r.metric("sink_stalls_total") as u64), 1);
     let row = status_rows(&sb, &[&r.url()])[0].clone();
     assert_eq!(row["state"], "up", "{row}");
     assert_eq!(row["sink_stalled"], false, "{row}");

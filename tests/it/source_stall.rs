@@ -24,18 +24,6 @@ fn relayed(r: &Repeater) -> Vec<u64> {
         .collect()
 }
 
-fn healthz(r: &Repeater) -> Value {
-    let (status, body) = r.get("/healthz");
-    assert_eq!(status, 200, "{body}");
-    serde_json::from_str(&body).expect("JSON")
-}
-
-fn metric(r: &Repeater, name: &str) -> f64 {
-    let m = r.metrics();
-    *m.get(&format!("app_event_repeater_{name}"))
-        .unwrap_or_else(|| panic!("no {name} in {m:?}"))
-}
-
 /// `manage status -o json` for the repeater's TCP API: its one row.
 fn status_row(sb: &Sandbox, r: &Repeater) -> Value {
     status_rows(sb, &[&r.url()])[0].clone()
@@ -67,17 +55,17 @@ fn a_frozen_source_is_reported_stalled_and_resubscribed_without_loss() {
     assert!(flowing.is_some(), "no events relayed: {}", r.log());
     // A source that sends is never stalled, however long it runs.
     std::thread::sleep(Duration::from_secs(3));
-    let h = healthz(&r);
+    let h = r.healthz();
     assert_eq!(h["status"], "ok", "{h}");
     assert_eq!(h["source"]["stalled"], false, "{h}");
-    assert_eq!(metric(&r, "source_stalls_total"), 0.0);
+    assert_eq!(r.metric("source_stalls_total"), 0.0);
 
     // Frozen: the connection stays open, nothing comes.
     // SAFETY: kill with the pid of a child we started and a valid signal.
     assert_eq!(unsafe { libc::kill(source.pid(), libc::SIGSTOP) }, 0);
     let stopped = Instant::now();
     let stalled = wait_for(Duration::from_secs(10), || {
-        let h = healthz(&r);
+        let h = r.healthz();
         (h["source"]["stalled"] == true).then_some(h)
     })
     .unwrap_or_else(|| panic!("never reported stalled: {}", r.log()));
@@ -92,8 +80,8 @@ fn a_frozen_source_is_reported_stalled_and_resubscribed_without_loss() {
     assert_eq!(stalled["status"], "degraded", "{stalled}");
     let problem = stalled["source"]["problem"].as_str().unwrap_or_default();
     assert!(problem.contains("--source-idle-timeout"), "{stalled}");
-    assert_eq!(metric(&r, "source_stalled"), 1.0);
-    assert_eq!(metric(&r, "source_stalls_total"), 1.0);
+    assert_eq!(r.metric("source_stalled"), 1.0);
+    assert_eq!(r.metric("source_stalls_total"), 1.0);
     let log = r.log();
     assert!(
         log.contains("sent nothing, not even a keep-alive, for 2s")
@@ -106,21 +94,21 @@ fn a_frozen_source_is_reported_stalled_and_resubscribed_without_loss() {
     // Frozen a while longer: still stalled, no events, no second stall
     // counted while the new subscriptions go unanswered.
     std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(healthz(&r)["source"]["stalled"], true);
-    assert_eq!(metric(&r, "source_stalls_total"), 1.0);
+    assert_eq!(r.healthz()["source"]["stalled"], true);
+    assert_eq!(r.metric("source_stalls_total"), 1.0);
     assert_eq!(relayed(&r).last().copied(), Some(before));
 
     // SAFETY: as above.
     assert_eq!(unsafe { libc::kill(source.pid(), libc::SIGCONT) }, 0);
     let resumed = wait_for(Duration::from_secs(30), || {
-        let h = healthz(&r);
+        let h = r.healthz();
         let last = relayed(&r).last().copied()?;
         (h["status"] == "ok" && last > before + 100).then_some(h)
     })
     .unwrap_or_else(|| panic!("did not resume: {}", r.log()));
     assert_eq!(resumed["source"]["stalled"], false, "{resumed}");
     assert!(resumed["source"]["problem"].is_null(), "{resumed}");
-    assert_eq!(metric(&r, "source_stalled"), 0.0);
+    assert_eq!(r.metric("source_stalled"), 0.0);
     assert!(r.log().contains("is back after"), "{}", r.log());
 
     // Every number from the first relayed to the last, none missing: the
@@ -185,23 +173,23 @@ fn a_source_that_answers_then_says_nothing_stays_stalled() {
         .args(["--allowall", "--source-idle-timeout", "1s"])
         .start();
     let stalled = wait_for(Duration::from_secs(10), || {
-        (healthz(&r)["source"]["stalled"] == true).then_some(())
+        (r.healthz()["source"]["stalled"] == true).then_some(())
     });
     assert!(stalled.is_some(), "never stalled: {}", r.log());
     // Sampled every 100 ms across several re-subscriptions (one a second).
     let mut ok = 0;
     for _ in 0..40 {
-        let h = healthz(&r);
+        let h = r.healthz();
         if h["source"]["stalled"] != true || h["status"] != "degraded" {
             ok += 1;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert!(metric(&r, "source_stalls_total") >= 3.0, "{}", r.log());
+    assert!(r.metric("source_stalls_total") >= 3.0, "{}", r.log());
     assert_eq!(ok, 0, "samples not stalled while the source said nothing");
     talk.store(true, Ordering::SeqCst);
     let recovered = wait_for(Duration::from_secs(10), || {
-        (healthz(&r)["source"]["stalled"] == false).then_some(())
+        (r.healthz()["source"]["stalled"] == false).then_some(())
     });
     assert!(recovered.is_some(), "keep-alives did not end the stall");
     stop.store(true, Ordering::SeqCst);

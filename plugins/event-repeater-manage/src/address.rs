@@ -5,6 +5,28 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use app_plugin::address::{AddressError, Rules, Scheme};
+
+/// What an API address over TCP may be: `http://`, `https://`, or `tcp://`
+/// (the original repeater's listen files), a path prefix allowed, no
+/// credentials (the token comes from the flags).
+const API_URLS: Rules = Rules {
+    schemes: &[
+        Scheme::plain("http", 80),
+        Scheme::tls("https", 443),
+        Scheme::plain("tcp", 80),
+    ],
+    bare: None,
+    path: true,
+    credentials: Some("--token"),
+};
+
+fn credentials(shown: &str) -> String {
+    format!(
+        "'{shown}': a user, password or query in the address is not supported (either can hold a token); give the repeater's token with --token, APP_TOKEN or the host's token_file"
+    )
+}
+
 /// An address of the repeater's API.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Endpoint {
@@ -35,32 +57,40 @@ impl Endpoint {
         if url.starts_with('/') {
             return Ok(Endpoint::Unix(PathBuf::from(url)));
         }
-        let (tls, rest) = if let Some(rest) = url.strip_prefix("http://") {
-            (false, rest)
-        } else if let Some(rest) = url.strip_prefix("tcp://") {
-            (false, rest)
-        } else if let Some(rest) = url.strip_prefix("https://") {
-            (true, rest)
-        } else {
+        if !url.contains("://") {
             return Err(format!(
                 "'{shown}' is not an API address; use unix:///path/to.sock, http://127.0.0.1:PORT or https://HOST:PORT"
             ));
-        };
-        let rest = rest.trim_end_matches('/');
-        let authority = rest.split('/').next().unwrap_or_default();
+        }
         // `redact` finds user info a '/' or '?' in a password cuts short too.
-        if authority.contains('@') || app_plugin::redact::has_secret(url) {
-            return Err(format!(
-                "'{shown}': a user, password or query in the address is not supported (either can hold a token); give the repeater's token with --token, APP_TOKEN or the host's token_file"
-            ));
+        if app_plugin::redact::has_secret(url) {
+            return Err(credentials(&shown));
         }
-        if authority.is_empty() || authority.contains(['?', '#', ' ']) {
-            return Err(format!("'{shown}' has no host; use http://127.0.0.1:PORT"));
-        }
-        Ok(if tls {
-            Endpoint::Https(format!("https://{rest}"))
+        let a = API_URLS.parse(url).map_err(|e| match e {
+            AddressError::Credentials { .. } => credentials(&shown),
+            AddressError::NoHost { .. } => {
+                format!("'{shown}' has no host; use http://127.0.0.1:PORT")
+            }
+            AddressError::Scheme { .. } => format!(
+                "'{shown}' is not an API address; use unix:///path/to.sock, http://127.0.0.1:PORT or https://HOST:PORT"
+            ),
+            other => other.to_string(),
+        })?;
+        // The base URL: the port only when given, a path prefix (a proxy's)
+        // without its trailing '/'.
+        let host = app_plugin::address::join_host_port(&a.host, a.port);
+        let host = if a.port_given {
+            host
+        } else if a.host.contains(':') {
+            format!("[{}]", a.host)
         } else {
-            Endpoint::Http(format!("http://{rest}"))
+            a.host.clone()
+        };
+        let path = a.target.trim_end_matches('/');
+        Ok(if a.scheme.tls {
+            Endpoint::Https(format!("https://{host}{path}"))
+        } else {
+            Endpoint::Http(format!("http://{host}{path}"))
         })
     }
 

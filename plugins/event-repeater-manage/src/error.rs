@@ -2,7 +2,6 @@
 //! the exit code scripts rely on (0 ok, 1 refused or failed, 2 usage, 3 not
 //! running or unreachable, 4 some of several hosts failed).
 
-use std::fmt;
 use std::path::PathBuf;
 
 /// Exit code: the server refused the request, or it failed at run time.
@@ -15,11 +14,15 @@ pub const EXIT_UNREACHABLE: u8 = 3;
 pub const EXIT_HOSTS: u8 = 4;
 
 /// A failed manager command.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, thiserror::Error)]
 pub enum Error {
     /// A bad flag, a missing value, a malformed `--path` or `--host`.
+    #[error("{0}")]
     Usage(String),
     /// A value (`--value` or an `apply` file) that is not valid JSON.
+    #[error(
+        "{origin} is not valid JSON: {message} at line {line}, column {column}; nothing was sent"
+    )]
     Json {
         /// Where the text came from: `--value`, `stdin`, or a file name.
         origin: String,
@@ -32,6 +35,7 @@ pub enum Error {
     },
     /// Valid JSON that is not what the command needs (an `apply` file that is
     /// not an array of routes, for instance).
+    #[error("{origin}: {message}; nothing was sent")]
     Invalid {
         /// Where the text came from.
         origin: String,
@@ -39,6 +43,7 @@ pub enum Error {
         message: String,
     },
     /// Neither a socket nor a listen file for this name.
+    #[error("no event repeater named '{name}' is running (no socket at {}); start one with: {}", socket.display(), run_command(name))]
     NotRunning {
         /// The repeater's `--name`.
         name: String,
@@ -47,6 +52,7 @@ pub enum Error {
     },
     /// The system instances' directory is there but closed to this user
     /// (not in the group that owns it).
+    #[error("no event repeater named '{name}' runs as you, and the system instances' socket {} is open only to the group {group}, which you are not in: add yourself with: sudo usermod -aG {group} $USER (then log in again), or run manage as a member of it", socket.display())]
     NoAccess {
         /// The repeater's `--name`.
         name: String,
@@ -56,6 +62,7 @@ pub enum Error {
         group: String,
     },
     /// The socket file exists but nobody accepts connections on it.
+    #[error("the event repeater '{name}' is not running: {} is a stale socket left by a process that is gone (connection refused); remove it with: rm {}, or start the repeater again: {}", socket.display(), socket.display(), run_command(name))]
     StaleSocket {
         /// The repeater's `--name`.
         name: String,
@@ -63,6 +70,7 @@ pub enum Error {
         socket: PathBuf,
     },
     /// The `<name>.listen` file names an address where nobody listens.
+    #[error("the event repeater '{name}' is not running: nothing listens at {url} named in the stale file {}; remove it with: rm {}, or start the repeater again: {}", file.display(), file.display(), run_command(name))]
     StaleListen {
         /// The repeater's `--name`.
         name: String,
@@ -72,6 +80,7 @@ pub enum Error {
         url: String,
     },
     /// A connection to an address given with `--host` or `-H` failed.
+    #[error("cannot reach an event repeater at {target}: {reason}; check that it runs and that the address is right")]
     Unreachable {
         /// The address, as the user would write it.
         target: String,
@@ -80,10 +89,13 @@ pub enum Error {
     },
     /// `status` found its one host down; the text names it (its row in the
     /// table says why).
+    #[error("{0}")]
     Down(String),
     /// `status` found some of several hosts down; the text names them.
+    #[error("{0}")]
     HostsDown(String),
     /// Connected, but no complete answer within the timeout.
+    #[error("the event repeater at {target} did not answer within {seconds}s; it may be overloaded or stuck (raise the limit with --timeout SECS)")]
     Timeout {
         /// The address.
         target: String,
@@ -91,6 +103,7 @@ pub enum Error {
         seconds: f64,
     },
     /// The server answered with an error status.
+    #[error("{}", refused(request, *status, message))]
     Refused {
         /// `POST /events`.
         request: String,
@@ -100,6 +113,7 @@ pub enum Error {
         message: String,
     },
     /// The TLS handshake failed (unknown CA, wrong name, not TLS at all).
+    #[error("no secure connection to {target}: {reason}")]
     Tls {
         /// The address.
         target: String,
@@ -107,13 +121,16 @@ pub enum Error {
         reason: String,
     },
     /// A token would go in clear text over the network; nothing was sent.
+    #[error("refusing to send the API token in clear text to {target}: use https:// (the repeater's --tls-cert), a loopback address or the unix socket; nothing was sent")]
     Insecure {
         /// The address.
         target: String,
     },
     /// With several hosts: each host's outcome, in order (`None` is success).
+    #[error("{}", hosts(.0))]
     Hosts(Vec<(String, Option<Error>)>),
     /// Anything else that went wrong at run time (I/O, a garbled reply).
+    #[error("{0}")]
     Failed(String),
 }
 
@@ -147,101 +164,34 @@ pub fn run_command(name: &str) -> String {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Usage(msg) => write!(f, "{msg}"),
-            Error::Json {
-                origin,
-                line,
-                column,
-                message,
-            } => write!(
-                f,
-                "{origin} is not valid JSON: {message} at line {line}, column {column}; nothing was sent"
-            ),
-            Error::Invalid { origin, message } => {
-                write!(f, "{origin}: {message}; nothing was sent")
-            }
-            Error::NotRunning { name, socket } => write!(
-                f,
-                "no event repeater named '{name}' is running (no socket at {}); start one with: {}",
-                socket.display(),
-                run_command(name)
-            ),
-            Error::NoAccess {
-                name,
-                socket,
-                group,
-            } => write!(
-                f,
-                "no event repeater named '{name}' runs as you, and the system instances' socket {} is open only to the group {group}, which you are not in: add yourself with: sudo usermod -aG {group} $USER (then log in again), or run manage as a member of it",
-                socket.display()
-            ),
-            Error::StaleSocket { name, socket } => write!(
-                f,
-                "the event repeater '{name}' is not running: {} is a stale socket left by a process that is gone (connection refused); remove it with: rm {}, or start the repeater again: {}",
-                socket.display(),
-                socket.display(),
-                run_command(name)
-            ),
-            Error::StaleListen { name, file, url } => write!(
-                f,
-                "the event repeater '{name}' is not running: nothing listens at {url} named in the stale file {}; remove it with: rm {}, or start the repeater again: {}",
-                file.display(),
-                file.display(),
-                run_command(name)
-            ),
-            Error::Unreachable { target, reason } => write!(
-                f,
-                "cannot reach an event repeater at {target}: {reason}; check that it runs and that the address is right"
-            ),
-            Error::Timeout { target, seconds } => write!(
-                f,
-                "the event repeater at {target} did not answer within {seconds}s; it may be overloaded or stuck (raise the limit with --timeout SECS)"
-            ),
-            Error::Refused {
-                request,
-                status,
-                message,
-            } => {
-                let reason = ureq::http::StatusCode::from_u16(*status)
-                    .ok()
-                    .and_then(|s| s.canonical_reason())
-                    .map(|r| format!(" {r}"))
-                    .unwrap_or_default();
-                write!(f, "{request} refused ({status}{reason}): {message}")?;
-                if (*status == 401 || *status == 403) && !message.contains("--token") {
-                    write!(f, "; give the API token with --token or APP_TOKEN")?;
-                }
-                Ok(())
-            }
-            Error::Tls { target, reason } => {
-                write!(f, "no secure connection to {target}: {reason}")
-            }
-            Error::Insecure { target } => write!(
-                f,
-                "refusing to send the API token in clear text to {target}: use https:// (the repeater's --tls-cert), a loopback address or the unix socket; nothing was sent"
-            ),
-            Error::Hosts(outcomes) => {
-                let failed = outcomes.iter().filter(|(_, e)| e.is_some()).count();
-                for (i, (host, outcome)) in outcomes.iter().enumerate() {
-                    if i > 0 {
-                        writeln!(f)?;
-                    }
-                    match outcome {
-                        None => write!(f, "{host}: ok")?,
-                        Some(e) => write!(f, "{host}: {e}")?,
-                    }
-                }
-                write!(f, "\n{failed} of {} hosts failed", outcomes.len())
-            }
-            Error::Failed(msg) | Error::Down(msg) | Error::HostsDown(msg) => write!(f, "{msg}"),
-        }
+/// `POST /events refused (409 Conflict): …`, with where the token goes
+/// when the answer is about one.
+fn refused(request: &str, status: u16, message: &str) -> String {
+    let reason = ureq::http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .map(|r| format!(" {r}"))
+        .unwrap_or_default();
+    let mut text = format!("{request} refused ({status}{reason}): {message}");
+    if (status == 401 || status == 403) && !message.contains("--token") {
+        text.push_str("; give the API token with --token or APP_TOKEN");
     }
+    text
 }
 
-impl std::error::Error for Error {}
+/// One line per host, `HOST: ok` or `HOST: ERROR`, then how many failed.
+fn hosts(outcomes: &[(String, Option<Error>)]) -> String {
+    let mut lines: Vec<String> = outcomes
+        .iter()
+        .map(|(host, outcome)| match outcome {
+            None => format!("{host}: ok"),
+            Some(e) => format!("{host}: {e}"),
+        })
+        .collect();
+    let failed = outcomes.iter().filter(|(_, e)| e.is_some()).count();
+    lines.push(format!("{failed} of {} hosts failed", outcomes.len()));
+    lines.join("\n")
+}
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use app_plugin::address::{Rules, Scheme};
+
 pub use crate::basic_auth::BasicAuth;
 
 /// Where the events come from.
@@ -40,20 +42,27 @@ impl std::fmt::Display for SourceAddr {
 /// Messages show the text with its password masked.
 pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String> {
     let shown = app_plugin::redact::url(text);
-    if let Some(rest) = text.strip_prefix("http://") {
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-        let (userinfo, hostport) = match authority.rsplit_once('@') {
-            Some((u, h)) => (Some(u), h),
-            None => (None, authority),
+    if text.starts_with("http://") {
+        // The event plugin's dialect asks its own paths: a path given is ignored.
+        let a = PLUGIN_URLS
+            .parse(text)
+            .map_err(|e| format!("--source {e}"))?;
+        let auth = match (a.user, a.password) {
+            (None, None) => None,
+            (Some(user), password) if !user.is_empty() => {
+                Some(BasicAuth::new(&user, &password.unwrap_or_default()))
+            }
+            _ => {
+                return Err(format!(
+                    "--source {shown:?}: the user name before '@' is empty; use http://USER:PASSWORD@HOST:PORT"
+                ))
+            }
         };
-        let auth = userinfo.map(|u| source_auth(u, &shown)).transpose()?;
-        let (host, port) = split_host_port(hostport)
-            .or_else(|| {
-                (!hostport.is_empty() && !hostport.contains(':'))
-                    .then(|| (hostport.to_string(), 80))
-            })
-            .ok_or_else(|| format!("--source {shown:?} has no host; use http://HOST:PORT"))?;
-        return Ok(SourceAddr::Tcp { host, port, auth });
+        return Ok(SourceAddr::Tcp {
+            host: a.host,
+            port: a.port,
+            auth,
+        });
     }
     if let Some(path) = text.strip_prefix("unix://") {
         if !path.starts_with('/') {
@@ -84,27 +93,14 @@ pub fn parse_source(text: &str, plugin_dir: &Path) -> Result<SourceAddr, String>
     Ok(SourceAddr::Unix(plugin_dir.join(format!("{text}.sock"))))
 }
 
-/// `USER:PASSWORD` of a source URL (percent-decoded) as Basic credentials.
-fn source_auth(userinfo: &str, shown: &str) -> Result<BasicAuth, String> {
-    let decode = |part: &str| {
-        percent_encoding::percent_decode_str(part)
-            .decode_utf8()
-            .map(|t| t.into_owned())
-            .map_err(|_| {
-                format!(
-                    "--source {shown:?}: the user or password is not UTF-8 once %XX are decoded"
-                )
-            })
-    };
-    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
-    let (user, password) = (decode(user)?, decode(password)?);
-    if user.is_empty() {
-        return Err(format!(
-            "--source {shown:?}: the user name before '@' is empty; use http://USER:PASSWORD@HOST:PORT"
-        ));
-    }
-    Ok(BasicAuth::new(&user, &password))
-}
+/// An event plugin over TCP: `http://[USER:PASSWORD@]HOST[:PORT]`, the
+/// credentials sent as HTTP Basic authentication.
+const PLUGIN_URLS: Rules = Rules {
+    schemes: &[Scheme::plain("http", 80)],
+    bare: None,
+    path: true,
+    credentials: None,
+};
 
 /// `host:port` or `[v6]:port`.
 pub fn split_host_port(text: &str) -> Option<(String, u16)> {
@@ -120,13 +116,7 @@ pub fn split_host_port(text: &str) -> Option<(String, u16)> {
     (!host.is_empty()).then_some((host, port))
 }
 
-pub fn join_host_port(host: &str, port: u16) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
-}
+pub use app_plugin::address::join_host_port;
 
 pub use app_plugin::net::is_loopback_host as is_loopback;
 

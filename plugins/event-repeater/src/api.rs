@@ -1,11 +1,12 @@
 //! The REST API: routes (`/events`), health (`/healthz`) and metrics
 //! (`/metrics`), served on the unix socket and, with `--listen`, on TCP.
 //!
-//! Every change is all-or-nothing: the new route set is computed, written to
-//! the state file, and only then swapped in and answered. Bad input never
-//! changes anything and always gets a JSON error (see [`ApiError`]).
+//! The handlers only translate: a request to a call of the
+//! [`RouteStore`] (which makes every change all-or-nothing: computed,
+//! checked, written to the state file, then swapped in), its answer or
+//! [`crate::routes::RouteError`] to HTTP. Bad input never changes anything
+//! and always gets a JSON error (see [`ApiError`]).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use app_event_repeater_api::path::{EVENTS, EVENT_PREFIX, HEALTHZ, METRICS, SOURCE_TOPICS};
@@ -24,16 +25,13 @@ use crate::api_body::{BodyBytes, BodyTimeout};
 use crate::api_error::ApiError;
 use crate::buffer::Buffer;
 use crate::metrics::{self, Metrics};
-use crate::relay::{current, SharedTable};
-use crate::routes::{Route, Routes, Table};
+use crate::relay::current;
+use crate::routes::{Route, RouteStore};
 
 pub struct ApiState {
     pub name: String,
-    /// The canonical routes; the lock serialises changes (and their writes).
-    pub routes: tokio::sync::Mutex<Routes>,
-    pub table: SharedTable,
-    pub allowall: bool,
-    pub state_file: PathBuf,
+    /// The routes, their table, limit and file.
+    pub routes: Arc<RouteStore>,
     pub metrics: Arc<Metrics>,
     pub buffer: Arc<Buffer>,
     pub source: String,
@@ -42,8 +40,6 @@ pub struct ApiState {
     pub sink: String,
     /// When the repeater started, for uptime and the start time.
     pub started: Started,
-    /// `--max-routes`: a change that would grow the table past it is refused.
-    pub max_routes: usize,
     /// `--request-timeout`: how long a request body may take to arrive.
     pub body_timeout: std::time::Duration,
 }
@@ -229,73 +225,19 @@ fn no_query(uri: &Uri) -> Result<(), ApiError> {
     }
 }
 
-/// Applies a change: compute, persist, swap. Nothing changes on an error.
-///
-/// It runs in a task of its own, so that a client hanging up (which drops
-/// the handler) cannot stop it between the write and the swap: the state
-/// file and the live table never differ.
-async fn change<T: Send + 'static>(
-    st: &Arc<ApiState>,
-    f: impl FnOnce(&Routes) -> Result<(Routes, T), ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    let st = st.clone();
-    tokio::spawn(async move { change_now(&st, f).await })
-        .await
-        .map_err(|e| ApiError::internal(format!("the route change failed: {e}")))?
-}
-
-async fn change_now<T>(
-    st: &ApiState,
-    f: impl FnOnce(&Routes) -> Result<(Routes, T), ApiError>,
-) -> Result<T, ApiError> {
-    let mut routes = st.routes.lock().await;
-    let (next, out) = f(&routes)?;
-    // A table already over the limit (from a state file written with a
-    // higher one) may shrink or change, never grow.
-    if next.len() > st.max_routes && next.len() > routes.len() {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!(
-                "the change would make {} routes; the limit is {} (--max-routes); nothing was changed",
-                next.len(),
-                st.max_routes
-            ),
-        ));
-    }
-    let path = st.state_file.clone();
-    let to_save = next.clone();
-    let saved = tokio::task::spawn_blocking(move || crate::state::save(&path, &to_save))
-        .await
-        .map_err(|e| ApiError::internal(format!("the state writer failed: {e}")))?;
-    if let Err(e) = saved {
-        app_plugin::error!(
-            "cannot write the state file {}: {e}",
-            st.state_file.display()
-        );
-        return Err(ApiError::internal(format!(
-            "cannot write the state file {}: {e}; nothing was changed",
-            st.state_file.display()
-        )));
-    }
-    let table = Table::build(&next, st.allowall, Some(&current(&st.table)));
-    *st.table.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
-    *routes = next;
-    Ok(out)
-}
-
 fn json<T: Serialize>(status: StatusCode, value: &T) -> Response {
     (status, Json(value)).into_response()
 }
 
 async fn list(State(st): St, uri: Uri) -> Result<Response, ApiError> {
     no_query(&uri)?;
-    Ok(json(StatusCode::OK, &st.routes.lock().await.list()))
+    Ok(json(StatusCode::OK, &st.routes.list().await))
 }
 
 async fn add(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> {
     no_query(&uri)?;
     let items: Vec<Route> = parse_list(body)?;
-    let added = change(&st, move |r| Ok((r.with_added(&items)?, items.clone()))).await?;
+    let added = st.routes.add(items).await?;
     app_plugin::info!("added {} route(s)", added.len());
     Ok(json(StatusCode::CREATED, &added))
 }
@@ -303,16 +245,7 @@ async fn add(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiError> 
 async fn upsert(State(st): St, query: UpsertQueryArg, body: Body) -> Result<Response, ApiError> {
     let replace = replace_flag(query)?;
     let items: Vec<Route> = parse_list(body)?;
-    let all = change(&st, move |r| {
-        let next = if replace {
-            Routes::replaced_by(&items)?
-        } else {
-            r.with_upserted(&items)?
-        };
-        let list = next.list();
-        Ok((next, list))
-    })
-    .await?;
+    let all = st.routes.upsert(items, replace).await?;
     app_plugin::info!(
         "routes {} ({} in the table)",
         if replace { "replaced" } else { "updated" },
@@ -327,7 +260,7 @@ async fn remove(State(st): St, uri: Uri, body: Body) -> Result<Response, ApiErro
     // so that a listed route can be sent back as it is).
     let keys: Vec<Route> = parse_list(body)?;
     let keys: Vec<String> = keys.into_iter().map(|k| k.sourcetopic).collect();
-    let removed = change(&st, move |r| r.with_removed(&keys)).await?;
+    let removed = st.routes.remove(keys).await?;
     app_plugin::info!("removed {} route(s)", removed.len());
     Ok(json(StatusCode::OK, &removed))
 }
@@ -347,9 +280,8 @@ fn topic_of(path: Topic) -> Result<String, ApiError> {
 
 async fn get_one(State(st): St, topic: Topic) -> Result<Response, ApiError> {
     let topic = topic_of(topic)?;
-    let routes = st.routes.lock().await;
-    match routes.get(&topic) {
-        Some(r) => Ok(json(StatusCode::OK, r)),
+    match st.routes.get(&topic).await {
+        Some(r) => Ok(json(StatusCode::OK, &r)),
         None => Err(ApiError::not_found(format!(
             "no route for sourcetopic {topic:?}"
         ))),
@@ -381,13 +313,7 @@ async fn put_one(State(st): St, topic: Topic, uri: Uri, body: Body) -> Result<Re
     }
     let spec: Route = serde_json::from_value(value)
         .map_err(|e| ApiError::bad_request(format!("invalid route: {e}")))?;
-    let key = topic.clone();
-    let stored = spec.clone();
-    let created = change(&st, move |r| {
-        let created = r.get(&key).is_none();
-        Ok((r.with_upserted(std::slice::from_ref(&stored))?, created))
-    })
-    .await?;
+    let created = st.routes.put(spec.clone()).await?;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -399,7 +325,7 @@ async fn put_one(State(st): St, topic: Topic, uri: Uri, body: Body) -> Result<Re
 async fn delete_one(State(st): St, topic: Topic, uri: Uri) -> Result<Response, ApiError> {
     let topic = topic_of(topic)?;
     no_query(&uri)?;
-    let mut removed = change(&st, move |r| r.with_removed(std::slice::from_ref(&topic))).await?;
+    let mut removed = st.routes.remove(vec![topic]).await?;
     Ok(json(StatusCode::OK, &removed.pop()))
 }
 
@@ -439,11 +365,11 @@ async fn healthz(State(st): St) -> Response {
     let ok = source.connected && !source.stalled && sink.connected && sink.problem.is_none();
     let b = st.buffer.stats();
     let health = Health {
-        allowall: st.allowall,
+        allowall: st.routes.allowall(),
         buffered: b.queued,
         inflight: b.inflight,
         name: st.name.clone(),
-        routes: st.routes.lock().await.len(),
+        routes: st.routes.len().await,
         sink,
         source,
         started_unix: st.started.unix_secs(),
@@ -459,7 +385,7 @@ async fn healthz(State(st): St) -> Response {
 }
 
 async fn metrics(State(st): St) -> Result<Response, ApiError> {
-    let routes = st.routes.lock().await.len();
+    let routes = st.routes.len().await;
     // Version and start time: what `manage status` shows besides the counters.
     let build = metrics::Build {
         version: crate::VERSION,
@@ -467,7 +393,12 @@ async fn metrics(State(st): St) -> Result<Response, ApiError> {
     };
     let text = st
         .metrics
-        .snapshot(st.buffer.stats(), current(&st.table), routes, build)
+        .snapshot(
+            st.buffer.stats(),
+            current(&st.routes.table()),
+            routes,
+            build,
+        )
         .render()
         .map_err(|e| ApiError::internal(format!("encoding the metrics failed: {e}")))?;
     Ok(([(header::CONTENT_TYPE, metric::CONTENT_TYPE)], text).into_response())

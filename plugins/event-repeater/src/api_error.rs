@@ -60,6 +60,21 @@ impl ApiError {
     }
 }
 
+/// A refused route change, as the API answers it.
+impl From<crate::routes::RouteError> for ApiError {
+    fn from(e: crate::routes::RouteError) -> ApiError {
+        use crate::routes::RouteError as E;
+        let status = match &e {
+            E::Invalid { .. } | E::Repeated { .. } => StatusCode::BAD_REQUEST,
+            E::Exists(_) => StatusCode::CONFLICT,
+            E::Missing(_) => StatusCode::NOT_FOUND,
+            E::TooMany { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            E::Save { .. } | E::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError::new(status, e.to_string())
+    }
+}
+
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ({})", self.message, self.status.as_u16())
@@ -86,6 +101,29 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn route_errors_map_to_their_statuses() {
+        use crate::routes::RouteError as E;
+        let status = |e: E| ApiError::from(e).status.as_u16();
+        assert_eq!(status(E::Exists("\"a\"".into())), 409);
+        assert_eq!(status(E::Missing("\"a\"".into())), 404);
+        assert_eq!(
+            status(E::TooMany {
+                wanted: 2,
+                limit: 1
+            }),
+            422
+        );
+        let invalid = ApiError::from(E::Invalid {
+            index: 3,
+            message: "bad".into(),
+        });
+        assert_eq!(
+            (invalid.status.as_u16(), invalid.message.as_str()),
+            (400, "route 3: bad")
+        );
+    }
 
     #[test]
     fn json_errors_carry_the_position() {

@@ -342,15 +342,19 @@ mod tests {
         assert_eq!(b.stats().queued_bytes, 10);
     }
 
-    #[tokio::test]
+    /// On paused time a sleep ends only once every other task is idle: the
+    /// waiter has run up to its wait for room, so "not finished" after it
+    /// means blocked, not "not scheduled yet".
+    #[tokio::test(start_paused = true)]
     async fn block_waits_for_room_and_can_be_cancelled() {
         let (b, m) = buffer(1, 1000, Overflow::Block);
         let b = Arc::new(b);
-        push(&b, "1").await;
+        assert!(push(&b, "1").await);
         let b2 = b.clone();
         let waiter = tokio::spawn(async move { push(&b2, "2").await });
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(!waiter.is_finished());
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        assert!(!waiter.is_finished(), "the push did not wait for room");
+        assert_eq!(b.stats().queued, 1);
         let t = b.take(1);
         b.release(&t[0]);
         assert!(waiter.await.unwrap());
@@ -362,9 +366,12 @@ mod tests {
             b3.push("s".into(), "t".into(), Bytes::from_static(b"3"), None, &c2)
                 .await
         });
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        // Blocked (the buffer holds "2"), so what ends it below is the cancel.
+        assert!(!waiter.is_finished(), "the push did not wait for room");
         cancel.trigger(app_plugin::daemon::Reason::Terminate);
         assert!(!waiter.await.unwrap());
+        assert_eq!(b.stats().queued, 1);
     }
 
     fn checkpoint(b: &Buffer) -> Option<String> {

@@ -64,19 +64,6 @@ pub enum Command {
     Run(RunArgs),
 }
 
-/// `--sinkprotocol`: each value is one sink of [`crate::sink::KINDS`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SinkProtocol {
-    /// Publish to an MQTT broker.
-    Mqtt,
-    /// Publish to NATS: JetStream at QoS 1 and 2, core NATS at QoS 0.
-    Nats,
-    /// Publish to RabbitMQ Streams, deduplicated by producer name and publishing id.
-    RabbitmqStream,
-    /// Write one JSON line per event to stderr.
-    Stderr,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Qos {
     #[value(name = "0")]
@@ -93,23 +80,6 @@ pub struct RunArgs {
     #[arg(long, default_value = "event-repeater")]
     pub name: String,
 
-    /// Event source: a plugin name (its socket in APP_RUNTIME_DIR/plugins/), a socket path, http://HOST:PORT, or any SSE feed's http(s):// URL with its path and query.
-    #[arg(long, default_value = "event-time")]
-    pub source: String,
-
-    /// The broker: for MQTT tcp://, mqtt:// or mqtts:// (TLS) HOST:PORT
-    /// (default tcp://localhost:1883), repeatable for failover: the first
-    /// that answers is used, the next when it hangs or dies, and the first
-    /// again once it is back; for NATS nats:// or tls:// HOST:PORT (default
-    /// nats://localhost:4222), repeatable: the cluster's seed servers.
-    #[arg(long, value_name = "URL")]
-    pub sink: Vec<String>,
-
-    /// Where events go [default: the one the --sink URL's scheme names
-    /// (nats:// or tls:// is nats), else mqtt].
-    #[arg(long, visible_alias = "sink-protocol", value_enum)]
-    pub sinkprotocol: Option<SinkProtocol>,
-
     /// Repeat every event that no route matches under its own topic.
     #[arg(long, visible_alias = "allow-all")]
     pub allowall: bool,
@@ -121,34 +91,6 @@ pub struct RunArgs {
     /// Log level: 0 silent, 1 errors, 2 warnings (default), 3 info, 4 debug, 5 trace, or a name (off, error, warn, info, debug, trace).
     #[arg(long, value_name = "LEVEL", value_parser = app_plugin::cli::LogLevel)]
     pub log: Option<app_plugin::log::Level>,
-
-    /// QoS of the publishes: MQTT's QoS; for NATS 0 is core NATS, 1 and 2 are JetStream publishes that wait for the stream's acknowledgement.
-    #[arg(long, value_enum, default_value = "1")]
-    pub qos: Qos,
-
-    /// Publish with the retain flag.
-    #[arg(long)]
-    pub retain: bool,
-
-    /// MQTT client id (default: derived from the host name and --name, stable across restarts).
-    #[arg(long)]
-    pub client_id: Option<String>,
-
-    /// Start every connection with a clean MQTT session instead of a persistent one.
-    #[arg(long)]
-    pub clean_session: bool,
-
-    /// User name for the broker (MQTT or NATS); the password comes from APP_MQTT_PASSWORD or --password-file.
-    #[arg(long)]
-    pub username: Option<String>,
-
-    /// File holding the broker's password, MQTT or NATS (first line).
-    #[arg(long, value_name = "FILE")]
-    pub password_file: Option<PathBuf>,
-
-    /// CA certificates (PEM) to trust for an mqtts:// or tls:// (NATS) sink instead of the system's.
-    #[arg(long, value_name = "FILE")]
-    pub ca_file: Option<PathBuf>,
 
     /// Routes file (default: APP_DATA_DIR/event-repeater/NAME.routes.json).
     #[arg(long, value_name = "FILE")]
@@ -172,34 +114,6 @@ pub struct RunArgs {
     /// and subscribe from it at start; off subscribes to live events only.
     #[arg(long, value_enum, value_name = "on|off", default_value = "on")]
     pub checkpoint: Switch,
-
-    /// Unacknowledged publishes allowed on the wire at once (QoS 1 and 2; MQTT and NATS): 1000 by default, 20 for MQTT at QoS 2 (mosquitto's max_inflight_messages; a broker silently drops QoS 2 publishes over its limit)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    pub inflight: Option<u16>,
-
-    /// JetStream stream for --sinkprotocol nats; created if missing (see docs/event-repeater.md).
-    #[arg(long, value_name = "NAME", default_value = "EVENTS")]
-    pub nats_stream: String,
-
-    /// Replicas of the stream when the repeater creates it (1, 3 or 5 in a JetStream cluster).
-    #[arg(long, value_name = "N", default_value = "1", value_parser = clap::value_parser!(u8).range(1..=5))]
-    pub nats_replicas: u8,
-
-    /// Source identity in each Nats-Msg-Id (SOURCE_ID:KEY); default: the --source address.
-    #[arg(long, value_name = "ID")]
-    pub source_id: Option<String>,
-
-    /// NATS credentials file (.creds: JWT and NKey seed).
-    #[arg(long, value_name = "FILE")]
-    pub creds: Option<PathBuf>,
-
-    /// NATS authentication token.
-    #[arg(long, env = "APP_NATS_TOKEN", hide_env_values = true)]
-    pub nats_token: Option<String>,
-
-    /// How long a publish may wait for its acknowledgement before it is sent again.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
-    pub ack_timeout: std::time::Duration,
 
     /// Bearer token required on the TCP API (needed for a non-loopback --listen).
     #[arg(long, env = "APP_TOKEN", hide_env_values = true)]
@@ -231,27 +145,20 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value = "10000", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_routes: u32,
 
-    /// A source that sends nothing, not even a keep-alive, for this long is
-    /// reported as stalled and subscribed to again (event-time sends a
-    /// keep-alive every 15s; at most 1h).
-    #[arg(long, value_name = "DURATION", default_value = "40s", value_parser = parse_limit_timeout)]
-    pub source_idle_timeout: std::time::Duration,
-
-    /// Largest MQTT packet sent or received; bigger events are refused and counted.
-    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = parse_size)]
-    pub max_packet_size: usize,
-
     /// How long SIGTERM waits for unacknowledged publishes (e.g. 5s, 500ms; at most 1h).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_drain_timeout)]
     pub drain_timeout: std::time::Duration,
 
-    /// The source's own flags (a plain SSE feed's headers, token, CA; where
-    /// topics come from; what the payload is).
+    /// The source's flags (where events come from, its limits; a plain
+    /// SSE feed's headers, token, CA; where topics come from; what the
+    /// payload is), under "Source".
     #[command(flatten)]
-    pub source_args: crate::feed::SourceArgs,
+    pub source: crate::source::SourceArgs,
 
+    /// The sink's flags: those every sink reads, under "Sink", then each
+    /// sink's own under its heading (see [`crate::sink::KINDS`]).
     #[command(flatten)]
-    pub rabbitmq: crate::sink::rabbitmq_stream::RabbitArgs,
+    pub sink: crate::sink::SinkArgs,
 }
 
 /// An on/off flag value.
@@ -401,12 +308,12 @@ mod tests {
         let cli =
             Cli::try_parse_from(["x", "run", "--sink-protocol", "stderr", "--allow-all"]).unwrap();
         let Command::Run(a) = cli.command;
-        assert_eq!(a.sinkprotocol, Some(SinkProtocol::Stderr));
+        assert_eq!(a.sink.sinkprotocol.as_deref(), Some("stderr"));
         assert!(a.allowall);
         let cli =
             Cli::try_parse_from(["x", "run", "--sinkprotocol", "stderr", "--allowall"]).unwrap();
         let Command::Run(a) = cli.command;
-        assert!(a.allowall && a.sinkprotocol == Some(SinkProtocol::Stderr));
+        assert!(a.allowall && a.sink.sinkprotocol.as_deref() == Some("stderr"));
     }
 
     /// docs/event-repeater.md's table of `run`'s flags cannot drift from
@@ -472,17 +379,62 @@ mod tests {
         let cli = Cli::try_parse_from(["x", "run"]).unwrap();
         let Command::Run(a) = cli.command;
         assert_eq!(a.name, "event-repeater");
-        assert_eq!(a.source, "event-time");
-        assert!(a.sink.is_empty());
-        // Chosen by crate::sink::protocol: --sink's scheme, else MQTT.
-        assert_eq!(a.sinkprotocol, None);
-        assert_eq!(a.qos, Qos::AtLeastOnce);
+        assert_eq!(a.source.source, "event-time");
+        assert!(a.sink.sink.is_empty());
+        // Chosen by crate::sink::protocol: --sink's scheme, else the first.
+        assert_eq!(a.sink.sinkprotocol, None);
+        assert_eq!(a.sink.qos, Qos::AtLeastOnce);
         assert_eq!(a.overflow, crate::overflow::Overflow::Block);
         assert_eq!(a.checkpoint, Switch::On);
-        assert_eq!(a.max_packet_size, 1 << 20);
+        assert_eq!(a.source.max_event_size, None);
         assert_eq!(a.drain_timeout, std::time::Duration::from_secs(5));
         assert_eq!(a.request_timeout, std::time::Duration::from_secs(30));
-        assert_eq!(a.source_idle_timeout, std::time::Duration::from_secs(40));
+        assert_eq!(
+            a.source.source_idle_timeout,
+            std::time::Duration::from_secs(40)
+        );
+    }
+
+    /// `run --help` reads in groups: the source's flags, the sink's, then
+    /// each sink's own, under their headings.
+    #[test]
+    fn run_help_groups_the_flags_by_part() {
+        use clap::CommandFactory;
+        let mut cmd = Cli::command();
+        let help = cmd
+            .find_subcommand_mut("run")
+            .expect("run")
+            .render_help()
+            .to_string();
+        let at = |heading: &str| {
+            help.find(&format!("\n{heading}:\n"))
+                .unwrap_or_else(|| panic!("no {heading:?} in\n{help}"))
+        };
+        let headings = [
+            "Options",
+            "Source",
+            "Sink",
+            "MQTT sink (--sinkprotocol mqtt)",
+            "NATS sink (--sinkprotocol nats)",
+        ];
+        let starts: Vec<usize> = headings.iter().map(|h| at(h)).collect();
+        assert!(starts.windows(2).all(|w| w[0] < w[1]), "{help}");
+        // The heading a flag is listed under: the last one before it.
+        let under = |flag: &str| {
+            let pos = help
+                .find(&format!("\n      --{flag} "))
+                .or_else(|| help.find(&format!("\n      --{flag}\n")))
+                .unwrap_or_else(|| panic!("no --{flag} in\n{help}"));
+            let i = starts.iter().rposition(|&h| h < pos).unwrap();
+            headings[i]
+        };
+        assert_eq!(under("drain-timeout"), "Options");
+        assert_eq!(under("max-event-size"), "Source");
+        assert_eq!(under("source-idle-timeout"), "Source");
+        assert_eq!(under("qos"), "Sink");
+        assert_eq!(under("max-packet-size"), "MQTT sink (--sinkprotocol mqtt)");
+        assert_eq!(under("retain"), "MQTT sink (--sinkprotocol mqtt)");
+        assert_eq!(under("nats-stream"), "NATS sink (--sinkprotocol nats)");
     }
 
     #[test]

@@ -1,24 +1,28 @@
 //! The validated configuration of `run`: flags, the `app` context and the
 //! environment turned into plain values before any socket opens.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use app_plugin::context::Context;
 
 /// The source's address, a field of [`Config`].
 pub use crate::addr::SourceAddr;
-use crate::addr::{is_loopback, parse_source, split_host_port};
-use crate::cli::{RunArgs, SinkProtocol};
+use crate::addr::{is_loopback, split_host_port};
+use crate::cli::RunArgs;
 use crate::sink::{Setup, SinkConfig};
+use crate::source::SourceConfig;
 
 /// What `run` does, checked: see [`Config::new`].
 #[derive(Debug)]
 pub struct Config {
     pub name: String,
-    pub source: SourceAddr,
+    /// Where events come from and how they are read (see [`crate::source`]).
+    pub source: SourceConfig,
     /// The sink `--sinkprotocol` chose (see [`crate::sink`]).
     pub sink: Box<dyn SinkConfig>,
+    /// Its `--sinkprotocol` value, which the checkpoint records.
+    pub sink_protocol: &'static str,
     pub allowall: bool,
     /// `--listen` as typed (HOST:PORT).
     pub listen: Option<String>,
@@ -31,8 +35,6 @@ pub struct Config {
     pub max_routes: usize,
     /// `--request-timeout`: request head, body, TLS handshake, idle keep-alive.
     pub request_timeout: Duration,
-    /// `--source-idle-timeout`: silence after which the source is stalled.
-    pub source_idle_timeout: Duration,
     pub log: app_plugin::log::Level,
     pub state_file: PathBuf,
     /// `APP_RUNTIME_DIR/plugins`.
@@ -41,11 +43,8 @@ pub struct Config {
     pub buffer_bytes: usize,
     pub overflow: crate::overflow::Overflow,
     pub drain_timeout: Duration,
-    pub max_event_size: usize,
     /// Keep and resume from the checkpoint (`--checkpoint on`).
     pub checkpoint: bool,
-    /// `--topic-from` and `--payload`.
-    pub decoder: crate::decode::Decoder,
 }
 
 impl Config {
@@ -53,10 +52,9 @@ impl Config {
         self.runtime_dir.join(format!("{}.sock", self.name))
     }
 
-    /// The largest SSE line or event read from the source: room for the
-    /// largest event a sink takes, written out with escapes.
+    /// The largest SSE line or event read from the source.
     pub fn max_source_event(&self) -> usize {
-        self.max_event_size.saturating_mul(2).max(1 << 20) + 64 * 1024
+        self.source.max_event
     }
 
     /// Builds the configuration; an `Err` is a usage error (exit 2).
@@ -67,17 +65,36 @@ impl Config {
     ) -> Result<Config, String> {
         let name = check_name(&args.name)?;
         let dirs = ctx.dirs();
-        let source = source_addr(args, &dirs.plugin_runtime_dir())?;
-        let decoder = decoder(&args.source_args)?;
         let token = args.token.clone().filter(|t| !t.is_empty());
         check_listen(args, token.is_some())?;
-        if args.buffer_bytes < args.max_packet_size {
+        // The source's address names the NATS sink's messages by default,
+        // so it is checked first; its limit follows the sink's.
+        let source = SourceConfig::new(&args.source, &dirs.plugin_runtime_dir())?;
+        let setup = Setup {
+            sink: &args.sink.common,
+            name: &name,
+            source: source.addr.to_string(),
+            password: args.sink.password(env_password)?,
+            text_payload: args.source.text_payload(),
+        };
+        let (sink_protocol, sink) = crate::sink::configure(&args.sink, &setup)?;
+        let source = source.follow_sink(&args.source, sink.max_event());
+        // The largest event that can reach the buffer must fit in it.
+        let (largest, flag) = match sink.max_event() {
+            Some(n) if n <= source.max_event => {
+                (n, format!("the {sink_protocol} sink's largest event"))
+            }
+            _ => (
+                source.max_event,
+                "the largest event read (--max-event-size)".to_string(),
+            ),
+        };
+        if args.buffer_bytes < largest {
             return Err(format!(
-                "--buffer-bytes ({}) is smaller than --max-packet-size ({}); the largest event would never fit",
-                args.buffer_bytes, args.max_packet_size
+                "--buffer-bytes ({}) is smaller than {flag} ({largest}); the largest event would never fit",
+                args.buffer_bytes
             ));
         }
-        let sink = sink_config(args, &name, &source, env_password)?;
         let state_file = args.state.clone().unwrap_or_else(|| {
             dirs.data_dir
                 .join("event-repeater")
@@ -86,6 +103,7 @@ impl Config {
         Ok(Config {
             source,
             sink,
+            sink_protocol,
             allowall: args.allowall,
             listen: args.listen.clone(),
             token,
@@ -93,7 +111,6 @@ impl Config {
             max_connections: args.max_connections as usize,
             max_routes: args.max_routes as usize,
             request_timeout: args.request_timeout,
-            source_idle_timeout: args.source_idle_timeout,
             log: args.log.unwrap_or(ctx.log),
             state_file,
             runtime_dir: dirs.plugin_runtime_dir(),
@@ -101,48 +118,10 @@ impl Config {
             buffer_bytes: args.buffer_bytes,
             overflow: args.overflow,
             drain_timeout: args.drain_timeout,
-            max_event_size: args.max_packet_size,
             checkpoint: args.checkpoint == crate::cli::Switch::On,
-            decoder,
             name,
         })
     }
-}
-
-/// `--source`: a plain SSE feed (by `--source-kind` or its URL), or an
-/// event plugin's address.
-fn source_addr(args: &RunArgs, plugin_dir: &Path) -> Result<SourceAddr, String> {
-    use crate::feed::{is_feed, Feed};
-    let a = &args.source_args;
-    if is_feed(&args.source, a.source_kind) {
-        return Ok(SourceAddr::Feed(std::sync::Arc::new(Feed::new(
-            &args.source,
-            a,
-        )?)));
-    }
-    for (flag, set) in [
-        ("--source-header", !a.source_header.is_empty()),
-        ("--source-token-file", a.source_token_file.is_some()),
-        ("--source-ca-file", a.source_ca_file.is_some()),
-    ] {
-        if set {
-            return Err(format!(
-                "{flag} is for a plain SSE feed (an http(s):// URL with a path, or --source-kind sse), not an event plugin"
-            ));
-        }
-    }
-    parse_source(&args.source, plugin_dir)
-}
-
-/// `--topic-from` and `--payload`.
-fn decoder(a: &crate::feed::SourceArgs) -> Result<crate::decode::Decoder, String> {
-    use crate::decode::{parse_topic_from, Decoder, Payload};
-    use crate::feed::PayloadKind;
-    let payload = match a.payload {
-        PayloadKind::Json => Payload::Json,
-        PayloadKind::Text => Payload::Text,
-    };
-    Decoder::new(parse_topic_from(&a.topic_from)?, payload)
 }
 
 /// The SDK's one rule for instance names: the name becomes file names.
@@ -180,54 +159,6 @@ fn check_listen(args: &RunArgs, has_token: bool) -> Result<(), String> {
     Ok(())
 }
 
-/// The sink's settings; an `Err` is a usage error.
-fn sink_config(
-    args: &RunArgs,
-    name: &str,
-    source: &SourceAddr,
-    env_password: Option<String>,
-) -> Result<Box<dyn SinkConfig>, String> {
-    let password = match (&args.password_file, env_password) {
-        (Some(file), _) => Some(read_password(file)?),
-        (None, Some(p)) if !p.is_empty() => Some(p),
-        _ => None,
-    };
-    if password.is_some() && args.username.is_none() {
-        return Err(
-            "a password was given (APP_MQTT_PASSWORD or --password-file) but no --username".into(),
-        );
-    }
-    let protocol = crate::sink::protocol(args)?;
-    if args.source_id.is_some()
-        && !matches!(protocol, SinkProtocol::Nats | SinkProtocol::RabbitmqStream)
-    {
-        return Err("--source-id only applies to a NATS or RabbitMQ Streams sink".into());
-    }
-    if protocol != SinkProtocol::Nats {
-        for (flag, set) in [
-            ("--creds", args.creds.is_some()),
-            ("--nats-token (APP_NATS_TOKEN)", args.nats_token.is_some()),
-        ] {
-            if set {
-                return Err(format!("{flag} only applies to a NATS sink (a nats:// or tls:// --sink, or --sinkprotocol nats)"));
-            }
-        }
-    }
-    crate::sink::configure(&Setup {
-        args,
-        name,
-        source: source.to_string(),
-        password,
-    })
-}
-
-fn read_password(path: &Path) -> Result<String, String> {
-    let bytes = crate::files::read_secret_file(path, "--password-file", 64 * 1024)?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| format!("--password-file {} is not UTF-8 text", path.display()))?;
-    Ok(text.lines().next().unwrap_or_default().to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,7 +179,7 @@ mod tests {
     fn defaults_resolve_under_the_app_dirs() {
         let c = config(&[]).unwrap();
         assert_eq!(
-            c.source,
+            c.source.addr,
             SourceAddr::Unix("/run/app/plugins/event-time.sock".into())
         );
         assert_eq!(
@@ -260,7 +191,8 @@ mod tests {
             PathBuf::from("/data/event-repeater/event-repeater.routes.json")
         );
         // The sink's own defaults: sink::mqtt::config's tests.
-        assert_eq!(c.sink.protocol(), "mqtt");
+        assert_eq!(c.sink_protocol, "mqtt");
+        assert_eq!(c.max_source_event(), (2 << 20) + (64 << 10));
         assert_eq!(c.sink.url(), "mqtt://localhost:1883");
     }
 
@@ -290,9 +222,32 @@ mod tests {
         assert!(config(&["--listen", "127.0.0.1:0"]).is_ok());
         assert!(config(&["--listen", "nope"]).is_err());
         assert!(config(&["--name", "a/b"]).is_err());
-        assert!(config(&["--buffer-bytes", "1KiB"])
-            .unwrap_err()
-            .contains("--max-packet-size"));
+        let e = config(&["--buffer-bytes", "1KiB"]).unwrap_err();
+        assert!(e.contains("the mqtt sink's largest event (1048576)"), "{e}");
+        // Each sink's own limit is named as its own.
+        let rabbit = [
+            "--sinkprotocol",
+            "rabbitmq-stream",
+            "--buffer-bytes",
+            "512KiB",
+        ];
+        let e = config(&rabbit).unwrap_err();
+        assert!(
+            e.contains("the rabbitmq-stream sink's largest event (1000000)"),
+            "{e}"
+        );
+        // A sink without a limit of its own: the source's is the largest.
+        let e = config(&["--sinkprotocol", "nats", "--buffer-bytes", "1MiB"]).unwrap_err();
+        assert!(e.contains("--max-event-size"), "{e}");
+        assert!(config(&[
+            "--sinkprotocol",
+            "nats",
+            "--buffer-bytes",
+            "1MiB",
+            "--max-event-size",
+            "1MiB"
+        ])
+        .is_ok());
         assert!(config(&["--ca-file", "x"]).is_err());
     }
 
@@ -310,7 +265,7 @@ mod tests {
             "http://127.0.0.1:9",
         ])
         .unwrap();
-        assert_eq!(c.sink.protocol(), "nats");
+        assert_eq!(c.sink_protocol, "nats");
         assert_eq!(c.sink.url(), "nats://a:1,nats://b:2");
         assert!(config(&["--sinkprotocol", "nats", "--nats-stream", "a.b"]).is_err());
         assert!(config(&["--source-id", "x"]).unwrap_err().contains("nats"));

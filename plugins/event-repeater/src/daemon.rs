@@ -12,7 +12,7 @@
 
 use app_plugin::log::{error, info, notice, warn};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use app_plugin::daemon::{self, Limits, Listeners, Reason, Shutdown, Tcp, TcpBound};
@@ -26,9 +26,9 @@ use crate::config::Config;
 use crate::error::{Error, Failure};
 use crate::lock::FileLock;
 use crate::metrics::Metrics;
-use crate::relay::{Relay, SharedTable};
+use crate::relay::Relay;
 use crate::resume::Start;
-use crate::routes::{Routes, Table};
+use crate::routes::{RouteStore, Routes};
 use crate::sink::{Drain, Rules, Sink};
 use crate::source::Source;
 
@@ -47,14 +47,14 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         routes,
         start,
     } = open(&cfg).await?;
-    let core = Core::new(&cfg, &routes, &start);
+    let core = Core::new(&cfg, routes, &start);
     // A sink that can never work refuses the start before anything serves.
     let sink = cfg
         .sink
         .build(core.buffer.clone(), core.metrics.clone())
         .await
         .map_err(Failure::Sink)?;
-    let state = api_state(&cfg, &core, routes, cfg.sink.url());
+    let state = api_state(&cfg, &core, cfg.sink.url());
     let Listeners { files, unix, tcp } = listeners;
     let api = Api::serve(&cfg, &state, unix, tcp);
     let tasks = Tasks::spawn(&cfg, &core, start, sink);
@@ -119,11 +119,11 @@ async fn open(cfg: &Config) -> Result<Opened, Error> {
 struct Core {
     metrics: Arc<Metrics>,
     buffer: Arc<Buffer>,
-    table: SharedTable,
+    routes: Arc<RouteStore>,
 }
 
 impl Core {
-    fn new(cfg: &Config, routes: &Routes, start: &Start) -> Core {
+    fn new(cfg: &Config, routes: Routes, start: &Start) -> Core {
         let metrics = Arc::new(Metrics::default());
         crate::metrics::set_problem(&metrics.source_start, &start.how);
         let buffer = Arc::new(Buffer::resuming(
@@ -137,29 +137,25 @@ impl Core {
                 .clone()
                 .filter(|_| start.replay.is_none()),
         ));
-        let table = Table::build(routes, cfg.allowall, None);
+        let routes = RouteStore::new(routes, cfg.allowall, cfg.max_routes, cfg.state_file.clone());
         Core {
             metrics,
             buffer,
-            table: Arc::new(RwLock::new(Arc::new(table))),
+            routes: Arc::new(routes),
         }
     }
 }
 
-fn api_state(cfg: &Config, core: &Core, routes: Routes, sink_url: String) -> Arc<ApiState> {
+fn api_state(cfg: &Config, core: &Core, sink_url: String) -> Arc<ApiState> {
     Arc::new(ApiState {
         name: cfg.name.clone(),
-        routes: tokio::sync::Mutex::new(routes),
-        table: core.table.clone(),
-        allowall: cfg.allowall,
-        state_file: cfg.state_file.clone(),
+        routes: core.routes.clone(),
         metrics: core.metrics.clone(),
         buffer: core.buffer.clone(),
-        source: cfg.source.to_string(),
-        source_addr: cfg.source.clone(),
+        source: cfg.source.addr.to_string(),
+        source_addr: cfg.source.addr.clone(),
         sink: sink_url,
         started: api::Started::now(),
-        max_routes: cfg.max_routes,
         body_timeout: cfg.request_timeout,
     })
 }
@@ -236,12 +232,12 @@ fn spawn_server<L: daemon::Accept>(
 /// One line at the default level, so that a running repeater does not look
 /// dead; and `READY=1`: the API tasks run and their listeners are bound.
 async fn announce(cfg: &Config, state: &ApiState, files: &InstanceFiles, api: &Api) {
-    let routes = state.routes.lock().await.len();
+    let routes = state.routes.len().await;
     let plural = if routes == 1 { "" } else { "s" };
     notice!(
         "event repeater {:?} running: reads {}, publishes to {} ({routes} route{plural}{}); API on {}{}",
         cfg.name,
-        cfg.source,
+        cfg.source.addr,
         state.sink,
         if cfg.allowall { ", --allowall" } else { "" },
         files.socket().display(),
@@ -254,7 +250,7 @@ async fn announce(cfg: &Config, state: &ApiState, files: &InstanceFiles, api: &A
     }
     app_plugin::notify::ready(&format!(
         "relaying from {} to {} ({routes} route{plural}); API on {}",
-        cfg.source,
+        cfg.source.addr,
         state.sink,
         files.socket().display()
     ));
@@ -295,24 +291,24 @@ struct Tasks {
 impl Tasks {
     fn spawn(cfg: &Config, core: &Core, start: Start, sink: Box<dyn Sink>) -> Tasks {
         let mut relay = Relay::new(
-            core.table.clone(),
+            core.routes.table(),
             core.buffer.clone(),
             core.metrics.clone(),
             Rules::new(cfg.sink.rules()),
         )
-        .with_decoder(cfg.decoder.clone());
+        .with_decoder(cfg.source.decoder.clone());
         if let (true, Some(file)) = (start.is_fresh(), &start.file) {
             relay = relay
                 .with_first_checkpoint(crate::first_checkpoint::FirstCheckpoint::new(file.clone()));
         }
         let source = Source {
-            addr: cfg.source.clone(),
+            addr: cfg.source.addr.clone(),
             relay: Arc::new(relay),
             metrics: core.metrics.clone(),
             max_event: cfg.max_source_event(),
             resume_after: start.resume_after,
             replay: start.replay,
-            idle_timeout: cfg.source_idle_timeout,
+            idle_timeout: cfg.source.idle_timeout,
         };
         let stop = Shutdown::new();
         let source = tokio::spawn(source.run(stop.clone()));

@@ -5,8 +5,6 @@
 //! source away, a refused event) is not an error: it is retried, counted
 //! and logged.
 
-use std::fmt;
-
 /// Exit codes: 0 stopped cleanly, 1 a start-up failure (another instance,
 /// an unusable state or checkpoint file, a socket or address that cannot
 /// be bound, a sink that can never work), 2 a usage error.
@@ -16,28 +14,23 @@ pub use app_plugin::daemon::code;
 pub type Error = app_plugin::daemon::Error<Failure>;
 
 /// The repeater's own start-up failures (exit 1).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Failure {
     /// The routes file (`--state`) cannot be used.
+    #[error("{0}")]
     State(String),
     /// The checkpoint file beside it cannot be used.
+    #[error("{0}")]
     Checkpoint(String),
     /// The sink can never work as configured (a NATS server without
     /// JetStream, replicas on a server without a cluster).
+    #[error("{0}")]
     Sink(String),
 }
 
 impl From<Failure> for Error {
     fn from(f: Failure) -> Error {
         Error::Other(f)
-    }
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Failure::State(m) | Failure::Checkpoint(m) | Failure::Sink(m) => f.write_str(m),
-        }
     }
 }
 

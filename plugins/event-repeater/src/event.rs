@@ -91,27 +91,17 @@ struct TopicOnly<'a> {
 }
 
 /// Why an event could not be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EventError {
+    #[error("event data is not JSON: {0}")]
     NotJson(String),
+    #[error("event data is not a JSON object")]
     NotAnObject,
+    #[error("event has no non-empty \"topic\" (or \"Topic\")")]
     NoTopic,
     /// `--topic-from field:POINTER` found no string or number there.
+    #[error("event has no non-empty string or number at {0} (--topic-from field:{0})")]
     NoTopicAt(String),
-}
-
-impl std::fmt::Display for EventError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EventError::NotJson(e) => write!(f, "event data is not JSON: {e}"),
-            EventError::NotAnObject => write!(f, "event data is not a JSON object"),
-            EventError::NoTopic => write!(f, "event has no non-empty \"topic\" (or \"Topic\")"),
-            EventError::NoTopicAt(p) => write!(
-                f,
-                "event has no non-empty string or number at {p} (--topic-from field:{p})"
-            ),
-        }
-    }
 }
 
 /// JSON's insignificant whitespace (RFC 8259), which may surround the value.

@@ -8,62 +8,19 @@
 //! never shown (`Debug` and `Display` name the headers, not their values);
 //! the URL is shown with its userinfo and every query value masked.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
+use app_plugin::address::{Rules, Scheme};
 use hyper::header::{HeaderName, HeaderValue};
 
 use crate::basic_auth::BasicAuth;
+use crate::source::args::{SourceArgs, SourceKind};
 
 /// Most `--source-header` flags.
 pub const MAX_HEADERS: usize = 64;
 /// Largest `--source-header` (name and value), and token file.
 pub const MAX_HEADER_BYTES: usize = 8 * 1024;
-
-/// What kind of source `--source` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SourceKind {
-    /// An event plugin (`app event-time`'s dialect): `GET /events?topic=.`.
-    Plugin,
-    /// Any SSE feed: one `GET` of the URL as given.
-    Sse,
-}
-
-/// The source's own flags (`run --help` shows them under "Source").
-#[derive(Debug, Clone, clap::Args)]
-#[command(next_help_heading = "Source")]
-pub struct SourceArgs {
-    /// What --source is: plugin (event-time's dialect) or sse (any feed, the URL as given); default: sse for https:// and for http:// URLs with a path or query.
-    #[arg(long, value_enum, value_name = "KIND")]
-    pub source_kind: Option<SourceKind>,
-
-    /// A header sent to an SSE feed, 'Name: value' (repeatable; never shown).
-    #[arg(long, value_name = "HEADER")]
-    pub source_header: Vec<String>,
-
-    /// A file holding a token sent to the feed as 'Authorization: Bearer TOKEN'.
-    #[arg(long, value_name = "FILE")]
-    pub source_token_file: Option<PathBuf>,
-
-    /// CA certificates (PEM) to trust for an https:// feed instead of the system's.
-    #[arg(long, value_name = "FILE")]
-    pub source_ca_file: Option<PathBuf>,
-
-    /// Where an event's topic comes from: field:/json/pointer, event (the SSE event name) or const:NAME.
-    #[arg(long, value_name = "SPEC", default_value = "field:/topic")]
-    pub topic_from: String,
-
-    /// The events' data: json (checked, relayed on one line) or text (relayed as it came).
-    #[arg(long, value_enum, value_name = "KIND", default_value = "json")]
-    pub payload: PayloadKind,
-}
-
-/// `--payload`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PayloadKind {
-    Json,
-    Text,
-}
 
 /// A plain SSE feed, checked.
 #[derive(Clone)]
@@ -96,6 +53,15 @@ impl PartialEq for Feed {
 
 impl Eq for Feed {}
 
+/// What `--source` takes for a plain feed: `http://` or `https://`, with a
+/// path and query, and a user and password sent as HTTP Basic.
+const FEED_URLS: Rules = Rules {
+    schemes: &[Scheme::plain("http", 80), Scheme::tls("https", 443)],
+    bare: None,
+    path: true,
+    credentials: None,
+};
+
 /// Whether `--source` names a plain feed, by `--source-kind` or by its
 /// shape: `https://`, or `http://` with a path or a query.
 pub fn is_feed(source: &str, kind: Option<SourceKind>) -> bool {
@@ -116,46 +82,18 @@ impl Feed {
     /// usage error that shows no secret.
     pub fn new(source: &str, args: &SourceArgs) -> Result<Feed, String> {
         let shown = app_plugin::text::mask_url(source);
-        let url = url::Url::parse(source).map_err(|e| {
-            format!("--source {shown:?} is not a URL ({e}); use https://HOST[:PORT]/PATH?QUERY")
-        })?;
-        let https = match url.scheme() {
-            "https" => true,
-            "http" => false,
-            other => {
-                return Err(format!(
-                    "--source {shown:?}: an SSE feed is http:// or https://, not {other}://"
-                ))
-            }
+        let a = FEED_URLS
+            .parse(source)
+            .map_err(|e| format!("--source {e}"))?;
+        let https = a.scheme.tls;
+        let auth = match &a.user {
+            None => None,
+            Some(user) => Some(BasicAuth::new(user, a.password.as_deref().unwrap_or(""))),
         };
-        let host = url
-            .host_str()
-            .filter(|h| !h.is_empty())
-            .ok_or_else(|| format!("--source {shown:?} has no host"))?;
-        // The url crate keeps IPv6 in brackets; the connection wants it bare.
-        let host = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        let port = url
-            .port_or_known_default()
-            .unwrap_or(if https { 443 } else { 80 });
-        let mut target = url.path().to_string();
-        if let Some(q) = url.query() {
-            target.push('?');
-            target.push_str(q);
-        }
-        let auth = if url.username().is_empty() {
-            None
-        } else {
-            let decode = |s: &str| {
-                percent_encoding::percent_decode_str(s)
-                    .decode_utf8()
-                    .map(|t| t.into_owned())
-                    .map_err(|_| format!("--source {shown:?}: the user or password is not UTF-8"))
-            };
-            let password = url.password().map(decode).transpose()?.unwrap_or_default();
-            Some(BasicAuth::new(&decode(url.username())?, &password))
+        let (host, port) = (a.host, a.port);
+        let target = match a.target.as_str() {
+            "" => "/".to_string(),
+            t => t.to_string(),
         };
         let tls = match (https, &args.source_ca_file) {
             (true, ca) => Some(crate::tls_client::config(
@@ -248,16 +186,9 @@ fn read_token(file: &Path) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        a: SourceArgs,
-    }
 
     fn args(extra: &[&str]) -> SourceArgs {
-        T::parse_from(std::iter::once("t").chain(extra.iter().copied())).a
+        crate::sink::run_args(extra).source
     }
 
     #[test]
@@ -320,7 +251,7 @@ mod tests {
             assert!(e.contains(want) && !e.contains("SECRET"), "{e}");
         }
         let e = Feed::new("ftp://h/x", &args(&[])).unwrap_err();
-        assert!(e.contains("http:// or https://"), "{e}");
+        assert!(e.contains("unsupported scheme ftp://"), "{e}");
         let e = Feed::new("http://h/x", &args(&["--source-ca-file", "/nonexistent"])).unwrap_err();
         assert!(e.contains("for an https:// feed"), "{e}");
     }

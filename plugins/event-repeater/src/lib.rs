@@ -56,8 +56,6 @@ pub mod tls_client;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::Parser;
-
 /// The name used in messages.
 pub const BIN_NAME: &str = "app-event-repeater";
 
@@ -93,27 +91,13 @@ fn command(call: app_plugin::plugin::Call) -> u8 {
     // rustls, rumqttc and async-nats speak through `log` and `tracing`:
     // their lines at --log 4 and 5, with their target.
     app_plugin::log_bridge::install();
-    let cli = match cli::Cli::try_parse_from(call.argv(BIN_NAME)) {
-        Ok(c) => c,
-        // `app event-repeater` alone: the subcommands, on stderr with exit
-        // 2, as `app plugin` alone does (a usage error with its usage).
-        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            return error::code::USAGE;
-        }
-        Err(e) if e.use_stderr() => {
-            app_plugin::log::fatal(format_args!(
-                "{}; see `app event-repeater run --help`",
-                app_plugin::usage::one_line(&e)
-            ));
-            return error::code::USAGE;
-        }
-        Err(e) => {
-            // --help and --version.
-            let _ = e.print();
-            return error::code::OK;
-        }
-    };
+    // `app event-repeater` alone: the subcommands, on stderr with exit 2,
+    // as `app plugin` alone does (a usage error with its usage).
+    let cli: cli::Cli =
+        match app_plugin::usage::parse(call.argv(BIN_NAME), "`app event-repeater run --help`") {
+            Ok(c) => c,
+            Err(code) => return code,
+        };
     let cli::Command::Run(run_args) = cli.command;
     match start(&run_args, &call.context) {
         Ok(()) => error::code::OK,

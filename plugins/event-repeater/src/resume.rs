@@ -46,8 +46,12 @@ pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
             ..Start::default()
         });
     }
-    let file = CheckpointFile::beside(&cfg.state_file, cfg.source.to_string(), cfg.sink.protocol())
-        .holding_events_of(cfg.max_source_event());
+    let file = CheckpointFile::beside(
+        &cfg.state_file,
+        cfg.source.addr.to_string(),
+        cfg.sink_protocol,
+    )
+    .holding_events_of(cfg.max_source_event());
     let mut replay = None;
     let mut how = None;
     let resume = match file.load()? {
@@ -96,7 +100,7 @@ pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
             app_plugin::warn!(
                 "the checkpoint {} is for the source {other}, not {}; starting from the source's live events",
                 file.path().display(),
-                cfg.source
+                cfg.source.addr
             );
             how = Some(LIVE_OTHER);
             None
@@ -110,7 +114,7 @@ pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
                 "the checkpoint {} was left by an earlier run of '{}' into {other}, not {}; the events it counts as done never reached this sink, so this run starts from the source's live events (give each setup its own --name to keep their checkpoints apart)",
                 file.path().display(),
                 cfg.name,
-                cfg.sink.protocol()
+                cfg.sink_protocol
             );
             if other == "stderr" {
                 app_plugin::info!("{text}");

@@ -69,9 +69,8 @@ pub fn load(path: &Path) -> Result<Routes, String> {
     };
     Routes::from_specs(specs).map_err(|e| {
         format!(
-            "the state file {} holds an invalid route: {}",
-            path.display(),
-            e.message
+            "the state file {} holds an invalid route: {e}",
+            path.display()
         )
     })
 }

@@ -29,7 +29,6 @@ use app_plugin::context::Context;
 use app_plugin::daemon::{self, Limits, Listeners, Shutdown, Tcp};
 use app_plugin::plugin::Call;
 use app_plugin::Plugin;
-use clap::Parser;
 
 use crate::cli::{Cli, Config};
 use crate::hub::Hub;
@@ -56,20 +55,9 @@ pub fn run(mut args: Vec<OsString>) -> ExitCode {
 /// The command line, then the server until a signal.
 fn serve_call(program: OsString, call: Call) -> ExitCode {
     let argv: Vec<OsString> = std::iter::once(program).chain(call.args).collect();
-    let cli = match Cli::try_parse_from(argv) {
+    let cli: Cli = match app_plugin::usage::parse(argv, "app-event-time --help") {
         Ok(cli) => cli,
-        Err(e) if e.use_stderr() => {
-            log::fatal(format_args!(
-                "{}; see app-event-time --help",
-                app_plugin::usage::one_line(&e)
-            ));
-            return ExitCode::from(EXIT_USAGE);
-        }
-        Err(e) => {
-            // --help and --version.
-            let _ = e.print();
-            return ExitCode::SUCCESS;
-        }
+        Err(code) => return ExitCode::from(code),
     };
     match start(cli, &call.context) {
         Ok(()) => ExitCode::SUCCESS,

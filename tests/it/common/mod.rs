@@ -182,6 +182,8 @@ pub fn free_port() -> u16 {
 }
 
 /// Polls `check` every 20 ms until it returns `Some` or `timeout` passes.
+/// `None` is a wait that ran out: say what that means (`expect`, assert).
+#[must_use = "a wait that timed out is a failure or a finding: check it"]
 pub fn wait_for<T>(
     timeout: std::time::Duration,
     mut check: impl FnMut() -> Option<T>,

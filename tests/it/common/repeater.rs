@@ -300,6 +300,23 @@ impl<'a> Repeater<'a> {
             .unwrap_or_else(|| panic!("{method} {path} got no answer; log:\n{}", self.log()))
     }
 
+    /// One value of `/metrics` by its name without the
+    /// `app_event_repeater_` prefix, labels included
+    /// (`events_failed_total{reason="too_large"}`); panics, with the log,
+    /// when it is not there.
+    pub fn metric(&self, name: &str) -> f64 {
+        let all = self.metrics();
+        *all.get(&format!("app_event_repeater_{name}"))
+            .unwrap_or_else(|| panic!("no metric {name} in {all:?}; log:\n{}", self.log()))
+    }
+
+    /// `/healthz`, answered 200, as JSON.
+    pub fn healthz(&self) -> serde_json::Value {
+        let (status, body) = self.get("/healthz");
+        assert_eq!(status, 200, "{body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("/healthz is not JSON ({e}): {body}"))
+    }
+
     /// `/metrics`, as `name{labels}` → value (full names).
     pub fn metrics(&self) -> BTreeMap<String, f64> {
         let (status, body) = self.get("/metrics");

@@ -99,7 +99,3 @@ pub(crate) fn pki(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     std::fs::write(&paths.2, key.serialize_pem()).unwrap();
     paths
 }
-
-pub(crate) fn healthz(r: &common::repeater::Repeater) -> Value {
-    serde_json::from_str(&r.get("/healthz").1).expect("JSON")
-}

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::{healthz, Feed};
+use super::Feed;
 use crate::common::repeater::Repeater;
 use crate::common::{wait_for, Sandbox};
 
@@ -94,7 +94,7 @@ fn a_204_stops_the_reconnections_and_is_reported() {
     };
     let r = repeater(&sb, &feed, &[]);
     let reported = wait_for(Duration::from_secs(10), || {
-        let h = healthz(&r);
+        let h = r.healthz();
         h["source"]["problem"]
             .as_str()
             .filter(|p| p.contains("204 No Content"))
@@ -105,7 +105,7 @@ fn a_204_stops_the_reconnections_and_is_reported() {
     // (the backoff alone would have asked about 5 times).
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(feed.requests().len(), 1, "{:?}", feed.requests());
-    assert_eq!(healthz(&r)["status"], "degraded");
+    assert_eq!(r.healthz()["status"], "degraded");
 }
 
 #[test]
@@ -116,7 +116,7 @@ fn an_html_page_is_an_error_naming_what_was_served() {
     };
     let r = repeater(&sb, &feed, &[]);
     let problem = wait_for(Duration::from_secs(10), || {
-        healthz(&r)["source"]["problem"]
+        r.healthz()["source"]["problem"]
             .as_str()
             .map(str::to_string)
     })

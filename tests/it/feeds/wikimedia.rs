@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::{healthz, pki, Feed};
+use super::{pki, Feed};
 use crate::common::nats::NatsServer;
 use crate::common::repeater::Repeater;
 use crate::common::{wait_for, Sandbox};
@@ -99,7 +99,7 @@ fn an_https_feed_with_headers_and_a_token_is_relayed_once_across_drops() {
 
     // The token, in no output or file of the repeater's (the positive
     // control: the feed's host and port are there).
-    let h = healthz(&r).to_string();
+    let h = r.healthz().to_string();
     assert!(h.contains(&format!("127.0.0.1:{}", feed.port)), "{h}");
     assert!(
         h.contains("resumed after") || h.contains("live events"),

@@ -33,16 +33,9 @@ fn push(source: &ScriptedSource, id: Option<&str>, n: u64) {
     source.push_event(id, &data);
 }
 
-fn metric(rep: &Repeater, name: &str) -> f64 {
-    rep.metrics()
-        .get(&format!("app_event_repeater_{name}"))
-        .copied()
-        .unwrap_or_else(|| panic!("no metric {name}: {}", rep.log()))
-}
-
 fn wait_acked(rep: &Repeater, n: f64) {
     let acked = wait_for(Duration::from_secs(20), || {
-        (metric(rep, "events_acked_total") >= n).then_some(())
+        (rep.metric("events_acked_total") >= n).then_some(())
     });
     assert!(acked.is_some(), "acked fewer than {n}:\n{}", rep.log());
 }
@@ -107,7 +100,7 @@ fn nats_stores_every_event_of_a_source_with_ids_on_some_events_across_a_kill() {
     // The restart resumed after 7, so the source replayed 8 (the
     // positive control: it was sent again), and the stream kept it once.
     assert_eq!(source.asked().last(), Some(&Some("7".to_string())));
-    assert_eq!(metric(&rep, "events_received_total"), 4.0, "{}", rep.log());
+    assert_eq!(rep.metric("events_received_total"), 4.0, "{}", rep.log());
     assert_each_once(&read_stream(&server.url(), "IDS", 11), 11);
 }
 

@@ -9,11 +9,10 @@ use std::fs;
 use std::time::{Duration, Instant};
 
 use common::broker::{Broker, Subscriber};
-use common::repeater::Repeater;
 use common::{wait_for, Sandbox};
 use serde_json::{json, Value};
 
-use super::{call, event_time, metrics, repeater, seed_routes, SECS};
+use super::{call, event_time, repeater, seed_routes, SECS};
 
 /// A mosquitto and a subscriber to `topic` on it; `None` (after one line
 /// saying why) where mosquitto or its clients are not installed.
@@ -21,13 +20,6 @@ fn broker_and_subscriber(topic: &str) -> Option<(Broker, Subscriber)> {
     let broker = Broker::start()?;
     let sub = Subscriber::start(&broker, topic, None)?;
     Some((broker, sub))
-}
-
-fn metric(p: &Repeater, name: &str) -> u64 {
-    metrics(p)
-        .get(name)
-        .copied()
-        .unwrap_or_else(|| panic!("no metric {name}")) as u64
 }
 
 /// The `data` sequence numbers of test/seq events in `messages` on `topic`.
@@ -89,9 +81,9 @@ fn events_flow_from_event_time_into_mosquitto_under_mapped_topics() {
     let s = seqs(&m, "mapped/seq");
     let (missing, dups, disorder) = audit(&s, *s.iter().max().unwrap());
     assert_eq!((missing.len(), dups, disorder), (0, 0, 0), "{missing:?}");
-    assert!(metric(&rep, "events_acked_total") > 0);
-    assert_eq!(metric(&rep, "sink_connected"), 1);
-    assert_eq!(metric(&rep, "source_connected"), 1);
+    assert!((rep.metric("events_acked_total") as u64) > 0);
+    assert_eq!((rep.metric("sink_connected") as u64), 1);
+    assert_eq!((rep.metric("source_connected") as u64), 1);
 }
 
 #[test]
@@ -163,7 +155,7 @@ fn routes_changed_and_removed_while_events_flow() {
     // Let in-flight events land, then nothing more may arrive.
     std::thread::sleep(Duration::from_millis(700));
     let settled = sub.messages().len();
-    let unrouted = metric(&rep, "events_unrouted_total");
+    let unrouted = rep.metric("events_unrouted_total") as u64;
     std::thread::sleep(Duration::from_millis(700));
     let m = sub.messages();
     assert_eq!(
@@ -174,7 +166,7 @@ fn routes_changed_and_removed_while_events_flow() {
     // The events went on arriving meanwhile, and a route added again
     // reaches this subscriber: the silence was the removed route's.
     assert!(
-        metric(&rep, "events_unrouted_total") > unrouted,
+        (rep.metric("events_unrouted_total") as u64) > unrouted,
         "no events arrived while the route was gone: {}",
         rep.log()
     );
@@ -196,7 +188,7 @@ fn routes_changed_and_removed_while_events_flow() {
     all.extend(&b);
     let (missing, dups, _) = audit(&all, *b.iter().max().unwrap());
     assert_eq!((missing.len(), dups), (0, 0), "{missing:?}");
-    assert!(metric(&rep, "events_unrouted_total") > 0);
+    assert!((rep.metric("events_unrouted_total") as u64) > 0);
 }
 
 #[test]
@@ -236,7 +228,7 @@ fn buffer_smaller_than_the_outage_drops_are_counted_exactly() {
     let s = seqs(&m, "out/seq");
     let first = *s.iter().min().unwrap();
     let (missing, dups, _) = audit(&s, total);
-    let dropped = metric(&rep, "events_dropped_total{reason=\"overflow\"}");
+    let dropped = rep.metric("events_dropped_total{reason=\"overflow\"}") as u64;
     eprintln!("small buffer: {} received from {first}, {} missing, {dups} dup, {dropped} dropped, RSS {rss} KiB", s.len(), missing.len());
     assert!(dropped > 0, "the outage should have overflowed the buffer");
     assert_eq!(
@@ -279,7 +271,7 @@ fn source_stopped_and_started_the_repeater_resumes() {
     sub.wait(SECS(15), |m| m.len() >= 5);
     assert_eq!(src.signal(libc::SIGTERM).code(), Some(0));
     let disconnected = wait_for(SECS(10), || {
-        (metric(&rep, "source_connected") == 0).then_some(())
+        ((rep.metric("source_connected") as u64) == 0).then_some(())
     });
     assert!(
         disconnected.is_some(),
@@ -316,14 +308,20 @@ fn sigterm_drains_and_reports_undelivered_events() {
     );
     let mut rep = repeater(&sb, &["--sink", &broker.url(), "--drain-timeout", "1s"]);
     let _src = event_time(&sb, &["--rate", "200"]);
-    wait_for(SECS(15), || {
-        (metric(&rep, "events_acked_total") >= 100).then_some(())
+    let flowing = wait_for(SECS(15), || {
+        ((rep.metric("events_acked_total") as u64) >= 100).then_some(())
     });
+    assert!(
+        flowing.is_some(),
+        "100 events never acknowledged: {}",
+        rep.log()
+    );
     broker.pause();
     // No acknowledgement comes back from a paused broker: once one event is
     // buffered or in flight, the drain has something it cannot deliver.
     let pending = wait_for(SECS(10), || {
-        (metric(&rep, "events_buffered") + metric(&rep, "events_inflight") > 0).then_some(())
+        ((rep.metric("events_buffered") as u64) + (rep.metric("events_inflight") as u64) > 0)
+            .then_some(())
     });
     assert!(pending.is_some(), "nothing pending: {}", rep.log());
     // What was pending may still be acknowledged from the socket's buffer

@@ -18,15 +18,12 @@ impl ParseOutcome {
     /// clap's error: help and version are information, anything else a
     /// one-line usage error pointing at `help`.
     pub(super) fn from_clap(e: clap::Error, help: &str) -> ParseOutcome {
-        use clap::error::ErrorKind;
-        match e.kind() {
-            ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                ParseOutcome::Info(e.render().to_string())
-            }
-            _ => {
-                let mut first = app_plugin::usage::one_line(&e);
+        use app_plugin::usage::Early;
+        match Early::from_clap(&e) {
+            // `manage` alone lists its commands, as `--help` does.
+            Early::Info(text) | Early::Missing(text) => ParseOutcome::Info(text),
+            Early::Usage(first) => {
+                let mut first = first;
                 if let Some(near) = similar_command(&e).filter(|_| !first.contains("tip: ")) {
                     first = format!("{first} (tip: a similar subcommand exists: '{near}')");
                 }

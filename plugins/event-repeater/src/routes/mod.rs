@@ -15,17 +15,48 @@
 //! last topic's route for the next event.
 
 mod last;
+mod store;
 mod table;
 mod template;
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 pub use app_event_repeater_api::Route;
 pub use last::LastRoute;
+pub use store::RouteStore;
 pub use table::{Decision, Entry, Table};
 pub use template::Template;
 
-use crate::api_error::ApiError;
+/// Why a route change was refused; nothing changed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RouteError {
+    /// A route of the request is not valid.
+    #[error("route {index}: {message}")]
+    Invalid { index: usize, message: String },
+    /// A source topic named twice in one request.
+    #[error("route {index}: sourcetopic {topic:?} appears more than once in the request")]
+    Repeated { index: usize, topic: String },
+    /// `POST` of a source topic that has a route.
+    #[error("a route already exists for sourcetopic {0}; use PUT to change it (app event-repeater manage put SOURCETOPIC SINKTOPIC)")]
+    Exists(String),
+    /// `DELETE` of a source topic that has none.
+    #[error("no route for sourcetopic {0}; nothing was removed")]
+    Missing(String),
+    /// The change would grow the table past `--max-routes`.
+    #[error("the change would make {wanted} routes; the limit is {limit} (--max-routes); nothing was changed")]
+    TooMany { wanted: usize, limit: usize },
+    /// The state file could not be written.
+    #[error("cannot write the state file {}: {source}; nothing was changed", path.display())]
+    Save {
+        path: PathBuf,
+        source: Arc<std::io::Error>,
+    },
+    /// A task of the change failed (a bug).
+    #[error("{0}")]
+    Internal(String),
+}
 
 /// The longest topic MQTT allows, in bytes.
 pub const MAX_TOPIC_LEN: usize = 65_535;
@@ -78,16 +109,16 @@ pub struct Routes {
     map: BTreeMap<String, Route>,
 }
 
-fn check_batch<'a>(items: impl IntoIterator<Item = &'a Route>) -> Result<(), ApiError> {
+fn check_batch<'a>(items: impl IntoIterator<Item = &'a Route>) -> Result<(), RouteError> {
     let mut seen = std::collections::HashSet::new();
     // Counted from 1, as a person counts (and `manage apply` does).
-    for (i, spec) in (1..).zip(items) {
-        validate(spec).map_err(|m| ApiError::bad_request(format!("route {i}: {m}")))?;
+    for (index, spec) in (1..).zip(items) {
+        validate(spec).map_err(|message| RouteError::Invalid { index, message })?;
         if !seen.insert(spec.sourcetopic.as_str()) {
-            return Err(ApiError::bad_request(format!(
-                "route {i}: sourcetopic {:?} appears more than once in the request",
-                spec.sourcetopic
-            )));
+            return Err(RouteError::Repeated {
+                index,
+                topic: spec.sourcetopic.clone(),
+            });
         }
     }
     Ok(())
@@ -95,7 +126,7 @@ fn check_batch<'a>(items: impl IntoIterator<Item = &'a Route>) -> Result<(), Api
 
 impl Routes {
     /// Builds the set from stored routes, checking each.
-    pub fn from_specs(specs: Vec<Route>) -> Result<Routes, ApiError> {
+    pub fn from_specs(specs: Vec<Route>) -> Result<Routes, RouteError> {
         check_batch(&specs)?;
         Ok(Routes {
             map: specs
@@ -122,7 +153,7 @@ impl Routes {
     }
 
     /// `POST`: adds every route or none; an existing source topic is a conflict.
-    pub fn with_added(&self, items: &[Route]) -> Result<Routes, ApiError> {
+    pub fn with_added(&self, items: &[Route]) -> Result<Routes, RouteError> {
         check_batch(items)?;
         let existing: Vec<&str> = items
             .iter()
@@ -130,10 +161,7 @@ impl Routes {
             .map(|s| s.sourcetopic.as_str())
             .collect();
         if !existing.is_empty() {
-            return Err(ApiError::conflict(format!(
-                "a route already exists for sourcetopic {}; use PUT to change it (app event-repeater manage put SOURCETOPIC SINKTOPIC)",
-                quote_list(&existing)
-            )));
+            return Err(RouteError::Exists(quote_list(&existing)));
         }
         let mut next = self.clone();
         for s in items {
@@ -143,7 +171,7 @@ impl Routes {
     }
 
     /// `PUT`: adds or replaces the given routes.
-    pub fn with_upserted(&self, items: &[Route]) -> Result<Routes, ApiError> {
+    pub fn with_upserted(&self, items: &[Route]) -> Result<Routes, RouteError> {
         check_batch(items)?;
         let mut next = self.clone();
         for s in items {
@@ -153,23 +181,25 @@ impl Routes {
     }
 
     /// `PUT ?replace=true`: exactly the given routes.
-    pub fn replaced_by(items: &[Route]) -> Result<Routes, ApiError> {
+    pub fn replaced_by(items: &[Route]) -> Result<Routes, RouteError> {
         Routes::from_specs(items.to_vec())
     }
 
     /// `DELETE`: removes every named route or none; an unknown one is 404.
-    pub fn with_removed(&self, keys: &[String]) -> Result<(Routes, Vec<Route>), ApiError> {
+    pub fn with_removed(&self, keys: &[String]) -> Result<(Routes, Vec<Route>), RouteError> {
         let mut seen = std::collections::HashSet::new();
-        for (i, k) in (1..).zip(keys) {
+        for (index, k) in (1..).zip(keys) {
             if k.is_empty() {
-                return Err(ApiError::bad_request(format!(
-                    "route {i}: sourcetopic must not be empty"
-                )));
+                return Err(RouteError::Invalid {
+                    index,
+                    message: "sourcetopic must not be empty".into(),
+                });
             }
             if !seen.insert(k.as_str()) {
-                return Err(ApiError::bad_request(format!(
-                    "route {i}: sourcetopic {k:?} appears more than once in the request"
-                )));
+                return Err(RouteError::Repeated {
+                    index,
+                    topic: k.clone(),
+                });
             }
         }
         let missing: Vec<&str> = keys
@@ -178,10 +208,7 @@ impl Routes {
             .map(String::as_str)
             .collect();
         if !missing.is_empty() {
-            return Err(ApiError::not_found(format!(
-                "no route for sourcetopic {}; nothing was removed",
-                quote_list(&missing)
-            )));
+            return Err(RouteError::Missing(quote_list(&missing)));
         }
         let mut next = self.clone();
         let removed = keys.iter().filter_map(|k| next.map.remove(k)).collect();
@@ -227,16 +254,19 @@ mod tests {
     fn batches_are_all_or_nothing() {
         let r = Routes::from_specs(vec![spec("a", "")]).unwrap();
         let err = r.with_added(&[spec("b", ""), spec("a", "x")]).unwrap_err();
-        assert_eq!(err.status.as_u16(), 409);
+        assert!(matches!(err, RouteError::Exists(_)), "{err}");
         let err = r.with_added(&[spec("b", ""), spec("b", "x")]).unwrap_err();
-        assert_eq!(err.status.as_u16(), 400);
+        assert!(
+            matches!(err, RouteError::Repeated { index: 2, .. }),
+            "{err}"
+        );
         // Counted from 1: the second route of the request is route 2.
         let err = r.with_added(&[spec("b", ""), spec("", "x")]).unwrap_err();
-        assert!(err.message.starts_with("route 2: "), "{}", err.message);
+        assert!(err.to_string().starts_with("route 2: "), "{err}");
         let err = r.with_removed(&["a".into(), "a".into()]).unwrap_err();
-        assert!(err.message.starts_with("route 2: "), "{}", err.message);
+        assert!(err.to_string().starts_with("route 2: "), "{err}");
         let err = r.with_removed(&["a".into(), "zz".into()]).unwrap_err();
-        assert_eq!(err.status.as_u16(), 404);
+        assert!(matches!(err, RouteError::Missing(_)), "{err}");
         let (after, removed) = r.with_removed(&["a".into()]).unwrap();
         assert!(after.is_empty());
         assert_eq!(removed, vec![spec("a", "")]);

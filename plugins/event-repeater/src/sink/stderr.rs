@@ -5,24 +5,29 @@ use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use app_plugin::address::Scheme;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 
 use crate::buffer::{Buffer, Record};
-use crate::cli::SinkProtocol;
 use crate::metrics::{inc, Metrics};
-use crate::sink::{has_control, Drain, Kind, Refusal, Setup, Sink, SinkConfig, TopicRules};
+use crate::sink::{
+    has_control, Drain, NoFlags, Refusal, Setup, Sink, SinkConfig, SinkKind, TopicRules,
+};
 
 /// `--sinkprotocol stderr`: no flags of its own; it prints a `--payload text` event as a JSON string.
-pub const KIND: Kind = Kind {
-    protocol: SinkProtocol::Stderr,
-    schemes: &[],
-    configure: |s: &Setup| {
+impl SinkKind for Stderr {
+    const NAME: &'static str = "stderr";
+    const ABOUT: &'static str = "Write one JSON line per event to stderr";
+    const SCHEMES: &'static [Scheme] = &[];
+    type Args = NoFlags;
+
+    fn configure(_: NoFlags, setup: &Setup) -> Result<Box<dyn SinkConfig>, String> {
         Ok(Box::new(Stderr {
-            text: s.args.source_args.payload == crate::feed::PayloadKind::Text,
+            text: setup.text_payload,
         }))
-    },
-};
+    }
+}
 
 /// The stderr sink's configuration (and its topic rules).
 #[derive(Debug, Clone, Copy, Default)]
@@ -33,10 +38,6 @@ pub struct Stderr {
 }
 
 impl SinkConfig for Stderr {
-    fn protocol(&self) -> &'static str {
-        "stderr"
-    }
-
     fn url(&self) -> String {
         "stderr".to_string()
     }
@@ -134,7 +135,11 @@ async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, as_text: bool, drain: D
             text.extend_from_slice(&line(rec, as_text));
             text.push(b'\n');
         }
-        let ok = std::io::stderr().lock().write_all(&text).is_ok();
+        // A pipe nobody drains blocks the write: on a blocking thread, so
+        // the source's task and the API keep their worker.
+        let ok = tokio::task::spawn_blocking(move || std::io::stderr().lock().write_all(&text))
+            .await
+            .is_ok_and(|written| written.is_ok());
         for rec in &batch {
             if ok {
                 inc(&metrics.published);

@@ -23,47 +23,33 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_SHOWN_BODY: usize = 512;
 
 /// Why a request got no event stream.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
     /// No connection, or no answer.
+    #[error("{0}")]
     Unreachable(String),
     /// `204 No Content`: the source asks not to reconnect.
+    #[error("the source answered 204 No Content, which asks clients not to reconnect")]
     NoContent,
     /// Another status, with `Retry-After` (seconds) if it gave one, and
     /// the start of its body (escaped).
+    #[error("the source answered {status} {}{}{body}", reason(*status), if body.is_empty() { "" } else { ": " })]
     Status {
         status: u16,
         retry_after: Option<Duration>,
         body: String,
     },
     /// A 200 that is not `text/event-stream`.
+    #[error("the source answered 200 with Content-Type {0}, not text/event-stream (is --source the stream's URL?)")]
     NotEventStream(String),
 }
 
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refused::Unreachable(why) => f.write_str(why),
-            Refused::NoContent => f.write_str(
-                "the source answered 204 No Content, which asks clients not to reconnect",
-            ),
-            Refused::Status { status, body, .. } => {
-                let reason = hyper::StatusCode::from_u16(*status)
-                    .ok()
-                    .and_then(|s| s.canonical_reason())
-                    .unwrap_or("");
-                write!(f, "the source answered {status} {reason}")?;
-                if !body.is_empty() {
-                    write!(f, ": {body}")?;
-                }
-                Ok(())
-            }
-            Refused::NotEventStream(served) => write!(
-                f,
-                "the source answered 200 with Content-Type {served}, not text/event-stream (is --source the stream's URL?)"
-            ),
-        }
-    }
+/// The reason phrase of `status` (`Not Found`), or nothing.
+fn reason(status: u16) -> &'static str {
+    hyper::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("")
 }
 
 /// `GET target` with `headers`; `Ok` is a 2xx answer (and, with

@@ -42,8 +42,11 @@ use crate::metrics::{inc, Metrics};
 use crate::relay::Relay;
 use crate::sse::{Item, Parser};
 
+pub mod args;
 mod connect;
 mod pace;
+
+pub use args::{SourceArgs, SourceConfig};
 
 use connect::{get, Refused};
 use pace::Pace;

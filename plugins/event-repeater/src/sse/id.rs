@@ -6,26 +6,17 @@
 use super::MAX_ID;
 
 /// Why an `id:` was not kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum IdRefusal {
     /// Over [`MAX_ID`] bytes: this many.
+    #[error("of {0} bytes, over the limit of {MAX_ID} bytes")]
     TooLong(usize),
     /// A control character (other than tab), which no HTTP header may hold.
+    #[error("holding a control character, which cannot be sent back as a Last-Event-ID header")]
     Control,
     /// Not UTF-8.
+    #[error("that is not UTF-8")]
     NotUtf8,
-}
-
-impl std::fmt::Display for IdRefusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            IdRefusal::TooLong(n) => write!(f, "of {n} bytes, over the limit of {MAX_ID} bytes"),
-            IdRefusal::Control => f.write_str(
-                "holding a control character, which cannot be sent back as a Last-Event-ID header",
-            ),
-            IdRefusal::NotUtf8 => f.write_str("that is not UTF-8"),
-        }
-    }
 }
 
 /// What one pass over an id found: printable ASCII only (no further check

@@ -4,9 +4,33 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::addr::{join_host_port, split_host_port};
+use app_plugin::address::{join_host_port, Rules, Scheme};
+
 use crate::cli::Qos;
-use crate::sink::{default_client_id, no_credentials, Setup};
+use crate::sink::{default_client_id, Setup};
+
+/// The MQTT sink's own flags.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "MQTT sink (--sinkprotocol mqtt)")]
+// No group: its flags are told apart by `sink::configure`, not by clap.
+#[group(skip)]
+pub struct Args {
+    /// Publish with the retain flag.
+    #[arg(long)]
+    pub retain: bool,
+
+    /// MQTT client id (default: derived from the host name and --name, stable across restarts).
+    #[arg(long)]
+    pub client_id: Option<String>,
+
+    /// Start every connection with a clean MQTT session instead of a persistent one.
+    #[arg(long)]
+    pub clean_session: bool,
+
+    /// Largest MQTT packet sent or received; bigger events are refused and counted.
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = crate::cli::parse_size)]
+    pub max_packet_size: usize,
+}
 
 /// MQTT settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,9 +90,9 @@ impl MqttConfig {
 }
 
 /// The MQTT settings from the flags; an `Err` is a usage error. (The TLS
-/// set-up is checked by [`crate::sink::mqtt::KIND`].)
-pub fn configure(setup: &Setup) -> Result<MqttConfig, String> {
-    let args = setup.args;
+/// set-up is checked by [`crate::sink::mqtt::Mqtt`].)
+pub fn configure(own: &Args, setup: &Setup) -> Result<MqttConfig, String> {
+    let args = setup.sink;
     let (first, more) = match args.sink.split_first() {
         None => ("tcp://localhost:1883", &[][..]),
         Some((first, more)) => (first.as_str(), more),
@@ -88,7 +112,7 @@ pub fn configure(setup: &Setup) -> Result<MqttConfig, String> {
     if args.ca_file.is_some() && !tls {
         return Err("--ca-file only applies to an mqtts:// sink".into());
     }
-    let client_id = match &args.client_id {
+    let client_id = match &own.client_id {
         Some(id) if id.is_empty() => return Err("--client-id must not be empty".into()),
         Some(id) => id.clone(),
         None => default_client_id(setup.name),
@@ -99,13 +123,13 @@ pub fn configure(setup: &Setup) -> Result<MqttConfig, String> {
         tls,
         ca_file: args.ca_file.clone(),
         client_id,
-        clean_session: args.clean_session,
+        clean_session: own.clean_session,
         username: args.username.clone(),
         password: setup.password.clone(),
         qos: args.qos,
-        retain: args.retain,
+        retain: own.retain,
         inflight: inflight(args.inflight, args.qos),
-        max_packet_size: args.max_packet_size,
+        max_packet_size: own.max_packet_size,
         failover,
         ack_timeout: args.ack_timeout,
     };
@@ -131,47 +155,24 @@ fn inflight(asked: Option<u16>, qos: Qos) -> u16 {
     }
 }
 
+/// What `--sink` takes for MQTT: `tcp://`, `mqtt://` (1883), `mqtts://`,
+/// `ssl://` (8883, TLS), or `HOST[:PORT]`; no path, no credentials.
+pub const URLS: Rules = Rules {
+    schemes: &[
+        Scheme::plain("tcp", 1883),
+        Scheme::plain("mqtt", 1883),
+        Scheme::tls("mqtts", 8883),
+        Scheme::tls("ssl", 8883),
+    ],
+    bare: Some("tcp"),
+    path: false,
+    credentials: Some("--username and --password-file (or APP_MQTT_PASSWORD)"),
+};
+
 /// `tcp://h:p`, `mqtt://h:p`, `mqtts://h:p`, `h:p` or `h` → (host, port, tls).
 pub fn parse_sink(text: &str) -> Result<(String, u16, bool), String> {
-    let (rest, tls) = if let Some(r) = text
-        .strip_prefix("mqtts://")
-        .or_else(|| text.strip_prefix("ssl://"))
-    {
-        (r, true)
-    } else if let Some(r) = text
-        .strip_prefix("tcp://")
-        .or_else(|| text.strip_prefix("mqtt://"))
-    {
-        (r, false)
-    } else if text.contains("://") {
-        return Err(format!(
-            "--sink {:?}: unsupported scheme; use tcp://, mqtt:// or mqtts://",
-            app_plugin::redact::url(text)
-        ));
-    } else {
-        (text, false)
-    };
-    no_credentials(
-        text,
-        rest,
-        "--username and --password-file (or APP_MQTT_PASSWORD)",
-    )?;
-    let rest = rest.trim_end_matches('/');
-    let default_port = if tls { 8883 } else { 1883 };
-    let (host, port) = match split_host_port(rest) {
-        Some(hp) => hp,
-        None if !rest.is_empty() && !rest.contains(':') => (rest.to_string(), default_port),
-        None if rest.starts_with('[') && rest.ends_with(']') => {
-            (rest[1..rest.len() - 1].to_string(), default_port)
-        }
-        None => {
-            return Err(format!(
-                "--sink {:?} is not HOST:PORT",
-                app_plugin::redact::url(text)
-            ))
-        }
-    };
-    Ok((host, port, tls))
+    let a = URLS.parse(text).map_err(|e| format!("--sink {e}"))?;
+    Ok((a.host, a.port, a.scheme.tls))
 }
 
 #[cfg(test)]
@@ -179,24 +180,26 @@ mod tests {
     use super::*;
     use crate::sink::{run_args, setup};
 
+    /// The MQTT settings of `args` (after `run`).
+    fn mqtt(args: &[&str]) -> MqttConfig {
+        let run = run_args(args);
+        let own = <Args as clap::FromArgMatches>::from_arg_matches(&run.sink.matches).unwrap();
+        configure(&own, &setup(&run, "event-time")).unwrap()
+    }
+
     #[test]
     fn defaults() {
-        let m = configure(&setup(&run_args(&[]), "event-time")).unwrap();
+        let m = mqtt(&[]);
         assert_eq!((m.host.as_str(), m.port, m.tls), ("localhost", 1883, false));
         assert!(!m.clean_session);
         assert_eq!(m.client_id, default_client_id("event-repeater"));
-        let args = run_args(&["--sink", "a", "--sink", "tcp://b:2"]);
-        let m = configure(&setup(&args, "event-time")).unwrap();
+        let m = mqtt(&["--sink", "a", "--sink", "tcp://b:2"]);
         assert_eq!(m.url(), "mqtt://a:1883,mqtt://b:2");
     }
 
     #[test]
     fn the_window_defaults_to_what_brokers_take_for_each_qos() {
-        let window = |args: &[&str]| {
-            configure(&setup(&run_args(args), "event-time"))
-                .unwrap()
-                .inflight
-        };
+        let window = |args: &[&str]| mqtt(args).inflight;
         assert_eq!(window(&[]), 1000);
         assert_eq!(window(&["--qos", "0"]), 1000);
         assert_eq!(window(&["--qos", "2"]), 20);
@@ -219,6 +222,9 @@ mod tests {
         assert_eq!(parse_sink("[::1]:1"), Ok(("::1".into(), 1, false)));
         assert!(parse_sink("ws://h").is_err());
         assert!(parse_sink("h:notaport").is_err());
+        // Issue 32: the host was "a/b" here, and refused on NATS.
+        assert!(parse_sink("tcp://a/b").unwrap_err().contains("a path"));
+        assert_eq!(parse_sink("tcp://a/"), Ok(("a".into(), 1883, false)));
     }
 
     #[test]

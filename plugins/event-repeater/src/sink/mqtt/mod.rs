@@ -37,36 +37,36 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 
 use crate::buffer::Buffer;
-use crate::cli::SinkProtocol;
+use app_plugin::address::Scheme;
+
 use crate::metrics::Metrics;
 use crate::routes::MAX_TOPIC_LEN;
-use crate::sink::{Drain, Kind, Refusal, Setup, Sink, SinkConfig, TopicRules};
+use crate::sink::{Drain, Refusal, Setup, Sink, SinkConfig, SinkKind, TopicRules};
 
 pub use config::{Endpoint, MqttConfig};
 
 /// `--sinkprotocol mqtt`.
-pub const KIND: Kind = Kind {
-    protocol: SinkProtocol::Mqtt,
-    schemes: &["tcp", "mqtt", "mqtts", "ssl"],
-    configure,
-};
+pub struct Mqtt;
 
-/// The MQTT settings from the flags, with the TLS set-up checked at start
-/// like the NATS sink's: a `--ca-file` that cannot be used would leave the
-/// sink retrying forever.
-fn configure(setup: &Setup) -> Result<Box<dyn SinkConfig>, String> {
-    let mqtt = config::configure(setup)?;
-    if mqtt.tls {
-        options::check_tls(&mqtt)?;
+impl SinkKind for Mqtt {
+    const NAME: &'static str = "mqtt";
+    const ABOUT: &'static str = "Publish to an MQTT broker";
+    const SCHEMES: &'static [Scheme] = config::URLS.schemes;
+    type Args = config::Args;
+
+    /// The MQTT settings from the flags, with the TLS set-up checked at
+    /// start like the NATS sink's: a `--ca-file` that cannot be used would
+    /// leave the sink retrying forever.
+    fn configure(args: config::Args, setup: &Setup) -> Result<Box<dyn SinkConfig>, String> {
+        let mqtt = config::configure(&args, setup)?;
+        if mqtt.tls {
+            options::check_tls(&mqtt)?;
+        }
+        Ok(Box::new(mqtt))
     }
-    Ok(Box::new(mqtt))
 }
 
 impl SinkConfig for MqttConfig {
-    fn protocol(&self) -> &'static str {
-        "mqtt"
-    }
-
     fn url(&self) -> String {
         MqttConfig::url(self)
     }
@@ -75,6 +75,11 @@ impl SinkConfig for MqttConfig {
         Arc::new(MqttRules {
             max_packet: self.max_packet_size,
         })
+    }
+
+    /// `--max-packet-size`: a publish holds the event and more.
+    fn max_event(&self) -> Option<usize> {
+        Some(self.max_packet_size)
     }
 
     /// Nothing to check before the loop runs: a broker that is down is

@@ -4,9 +4,33 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::addr::{join_host_port, split_host_port};
+use app_plugin::address::{Rules, Scheme};
+
 use crate::cli::Qos;
-use crate::sink::{default_client_id, no_credentials, Setup};
+use crate::sink::{default_client_id, Setup};
+
+/// The NATS sink's own flags.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "NATS sink (--sinkprotocol nats)")]
+// No group: its flags are told apart by `sink::configure`, not by clap.
+#[group(skip)]
+pub struct Args {
+    /// JetStream stream for --sinkprotocol nats; created if missing (see docs/event-repeater.md).
+    #[arg(long, value_name = "NAME", default_value = "EVENTS")]
+    pub nats_stream: String,
+
+    /// Replicas of the stream when the repeater creates it (1, 3 or 5 in a JetStream cluster).
+    #[arg(long, value_name = "N", default_value = "1", value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub nats_replicas: u8,
+
+    /// NATS credentials file (.creds: JWT and NKey seed).
+    #[arg(long, value_name = "FILE")]
+    pub creds: Option<PathBuf>,
+
+    /// NATS authentication token.
+    #[arg(long, env = "APP_NATS_TOKEN", hide_env_values = true)]
+    pub nats_token: Option<String>,
+}
 
 /// NATS settings (`--sinkprotocol nats`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,8 +64,8 @@ impl NatsConfig {
 }
 
 /// The NATS settings; an `Err` is a usage error.
-pub fn configure(setup: &Setup) -> Result<NatsConfig, String> {
-    let args = setup.args;
+pub fn configure(own: &Args, setup: &Setup) -> Result<NatsConfig, String> {
+    let args = setup.sink;
     let given: Vec<&str> = if args.sink.is_empty() {
         vec!["nats://localhost:4222"]
     } else {
@@ -61,14 +85,14 @@ pub fn configure(setup: &Setup) -> Result<NatsConfig, String> {
         // Checked here; the NATS client reads it again when it connects.
         crate::files::read_file(path, "--ca-file", 1 << 20)?;
     }
-    if let Some(path) = &args.creds {
+    if let Some(path) = &own.creds {
         // Checked here; the NATS client reads it again when it connects.
         crate::files::read_secret_file(path, "--creds", 64 * 1024)?;
     }
-    if args.nats_token.as_deref().is_some_and(str::is_empty) {
+    if own.nats_token.as_deref().is_some_and(str::is_empty) {
         return Err("the NATS token (--nats-token or APP_NATS_TOKEN) must not be empty".into());
     }
-    let stream = &args.nats_stream;
+    let stream = &own.nats_stream;
     if stream.is_empty()
         || stream
             .chars()
@@ -78,66 +102,42 @@ pub fn configure(setup: &Setup) -> Result<NatsConfig, String> {
             "--nats-stream {stream:?} is not a stream name; use letters, digits, '-' or '_'"
         ));
     }
-    let source_id = match &args.source_id {
-        Some(id) if id.is_empty() || id.chars().any(char::is_control) => {
-            return Err("--source-id must be non-empty printable text".into())
-        }
-        Some(id) => id.clone(),
-        None => setup.source.clone(),
-    };
+    let source_id = args.source_id(&setup.source)?;
     Ok(NatsConfig {
         servers,
         tls,
         ca_file: args.ca_file.clone(),
         username: args.username.clone(),
         password: setup.password.clone(),
-        token: args.nats_token.clone(),
-        creds: args.creds.clone(),
+        token: own.nats_token.clone(),
+        creds: own.creds.clone(),
         qos: args.qos,
         inflight: args.inflight.unwrap_or(crate::cli::DEFAULT_INFLIGHT),
         stream: stream.clone(),
         stream_max_age: Duration::from_secs(24 * 3600),
-        stream_replicas: usize::from(args.nats_replicas),
+        stream_replicas: usize::from(own.nats_replicas),
         source_id,
         ack_timeout: args.ack_timeout,
         client_name: default_client_id(setup.name),
     })
 }
 
+/// What `--sink` takes for NATS: `nats://` or `tls://` (TLS), or
+/// `HOST[:PORT]` (4222); no path, no credentials.
+pub const URLS: Rules = Rules {
+    schemes: &[Scheme::plain("nats", 4222), Scheme::tls("tls", 4222)],
+    bare: Some("nats"),
+    path: false,
+    credentials: Some("--username, --creds or APP_NATS_TOKEN"),
+};
+
 /// `nats://h:p`, `tls://h:p`, `h:p` or `h` → (`nats://h:p` or `tls://h:p`, tls).
 pub fn parse_nats_sink(text: &str) -> Result<(String, bool), String> {
-    let (rest, tls) = if let Some(r) = text.strip_prefix("tls://") {
-        (r, true)
-    } else if let Some(r) = text.strip_prefix("nats://") {
-        (r, false)
-    } else if text.contains("://") {
-        return Err(format!(
-            "--sink {:?}: unsupported scheme for NATS; use nats:// or tls://",
-            app_plugin::redact::url(text)
-        ));
-    } else {
-        (text, false)
-    };
-    no_credentials(text, rest, "--username, --creds or APP_NATS_TOKEN")?;
-    let rest = rest.trim_end_matches('/');
-    let (host, port) = match split_host_port(rest) {
-        Some(hp) => hp,
-        None if !rest.is_empty() && !rest.contains([':', '@', '/']) => (rest.to_string(), 4222),
-        None => {
-            return Err(format!(
-                "--sink {:?} is not HOST:PORT",
-                app_plugin::redact::url(text)
-            ))
-        }
-    };
-    if host.contains('/') {
-        return Err(format!(
-            "--sink {:?} is not HOST:PORT",
-            app_plugin::redact::url(text)
-        ));
-    }
-    let scheme = if tls { "tls" } else { "nats" };
-    Ok((format!("{scheme}://{}", join_host_port(&host, port)), tls))
+    let a = URLS.parse(text).map_err(|e| format!("--sink {e}"))?;
+    Ok((
+        format!("{}://{}", a.scheme.name, a.host_port()),
+        a.scheme.tls,
+    ))
 }
 
 #[cfg(test)]
@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn servers_stream_and_source_id() {
-        let args = run_args(&[
+        let run = run_args(&[
             "--sinkprotocol",
             "nats",
             "--sink",
@@ -155,7 +155,8 @@ mod tests {
             "--sink",
             "b:2",
         ]);
-        let n = configure(&setup(&args, "http://127.0.0.1:9")).unwrap();
+        let own = <Args as clap::FromArgMatches>::from_arg_matches(&run.sink.matches).unwrap();
+        let n = configure(&own, &setup(&run, "http://127.0.0.1:9")).unwrap();
         assert_eq!(n.servers, ["nats://a:1", "nats://b:2"]);
         assert_eq!(n.stream, "EVENTS");
         assert_eq!(n.source_id, "http://127.0.0.1:9");
@@ -170,6 +171,9 @@ mod tests {
         assert_eq!(parse_nats_sink("h"), Ok(("nats://h:4222".into(), false)));
         assert_eq!(parse_nats_sink("tls://h:1"), Ok(("tls://h:1".into(), true)));
         assert!(parse_nats_sink("mqtt://h").is_err());
+        assert!(parse_nats_sink("nats://a/b")
+            .unwrap_err()
+            .contains("a path"));
         let err = parse_nats_sink("nats://u:hunter3@h:1").unwrap_err();
         assert!(
             err.contains("nats://***:***@h:1") && !err.contains("hunter3"),

@@ -230,12 +230,18 @@ impl<'a> Publisher<'a> {
                 }
                 Ready::Later(why) => {
                     set_problem(&sink.metrics.sink_last_error, &why);
+                    let delay = self.backoff.next_delay();
                     if !self.condition.failed(&why) {
                         self.trouble
                             .log(WARN, || format!("{why}; retrying with backoff"));
                     }
+                    // Each retry, at debug: a known condition is warned about once.
+                    app_plugin::log::debug!(
+                        "JetStream still refuses, trying again in {}ms: {why}",
+                        delay.as_millis()
+                    );
                     self.retry.insert(job.rec.seq, job);
-                    self.paused_until = Some(Instant::now() + self.backoff.next_delay());
+                    self.paused_until = Some(Instant::now() + delay);
                     break;
                 }
             }

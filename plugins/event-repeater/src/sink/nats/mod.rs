@@ -48,27 +48,32 @@ use futures_util::FutureExt;
 use tokio::sync::Notify;
 
 use crate::buffer::{Buffer, Record};
-use crate::cli::{Qos, SinkProtocol};
+use crate::cli::Qos;
 use crate::metrics::{inc, Metrics};
 use crate::sink::nats::subject::subject;
-use crate::sink::{Drain, Kind, Refusal, Sink, SinkConfig, TopicRules};
+use crate::sink::{Drain, Refusal, Setup, Sink, SinkConfig, SinkKind, TopicRules};
+use app_plugin::address::Scheme;
 use app_plugin::log::{RateLimited, WARN};
 
 pub use config::NatsConfig;
 pub use stream::OWN_STREAM;
 
 /// `--sinkprotocol nats`.
-pub const KIND: Kind = Kind {
-    protocol: SinkProtocol::Nats,
-    schemes: &["nats", "tls"],
-    configure: |setup| Ok(Box::new(config::configure(setup)?)),
-};
+pub struct Nats;
+
+impl SinkKind for Nats {
+    const NAME: &'static str = "nats";
+    const ABOUT: &'static str = "Publish to NATS: JetStream at QoS 1 and 2, core NATS at QoS 0";
+    const SCHEMES: &'static [Scheme] = config::URLS.schemes;
+    const SOURCE_ID: bool = true;
+    type Args = config::Args;
+
+    fn configure(args: config::Args, setup: &Setup) -> Result<Box<dyn SinkConfig>, String> {
+        Ok(Box::new(config::configure(&args, setup)?))
+    }
+}
 
 impl SinkConfig for NatsConfig {
-    fn protocol(&self) -> &'static str {
-        "nats"
-    }
-
     fn url(&self) -> String {
         NatsConfig::url(self)
     }

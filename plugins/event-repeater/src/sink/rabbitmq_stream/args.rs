@@ -6,7 +6,9 @@
 /// `--sinkprotocol rabbitmq-stream` flags.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "RabbitMQ Streams sink (--sinkprotocol rabbitmq-stream)")]
-pub struct RabbitArgs {
+// No group: its flags are told apart by `sink::configure`, not by clap.
+#[group(skip)]
+pub struct Args {
     /// Replicas of a stream the repeater creates (its initial cluster size:
     /// 1 on one node, up to the cluster's nodes; an existing stream is used as it is).
     #[arg(long, value_name = "N", default_value = "1", value_parser = clap::value_parser!(u8).range(1..=9))]

@@ -5,12 +5,28 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use app_plugin::address::{join_host_port, AddressError, Rules, Scheme};
+
 use crate::sink::rabbitmq_stream::pubid::producer_name;
+use crate::sink::rabbitmq_stream::Args;
 use crate::sink::{default_client_id, Setup};
 
 /// The stream port RabbitMQ listens on, without and with TLS.
 pub const PORT: u16 = 5552;
 pub const TLS_PORT: u16 = 5551;
+
+/// What `--sink` takes for RabbitMQ Streams: `rabbitmq-stream://` or
+/// `rabbitmq-stream+tls://` (TLS), or `HOST[:PORT]` (5552); no path (the
+/// virtual host is `--rabbitmq-vhost`), no credentials.
+pub const URLS: Rules = Rules {
+    schemes: &[
+        Scheme::plain("rabbitmq-stream", PORT),
+        Scheme::tls("rabbitmq-stream+tls", TLS_PORT),
+    ],
+    bare: Some("rabbitmq-stream"),
+    path: false,
+    credentials: Some("--username and --password-file"),
+};
 
 /// One node of `--sink`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,22 +70,15 @@ impl RabbitConfig {
         };
         self.nodes
             .iter()
-            .map(|n| {
-                let host = if n.host.contains(':') {
-                    format!("[{}]", n.host)
-                } else {
-                    n.host.clone()
-                };
-                format!("{scheme}://{host}:{}", n.port)
-            })
+            .map(|n| format!("{scheme}://{}", join_host_port(&n.host, n.port)))
             .collect::<Vec<_>>()
             .join(",")
     }
 }
 
 /// The settings; an `Err` is a usage error.
-pub fn configure(setup: &Setup) -> Result<RabbitConfig, String> {
-    let args = setup.args;
+pub fn configure(own: &Args, setup: &Setup) -> Result<RabbitConfig, String> {
+    let args = setup.sink;
     let given: Vec<&str> = if args.sink.is_empty() {
         vec!["rabbitmq-stream://localhost:5552"]
     } else {
@@ -90,19 +99,13 @@ pub fn configure(setup: &Setup) -> Result<RabbitConfig, String> {
         return Err("--ca-file only applies to a rabbitmq-stream+tls:// sink".into());
     }
     let ca_file = args.ca_file.clone();
-    let vhost = &args.rabbitmq.rabbitmq_vhost;
+    let vhost = &own.rabbitmq_vhost;
     if vhost.is_empty() || vhost.len() > 255 || vhost.chars().any(char::is_control) {
         return Err(format!(
             "--rabbitmq-vhost {vhost:?} is not a virtual host name (1 to 255 bytes, no control characters)"
         ));
     }
-    let source_id = match &args.source_id {
-        Some(id) if id.is_empty() || id.chars().any(char::is_control) => {
-            return Err("--source-id must be non-empty printable text".into())
-        }
-        Some(id) => id.clone(),
-        None => setup.source.clone(),
-    };
+    let source_id = args.source_id(&setup.source)?;
     let cfg = RabbitConfig {
         nodes,
         tls,
@@ -110,7 +113,7 @@ pub fn configure(setup: &Setup) -> Result<RabbitConfig, String> {
         username: args.username.clone(),
         password: setup.password.clone(),
         vhost: vhost.clone(),
-        replicas: args.rabbitmq.rabbitmq_replicas,
+        replicas: own.rabbitmq_replicas,
         producer: producer_name(&source_id),
         source_id,
         inflight: usize::from(args.inflight.unwrap_or(crate::cli::DEFAULT_INFLIGHT)),
@@ -130,52 +133,33 @@ pub fn tls_config(cfg: &RabbitConfig) -> Result<Arc<rustls::ClientConfig>, Strin
     crate::tls_client::config(cfg.ca_file.as_deref(), "--ca-file", "RabbitMQ")
 }
 
-/// `rabbitmq-stream://HOST[:PORT]` or `rabbitmq-stream+tls://HOST[:PORT]`
-/// → the node and whether it is TLS. Credentials, paths and queries are
-/// refused, naming the flag to use instead.
+/// `rabbitmq-stream://HOST[:PORT]`, `rabbitmq-stream+tls://HOST[:PORT]`
+/// or `HOST[:PORT]` → the node and whether it is TLS ([`URLS`]).
+/// Credentials, paths and queries are refused, naming the flag to use
+/// instead.
 pub fn parse_sink(text: &str) -> Result<(Node, bool), String> {
-    let shown = || app_plugin::redact::url(text);
-    let url = url::Url::parse(text).map_err(|e| {
-        format!(
-            "--sink {:?} is not a URL ({e}); use rabbitmq-stream://HOST:PORT",
-            shown()
-        )
+    let a = URLS.parse(text).map_err(|e| match e {
+        AddressError::Path { .. } => format!("--sink {e} (the virtual host is --rabbitmq-vhost)"),
+        e => format!("--sink {e}"),
     })?;
-    let tls = match url.scheme() {
-        "rabbitmq-stream" => false,
-        "rabbitmq-stream+tls" => true,
-        _ => {
-            return Err(format!(
-                "--sink {:?}: unsupported scheme for RabbitMQ Streams; use rabbitmq-stream:// or rabbitmq-stream+tls://",
-                shown()
-            ))
-        }
+    let node = Node {
+        host: a.host,
+        port: a.port,
     };
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(format!(
-            "--sink {:?}: give credentials with --username and --password-file, not in the URL",
-            shown()
-        ));
-    }
-    if !matches!(url.path(), "" | "/") || url.query().is_some() || url.fragment().is_some() {
-        return Err(format!(
-            "--sink {:?} has a path or query; use rabbitmq-stream://HOST:PORT (the virtual host is --rabbitmq-vhost)",
-            shown()
-        ));
-    }
-    let host = match url.host() {
-        Some(url::Host::Ipv6(a)) => a.to_string(),
-        Some(h) if !h.to_string().is_empty() => h.to_string(),
-        _ => return Err(format!("--sink {:?} has no host", shown())),
-    };
-    let port = url.port().unwrap_or(if tls { TLS_PORT } else { PORT });
-    Ok((Node { host, port }, tls))
+    Ok((node, a.scheme.tls))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::sink::{run_args, setup};
+
+    /// The configuration `args` (after `run`) make for the source `source`.
+    fn configured(args: &[&str], source: &str) -> Result<RabbitConfig, String> {
+        let run = run_args(args);
+        let own = <Args as clap::FromArgMatches>::from_arg_matches(&run.sink.matches).unwrap();
+        configure(&own, &setup(&run, source))
+    }
 
     fn node(host: &str, port: u16) -> Node {
         Node {
@@ -198,8 +182,9 @@ mod tests {
             parse_sink("rabbitmq-stream+tls://[::1]/"),
             Ok((node("::1", TLS_PORT), true))
         );
+        // As --sinkprotocol rabbitmq-stream's --sink, a bare HOST:PORT.
+        assert_eq!(parse_sink("h:1"), Ok((node("h", 1), false)));
         for bad in [
-            "h:1",
             "nats://h:1",
             "rabbitmq-stream://h:1/vhost",
             "rabbitmq-stream://h:1?x=1",
@@ -208,6 +193,8 @@ mod tests {
         ] {
             assert!(parse_sink(bad).is_err(), "{bad}");
         }
+        let err = parse_sink("rabbitmq-stream://h:1/vhost").unwrap_err();
+        assert!(err.contains("--rabbitmq-vhost"), "{err}");
         let err = parse_sink("rabbitmq-stream://u:hunter3@h:1").unwrap_err();
         assert!(
             !err.contains("hunter3") && err.contains("--password-file"),
@@ -217,46 +204,55 @@ mod tests {
 
     #[test]
     fn nodes_producer_and_flags() {
-        let args = run_args(&[
-            "--sinkprotocol",
-            "rabbitmq-stream",
-            "--sink",
-            "rabbitmq-stream://a:1",
-            "--sink",
-            "rabbitmq-stream://[::1]:2",
-            "--source-id",
-            "site",
-            "--rabbitmq-replicas",
-            "3",
-        ]);
-        let c = configure(&setup(&args, "http://127.0.0.1:9")).unwrap();
+        let c = configured(
+            &[
+                "--sinkprotocol",
+                "rabbitmq-stream",
+                "--sink",
+                "rabbitmq-stream://a:1",
+                "--sink",
+                "rabbitmq-stream://[::1]:2",
+                "--source-id",
+                "site",
+                "--rabbitmq-replicas",
+                "3",
+            ],
+            "http://127.0.0.1:9",
+        )
+        .unwrap();
         assert_eq!(c.nodes, [node("a", 1), node("::1", 2)]);
         assert_eq!(c.url(), "rabbitmq-stream://a:1,rabbitmq-stream://[::1]:2");
         assert_eq!(c.producer, "app-event-repeater:site");
         assert_eq!((c.replicas, c.vhost.as_str()), (3, "/"));
-        let mixed = run_args(&[
+        let mixed = [
             "--sinkprotocol",
             "rabbitmq-stream",
             "--sink",
             "rabbitmq-stream://a:1",
             "--sink",
             "rabbitmq-stream+tls://b:2",
-        ]);
-        assert!(configure(&setup(&mixed, "x")).is_err());
-        let ca = run_args(&["--sinkprotocol", "rabbitmq-stream", "--ca-file", "/x"]);
-        assert!(configure(&setup(&ca, "x")).unwrap_err().contains("+tls"));
+        ];
+        assert!(configured(&mixed, "x").unwrap_err().contains("same scheme"));
+        let ca = ["--sinkprotocol", "rabbitmq-stream", "--ca-file", "/x"];
+        assert!(configured(&ca, "x").unwrap_err().contains("+tls"));
+        let empty = ["--sinkprotocol", "rabbitmq-stream", "--source-id", ""];
+        assert!(configured(&empty, "x").unwrap_err().contains("--source-id"));
         // The default producer name comes from the source address.
-        let plain = run_args(&["--sinkprotocol", "rabbitmq-stream"]);
-        let c = configure(&setup(&plain, "http://h:1")).unwrap();
+        let c = configured(&["--sinkprotocol", "rabbitmq-stream"], "http://h:1").unwrap();
         assert_eq!(c.producer, "app-event-repeater:http://h:1");
         assert_eq!(c.nodes, [node("localhost", PORT)]);
-        // The scheme alone chooses the sink.
+        // The scheme alone chooses the sink; its flags belong to it.
         for url in ["rabbitmq-stream://h", "rabbitmq-stream+tls://h:1"] {
             let args = run_args(&["--sink", url]);
-            assert_eq!(
-                crate::sink::protocol(&args),
-                Ok(crate::cli::SinkProtocol::RabbitmqStream)
-            );
+            let kind = crate::sink::protocol(&args.sink.common).unwrap();
+            assert_eq!(kind.name, "rabbitmq-stream");
         }
+        let e =
+            crate::sink::configured(&["--sink", "nats://h", "--rabbitmq-vhost", "v"]).unwrap_err();
+        assert!(
+            e.starts_with("--rabbitmq-vhost only applies to a rabbitmq-stream sink")
+                && e.ends_with("not nats"),
+            "{e}"
+        );
     }
 }

@@ -35,12 +35,13 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 
-use crate::buffer::Buffer;
-use crate::cli::SinkProtocol;
-use crate::metrics::Metrics;
-use crate::sink::{Drain, Kind, Refusal, Sink, SinkConfig, TopicRules};
+use app_plugin::address::Scheme;
 
-pub use args::RabbitArgs;
+use crate::buffer::Buffer;
+use crate::metrics::Metrics;
+use crate::sink::{Drain, Refusal, Setup, Sink, SinkConfig, SinkKind, TopicRules};
+
+pub use args::Args;
 pub use config::RabbitConfig;
 
 /// The largest event the sink publishes: one message must fit in a
@@ -50,23 +51,34 @@ pub use config::RabbitConfig;
 pub const MAX_EVENT: usize = 1_000_000;
 
 /// `--sinkprotocol rabbitmq-stream`.
-pub const KIND: Kind = Kind {
-    protocol: SinkProtocol::RabbitmqStream,
-    schemes: &["rabbitmq-stream", "rabbitmq-stream+tls"],
-    configure: |setup| Ok(Box::new(config::configure(setup)?)),
-};
+pub struct RabbitmqStream;
+
+impl SinkKind for RabbitmqStream {
+    const NAME: &'static str = "rabbitmq-stream";
+    const ABOUT: &'static str =
+        "Publish to RabbitMQ Streams, deduplicated by producer name and publishing id";
+    const SCHEMES: &'static [Scheme] = config::URLS.schemes;
+    const SOURCE_ID: bool = true;
+    type Args = Args;
+
+    fn configure(args: Args, setup: &Setup) -> Result<Box<dyn SinkConfig>, String> {
+        Ok(Box::new(config::configure(&args, setup)?))
+    }
+}
 
 impl SinkConfig for RabbitConfig {
-    fn protocol(&self) -> &'static str {
-        "rabbitmq-stream"
-    }
-
     fn url(&self) -> String {
         RabbitConfig::url(self)
     }
 
     fn rules(&self) -> Arc<dyn TopicRules> {
         Arc::new(RabbitRules)
+    }
+
+    /// [`MAX_EVENT`]: the buffer must hold one, and the source's
+    /// `--max-event-size` follows it by default.
+    fn max_event(&self) -> Option<usize> {
+        Some(MAX_EVENT)
     }
 
     /// The TLS configuration; nothing else is checked before the first
