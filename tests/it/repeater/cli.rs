@@ -40,7 +40,7 @@ fn metadata_and_completion() {
     );
     assert_eq!(
         complete(&["run", "--sinkprotocol", ""]),
-        "mqtt\tPublish to an MQTT broker\nnats\tPublish to NATS: JetStream at QoS 1 and 2, core NATS at QoS 0\nstderr\tWrite one JSON line per event to stderr\n:4\n"
+        "mqtt\tPublish to an MQTT broker\nnats\tPublish to NATS: JetStream at QoS 1 and 2, core NATS at QoS 0\nrabbitmq-stream\tPublish to RabbitMQ Streams, deduplicated by producer name and publishing id\nstderr\tWrite one JSON line per event to stderr\n:4\n"
     );
     assert!(complete(&["run", "--ov"]).starts_with("--overflow\t"));
 }
