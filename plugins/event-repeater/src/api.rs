@@ -25,7 +25,7 @@ use crate::api_body::{BodyBytes, BodyTimeout};
 use crate::api_error::ApiError;
 use crate::buffer::Buffer;
 use crate::metrics::{self, Metrics};
-use crate::relay::current;
+use crate::routes::current;
 use crate::routes::{Route, RouteStore};
 
 pub struct ApiState {

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use app_plugin::context::Context;
 
-/// The source's address, a field of [`Config`].
-pub use crate::addr::SourceAddr;
-use crate::addr::{is_loopback, split_host_port};
 use crate::cli::RunArgs;
 use crate::sink::{Setup, SinkConfig};
+/// The source's address, a field of [`Config`].
+pub use crate::source::addr::SourceAddr;
+use crate::source::addr::{is_loopback, split_host_port};
 use crate::source::SourceConfig;
 
 /// What `run` does, checked: see [`Config::new`].

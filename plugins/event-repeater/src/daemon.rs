@@ -98,7 +98,7 @@ async fn open(cfg: &Config) -> Result<Opened, Error> {
     // Then the state and checkpoint, held until the end: read only once no
     // other repeater can write them.
     let locks = crate::lock::hold(cfg).map_err(Error::Instance)?;
-    let routes = crate::state::load(&cfg.state_file).map_err(Failure::State)?;
+    let routes = crate::routes::state::load(&cfg.state_file).map_err(Failure::State)?;
     let start = crate::resume::open(cfg).map_err(Failure::Checkpoint)?;
     // Certificate problems are start-up errors, before anything is bound.
     let tls = match &cfg.api_tls {

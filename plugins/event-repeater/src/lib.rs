@@ -19,7 +19,6 @@
 //! [`config`] and [`complete`]; [`files`] reads and writes the repeater's
 //! files for all of them.
 
-pub mod addr;
 pub mod api;
 pub mod api_body;
 pub mod api_error;
@@ -35,9 +34,9 @@ pub mod decode;
 pub mod error;
 pub mod event;
 pub mod event_key;
-pub mod feed;
 pub mod files;
 pub mod first_checkpoint;
+pub mod flag_values;
 pub mod ledger;
 pub mod lock;
 pub mod metrics;
@@ -49,7 +48,6 @@ pub mod routes;
 pub mod sink;
 pub mod source;
 pub mod sse;
-pub mod state;
 pub mod status;
 pub mod tls_client;
 

@@ -5,7 +5,7 @@
 //! events and never rewrites an event already accepted.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::buffer::Buffer;
@@ -14,19 +14,10 @@ use crate::event::EventData;
 use crate::event_key::EventKey;
 use crate::first_checkpoint::FirstCheckpoint;
 use crate::metrics::{inc, Metrics};
-use crate::routes::{LastRoute, Table};
+use crate::routes::{current, LastRoute, SharedTable};
 use crate::sink::{Refusal, Rules};
 use app_plugin::daemon::Shutdown;
 use app_plugin::log::{RateLimited, DEBUG, WARN};
-
-/// The routing table shared by the API (writer) and the router (reader).
-pub type SharedTable = Arc<RwLock<Arc<Table>>>;
-
-/// Reads the current table; a poisoned lock still holds a whole table
-/// (writers only swap an `Arc`), so it is used as is.
-pub fn current(table: &SharedTable) -> Arc<Table> {
-    table.read().unwrap_or_else(|e| e.into_inner()).clone()
-}
 
 pub struct Relay {
     table: SharedTable,
@@ -250,8 +241,9 @@ impl Relay {
 mod tests {
     use super::*;
     use crate::buffer::Overflow;
-    use crate::routes::{Route, Routes};
+    use crate::routes::{Route, Routes, Table};
     use std::sync::atomic::Ordering;
+    use std::sync::RwLock;
 
     #[test]
     fn a_refusal_is_warned_once_per_topic_and_the_topics_kept_are_bounded() {

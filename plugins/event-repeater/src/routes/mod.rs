@@ -14,7 +14,17 @@
 //! when it arrived; `template` compiles a sink topic; `last` keeps the
 //! last topic's route for the next event.
 
+/// The routing table shared by the API (writer) and the router (reader).
+pub type SharedTable = std::sync::Arc<std::sync::RwLock<std::sync::Arc<Table>>>;
+
+/// Reads the current table; a poisoned lock still holds a whole table
+/// (writers only swap an `Arc`), so it is used as is.
+pub fn current(table: &SharedTable) -> std::sync::Arc<Table> {
+    table.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 mod last;
+pub mod state;
 mod store;
 mod table;
 mod template;

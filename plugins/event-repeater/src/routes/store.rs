@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
-use crate::relay::{current, SharedTable};
+use super::{current, SharedTable};
 use crate::routes::{Route, RouteError, Routes, Table};
 
 /// The routes and what follows from them.
@@ -137,9 +137,10 @@ impl RouteStore {
         }
         let path = self.state_file.clone();
         let to_save = next.clone();
-        let saved = tokio::task::spawn_blocking(move || crate::state::save(&path, &to_save))
-            .await
-            .map_err(|e| RouteError::Internal(format!("the state writer failed: {e}")))?;
+        let saved =
+            tokio::task::spawn_blocking(move || crate::routes::state::save(&path, &to_save))
+                .await
+                .map_err(|e| RouteError::Internal(format!("the state writer failed: {e}")))?;
         if let Err(source) = saved {
             let e = RouteError::Save {
                 path: self.state_file.clone(),
@@ -175,7 +176,7 @@ mod tests {
         let added = s.add(vec![Route::new("a", "x")]).await.unwrap();
         assert_eq!(added, vec![Route::new("a", "x")]);
         assert_eq!(
-            crate::state::load(&dir.path().join("r.routes.json"))
+            crate::routes::state::load(&dir.path().join("r.routes.json"))
                 .unwrap()
                 .len(),
             1

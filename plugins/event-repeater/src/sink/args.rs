@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::builder::PossibleValue;
 
-use crate::cli::{parse_duration, Qos};
+use crate::flag_values::{parse_duration, Qos};
 use crate::sink::KINDS;
 
 /// The flags every sink reads.

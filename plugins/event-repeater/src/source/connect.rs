@@ -14,7 +14,7 @@ use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpStream, UnixStream};
 
-use crate::addr::{join_host_port, SourceAddr};
+use crate::source::addr::{join_host_port, SourceAddr};
 
 /// How long connecting, the TLS handshake and the answer's head may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -35,15 +35,18 @@ use app_plugin::daemon::Shutdown;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 
-use crate::addr::SourceAddr;
 use crate::checkpoint::Held;
 use crate::event_key::EventKey;
 use crate::metrics::{inc, Metrics};
 use crate::relay::Relay;
+use crate::source::addr::SourceAddr;
 use crate::sse::{Item, Parser};
 
+pub mod addr;
 pub mod args;
 mod connect;
+pub mod feed;
+pub mod flags;
 mod pace;
 
 pub use args::{SourceArgs, SourceConfig};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use app_plugin::address::{join_host_port, Rules, Scheme};
 
-use crate::cli::Qos;
+use crate::flag_values::Qos;
 use crate::sink::{default_client_id, Setup};
 
 /// The MQTT sink's own flags.
@@ -28,7 +28,7 @@ pub struct Args {
     pub clean_session: bool,
 
     /// Largest MQTT packet sent or received; bigger events are refused and counted.
-    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = crate::cli::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "1MiB", value_parser = crate::flag_values::parse_size)]
     pub max_packet_size: usize,
 }
 
@@ -138,10 +138,10 @@ pub fn configure(own: &Args, setup: &Setup) -> Result<MqttConfig, String> {
 
 /// The window: `--inflight`, or its default for the QoS. A QoS 2 window
 /// over the broker's limit loses events unseen (see
-/// [`crate::cli::DEFAULT_INFLIGHT_MQTT_QOS2`]), so one asked for is warned
+/// [`crate::flag_values::DEFAULT_INFLIGHT_MQTT_QOS2`]), so one asked for is warned
 /// about once, at start.
 fn inflight(asked: Option<u16>, qos: Qos) -> u16 {
-    let qos2 = crate::cli::DEFAULT_INFLIGHT_MQTT_QOS2;
+    let qos2 = crate::flag_values::DEFAULT_INFLIGHT_MQTT_QOS2;
     match (asked, qos) {
         (Some(n), Qos::ExactlyOnce) if n > qos2 => {
             app_plugin::log::warn!(
@@ -151,7 +151,7 @@ fn inflight(asked: Option<u16>, qos: Qos) -> u16 {
         }
         (Some(n), _) => n,
         (None, Qos::ExactlyOnce) => qos2,
-        (None, _) => crate::cli::DEFAULT_INFLIGHT,
+        (None, _) => crate::flag_values::DEFAULT_INFLIGHT,
     }
 }
 

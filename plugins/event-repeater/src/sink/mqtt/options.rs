@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rumqttc::{MqttOptions, QoS, TlsConfiguration, Transport};
 
-use crate::cli::Qos;
+use crate::flag_values::Qos;
 use crate::sink::mqtt::config::{Endpoint, MqttConfig};
 
 pub fn qos(q: Qos) -> QoS {

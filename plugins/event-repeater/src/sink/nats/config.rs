@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use app_plugin::address::{Rules, Scheme};
 
-use crate::cli::Qos;
+use crate::flag_values::Qos;
 use crate::sink::{default_client_id, Setup};
 
 /// The NATS sink's own flags.
@@ -112,7 +112,9 @@ pub fn configure(own: &Args, setup: &Setup) -> Result<NatsConfig, String> {
         token: own.nats_token.clone(),
         creds: own.creds.clone(),
         qos: args.qos,
-        inflight: args.inflight.unwrap_or(crate::cli::DEFAULT_INFLIGHT),
+        inflight: args
+            .inflight
+            .unwrap_or(crate::flag_values::DEFAULT_INFLIGHT),
         stream: stream.clone(),
         stream_max_age: Duration::from_secs(24 * 3600),
         stream_replicas: usize::from(own.nats_replicas),

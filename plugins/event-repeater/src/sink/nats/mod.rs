@@ -48,7 +48,7 @@ use futures_util::FutureExt;
 use tokio::sync::Notify;
 
 use crate::buffer::{Buffer, Record};
-use crate::cli::Qos;
+use crate::flag_values::Qos;
 use crate::metrics::{inc, Metrics};
 use crate::sink::nats::subject::subject;
 use crate::sink::{Drain, Refusal, Setup, Sink, SinkConfig, SinkKind, TopicRules};

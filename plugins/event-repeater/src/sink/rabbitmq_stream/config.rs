@@ -116,7 +116,10 @@ pub fn configure(own: &Args, setup: &Setup) -> Result<RabbitConfig, String> {
         replicas: own.rabbitmq_replicas,
         producer: producer_name(&source_id),
         source_id,
-        inflight: usize::from(args.inflight.unwrap_or(crate::cli::DEFAULT_INFLIGHT)),
+        inflight: usize::from(
+            args.inflight
+                .unwrap_or(crate::flag_values::DEFAULT_INFLIGHT),
+        ),
         ack_timeout: args.ack_timeout,
         client_name: default_client_id(setup.name),
     };

@@ -15,7 +15,7 @@ use app_plugin::address::{Rules, Scheme};
 use hyper::header::{HeaderName, HeaderValue};
 
 use crate::basic_auth::BasicAuth;
-use crate::source::args::{SourceArgs, SourceKind};
+use crate::source::flags::{SourceArgs, SourceKind};
 
 /// Most `--source-header` flags.
 pub const MAX_HEADERS: usize = 64;

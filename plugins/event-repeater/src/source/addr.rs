@@ -20,7 +20,7 @@ pub enum SourceAddr {
         auth: Option<BasicAuth>,
     },
     /// Any SSE feed, read as a plain stream (`--source-kind sse`).
-    Feed(std::sync::Arc<crate::feed::Feed>),
+    Feed(std::sync::Arc<crate::source::feed::Feed>),
 }
 
 impl std::fmt::Display for SourceAddr {
