@@ -173,10 +173,8 @@ pub async fn publish(args: NatsPublishArgs) -> Result<(), String> {
         if numbered == Some(0) {
             started = Instant::now();
         }
-        if let Some(ns) =
-            numbered.and_then(|n| n.saturating_mul(1_000_000_000).checked_div(gen.rate))
-        {
-            let due = started + Duration::from_nanos(ns);
+        if let Some(after) = numbered.and_then(|n| crate::payload::due_after(n, gen.rate)) {
+            let due = started + after;
             if due > Instant::now() {
                 tokio::time::sleep_until(due).await;
             }

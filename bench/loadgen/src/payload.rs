@@ -20,6 +20,14 @@ pub const TOPIC: &str = "bench/seq";
 const PAD_OVERHEAD: usize = 9;
 
 /// Nanoseconds since the Unix epoch, the clock both ends of a run share.
+/// When the `n`th event (from 0) is due at `rate` events/s: its offset
+/// from the start; `None` when `rate` is 0 (as fast as it goes).
+pub fn due_after(n: u64, rate: u64) -> Option<std::time::Duration> {
+    n.saturating_mul(1_000_000_000)
+        .checked_div(rate)
+        .map(std::time::Duration::from_nanos)
+}
+
 pub fn now_ns() -> u64 {
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -92,8 +92,8 @@ impl Pipe {
         while seqs.peek().is_some() {
             let mut due = None;
             while let Some(&(i, seq)) = seqs.peek() {
-                if let Some(ns) = (i as u64).saturating_mul(1_000_000_000).checked_div(rate) {
-                    let at = start + Duration::from_nanos(ns);
+                if let Some(after) = crate::payload::due_after(i as u64, rate) {
+                    let at = start + after;
                     if at > Instant::now() {
                         due = Some(at);
                         break;

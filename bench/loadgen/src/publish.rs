@@ -188,8 +188,8 @@ where
 {
     let start = Instant::now();
     for i in 0..count {
-        if let Some(ns) = i.saturating_mul(1_000_000_000).checked_div(rate) {
-            let due = start + Duration::from_nanos(ns);
+        if let Some(after) = crate::payload::due_after(i, rate) {
+            let due = start + after;
             if due > Instant::now() {
                 tokio::time::sleep_until(due).await;
             }

@@ -132,10 +132,8 @@ pub async fn publish(args: RmqPublishArgs) -> Result<(), String> {
                 if numbered == Some(0) {
                     started = Instant::now();
                 }
-                if let Some(ns) =
-                    numbered.and_then(|n| n.saturating_mul(1_000_000_000).checked_div(gen.rate))
-                {
-                    let due = started + Duration::from_nanos(ns);
+                if let Some(after) = numbered.and_then(|n| crate::payload::due_after(n, gen.rate)) {
+                    let due = started + after;
                     if due > Instant::now() {
                         break;
                     }
