@@ -61,7 +61,25 @@ pub fn run(request: &Request) -> i32 {
             no_password,
             id,
         } => init(dir, secret_key.as_deref(), *no_password, id.as_deref()),
-        Request::Publish { .. } => publish(request),
+        Request::Publish {
+            dir,
+            plugin,
+            version,
+            os,
+            arch,
+            secret_key,
+            description,
+            homepage,
+        } => publish(&Publish {
+            dir,
+            plugin,
+            version,
+            os,
+            arch,
+            secret_key,
+            description,
+            homepage,
+        }),
     };
     match done {
         Ok(()) => 0,
@@ -134,9 +152,24 @@ fn init(
     Ok(())
 }
 
+/// The fields of a [`Request::Publish`].
+struct Publish<'a> {
+    dir: &'a PathBuf,
+    plugin: &'a PathBuf,
+    version: &'a String,
+    os: &'a String,
+    arch: &'a String,
+    secret_key: &'a Option<PathBuf>,
+    description: &'a Option<String>,
+    homepage: &'a Option<String>,
+}
+
+/// The public key file is a line of base64 and a comment: 64 KiB is ample.
+const MAX_PUBLIC_KEY_BYTES: u64 = 64 * 1024;
+
 /// `index publish DIR PLUGIN --version V`.
-fn publish(request: &Request) -> Result<(), Failure> {
-    let Request::Publish {
+fn publish(request: &Publish) -> Result<(), Failure> {
+    let Publish {
         dir,
         plugin,
         version,
@@ -145,13 +178,12 @@ fn publish(request: &Request) -> Result<(), Failure> {
         secret_key,
         description,
         homepage,
-    } = request
-    else {
-        unreachable!("publish() is given a Publish request");
-    };
+    } = *request;
     let index = dir.join("index.json");
     let mut doc = document::load(&index)?;
-    let public_text = fs::read_to_string(dir.join("index.pub"))
+    // A regular file of bounded size, as every other file read here.
+    let public_text = app_plugin::file::read_limited(&dir.join("index.pub"), MAX_PUBLIC_KEY_BYTES)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
         .map_err(|e| Failure::usage(format!("cannot read {}/index.pub: {e}", dir.display())))?;
     let expected = keys::public_line(&public_text).ok_or_else(|| {
         Failure::verify(format!(
