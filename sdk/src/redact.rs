@@ -2,7 +2,7 @@
 //! like in a URL, an argument list or a config, and its masked form
 //! ([`MASK`]) to print, log or store instead.
 //!
-//! - A URL ([`url`]): its user info, user and password both
+//! - A URL ([`url()`]): its user info, user and password both
 //!   (`http://ghp_TOKEN@host`, `nats://u:pw@host`, `unix://u:pw@/path`),
 //!   and **every** query and fragment value, whatever its name
 //!   (`?private_token=…`, `?X-Goog-Signature=…`, `?to%6Ben=…`): a list of
@@ -17,10 +17,10 @@
 //!   (a name holding `token`, `password`, `passwd`, `secret`, `header`,
 //!   `auth`, `credential` or `key`; `--token X` and `--token=X` alike) are
 //!   masked whole; the value of a `-file`/`-path` flag is a path, not a
-//!   secret, and stays. Every other argument goes through [`url`].
+//!   secret, and stays. Every other argument goes through [`url()`].
 //! - A config ([`config`]): values of keys named like those flags, or
 //!   declared secret by the plugin ([`Metadata::secrets`]), are masked
-//!   whole; every other string goes through [`url`].
+//!   whole; every other string goes through [`url()`].
 //!
 //! Masking never fails: text that is none of these comes back unchanged.
 //! The url crate is not used here on purpose: it refuses the malformed URLs
@@ -55,7 +55,7 @@ pub fn url(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// Whether `text` carries something [`url`] masks (or has masked: a
+/// Whether `text` carries something [`url()`] masks (or has masked: a
 /// masked URL still had a secret, it is just not known any more). What
 /// refuses to store a URL that would lose its secret.
 ///
@@ -69,7 +69,7 @@ pub fn has_secret(text: &str) -> bool {
 }
 
 /// Every word of free text (split at whitespace, which is kept) through
-/// [`url`]: for a line that quotes URLs among other words.
+/// [`url()`]: for a line that quotes URLs among other words.
 ///
 /// ```
 /// use app_plugin::redact::words;
@@ -132,7 +132,7 @@ pub fn is_secret_name(name: &str) -> bool {
 /// logged: the value of a [secret flag](is_secret_name) or of a flag named
 /// after one of `declared` (a plugin's secret config keys, `db_password`
 /// matching `--db-password`) masked whole, in `--flag value` and
-/// `--flag=value` forms; every other argument through [`url`].
+/// `--flag=value` forms; every other argument through [`url()`].
 ///
 /// ```
 /// use app_plugin::redact::args;
@@ -182,7 +182,7 @@ where
 
 /// A shell-quoted command line (the context's `command`) with its words
 /// through [`args`]; a line that does not split as shell words has every
-/// word through [`url`] instead.
+/// word through [`url()`] instead.
 ///
 /// ```
 /// use app_plugin::redact::command_line;
@@ -197,7 +197,7 @@ pub fn command_line(line: &str, declared: &[&str]) -> String {
 
 /// A config document as it may be shown or logged: the values of keys
 /// [named like secrets](is_secret_name) or in `declared` masked whole
-/// (objects and arrays under them too), every other string through [`url`].
+/// (objects and arrays under them too), every other string through [`url()`].
 ///
 /// ```
 /// use serde_json::json;
