@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::api_body::{BodyBytes, BodyTimeout};
+use crate::api_dead_letters;
 use crate::api_error::ApiError;
 use crate::buffer::Buffer;
 use crate::metrics::{self, Metrics};
@@ -42,6 +43,8 @@ pub struct ApiState {
     pub started: Started,
     /// `--request-timeout`: how long a request body may take to arrive.
     pub body_timeout: std::time::Duration,
+    /// The dead letters and their replay (`--dead-letter off`: none).
+    pub dead_letters: Option<Arc<crate::api_dead_letters::DeadLetterApi>>,
 }
 
 /// The start of the process, on both clocks: the wall clock for the start
@@ -90,6 +93,7 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route(HEALTHZ, get(healthz))
         .route(SOURCE_TOPICS, get(source_topics))
         .route(METRICS, get(metrics))
+        .merge(api_dead_letters::router(state.dead_letters.clone()))
         .fallback(unknown_path)
         .method_not_allowed_fallback(wrong_method)
         .with_state(state)
