@@ -71,6 +71,13 @@ impl Started {
     }
 }
 
+/// What the dead-letter endpoints use.
+impl FromRef<Arc<ApiState>> for api_dead_letters::Shared {
+    fn from_ref(st: &Arc<ApiState>) -> api_dead_letters::Shared {
+        api_dead_letters::Shared(st.dead_letters.clone())
+    }
+}
+
 /// What [`BodyBytes`] reads a body within.
 impl FromRef<Arc<ApiState>> for BodyTimeout {
     fn from_ref(st: &Arc<ApiState>) -> BodyTimeout {
@@ -83,7 +90,7 @@ type Body = Result<BodyBytes, ApiError>;
 
 /// The API's routes (no authentication; see [`with_token`]).
 pub fn router(state: Arc<ApiState>) -> Router {
-    Router::new()
+    let router = Router::new()
         .route(EVENTS, get(list).post(add).put(upsert).delete(remove))
         .route(EVENT_PREFIX, get(no_topic).put(no_topic).delete(no_topic))
         .route(
@@ -92,8 +99,8 @@ pub fn router(state: Arc<ApiState>) -> Router {
         )
         .route(HEALTHZ, get(healthz))
         .route(SOURCE_TOPICS, get(source_topics))
-        .route(METRICS, get(metrics))
-        .merge(api_dead_letters::router(state.dead_letters.clone()))
+        .route(METRICS, get(metrics));
+    api_dead_letters::routes(router)
         .fallback(unknown_path)
         .method_not_allowed_fallback(wrong_method)
         .with_state(state)

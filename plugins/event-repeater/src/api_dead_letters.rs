@@ -10,7 +10,7 @@ use app_event_repeater_api::dead_letter::{
     query, Letters, Purged, DEFAULT_LIMIT, DEFAULT_REPLAY_TIMEOUT, MAX_LIMIT, MAX_REPLAY_TIMEOUT,
 };
 use app_event_repeater_api::path::{DEAD_LETTERS, DEAD_LETTERS_REPLAY};
-use axum::extract::{Query, State};
+use axum::extract::{FromRef, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -29,19 +29,26 @@ pub struct DeadLetterApi {
     pub replayer: Replayer,
 }
 
-/// `None`: `--dead-letter off`.
-type St = State<Option<Arc<DeadLetterApi>>>;
+/// What the handlers take from the API's state (`None`: `--dead-letter
+/// off`).
+#[derive(Clone)]
+pub struct Shared(pub Option<Arc<DeadLetterApi>>);
 
-/// The endpoints, with their own state (merged into the API's router).
-pub fn router(letters: Option<Arc<DeadLetterApi>>) -> Router {
-    Router::new()
+type St = State<Shared>;
+
+/// Adds the endpoints to the API's router, whose state gives [`Shared`].
+pub fn routes<S>(router: Router<S>) -> Router<S>
+where
+    Shared: FromRef<S>,
+    S: Clone + Send + Sync + 'static,
+{
+    router
         .route(DEAD_LETTERS, get(list).delete(purge))
         .route(DEAD_LETTERS_REPLAY, post(replay))
-        .with_state(letters)
 }
 
-fn api(st: &Option<Arc<DeadLetterApi>>) -> Result<&DeadLetterApi, ApiError> {
-    st.as_deref().ok_or_else(|| {
+fn api(st: &Shared) -> Result<&DeadLetterApi, ApiError> {
+    st.0.as_deref().ok_or_else(|| {
         ApiError::conflict(
             "dead letters are off (--dead-letter off): run the repeater with --dead-letter FILE to keep them",
         )
