@@ -14,6 +14,7 @@ mod arguments;
 mod children;
 mod completion;
 mod config;
+mod dead_letters;
 mod dispatch;
 mod event_time;
 mod failover;

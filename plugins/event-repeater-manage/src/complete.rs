@@ -59,6 +59,17 @@ impl Values for Own<'_> {
         match q.arg {
             "name" => Some(plain(self.0.names())),
             "host" => Some(plain(self.0.host_names())),
+            "reason" => Some(plain(
+                [
+                    "invalid",
+                    "invalid_topic",
+                    "too_large",
+                    "sink_error",
+                    "overflow",
+                ]
+                .map(String::from)
+                .to_vec(),
+            )),
             "path" | "sourcetopic" => {
                 let name = q.given("name").unwrap_or(crate::DEFAULT_NAME);
                 let topics = self.0.routes(name, q.given("host"), q.given("token"));
@@ -248,13 +259,22 @@ mod tests {
         let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
         assert_eq!(
             names,
-            ["get", "post", "put", "delete", "apply", "status", ":36"]
+            [
+                "get",
+                "post",
+                "put",
+                "delete",
+                "apply",
+                "status",
+                "dead-letters",
+                ":36"
+            ]
         );
         let out = complete(&["p"], &FakeEnv::default());
         let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
         assert_eq!(names, ["post", "put", ":36"]);
         assert!(out.starts_with("post\tAdd routes"), "{out}");
-        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 7);
+        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 8);
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub mod files;
 pub mod fleet;
 pub mod hosts;
 pub mod io;
+pub mod letters;
 pub mod output;
 pub mod remote;
 pub mod request;

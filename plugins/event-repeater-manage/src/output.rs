@@ -31,6 +31,9 @@ pub fn render(body: &str, format: Format, pretty: bool) -> String {
         if let Some(routes) = as_routes(&value) {
             return table(&routes);
         }
+        if let Some(letters) = crate::letters::table(&value) {
+            return letters;
+        }
     }
     reformat(body.trim(), pretty)
 }

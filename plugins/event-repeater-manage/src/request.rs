@@ -44,6 +44,11 @@ pub struct Call {
     pub value: Option<ValueSpec>,
 }
 
+/// A query value with everything but letters and digits percent-encoded.
+pub fn query_value(value: &str) -> String {
+    utf8_percent_encode(value, NON_ALPHANUMERIC).to_string()
+}
+
 /// `/events/<topic>` with every byte of the topic that is not plainly safe
 /// in a path percent-encoded (`%` and `?` included: a topic is literal).
 pub fn topic_path(topic: &str) -> String {

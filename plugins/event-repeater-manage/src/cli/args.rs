@@ -111,6 +111,54 @@ pub(super) enum Command {
     Apply(ApplyArgs),
     /// One line per repeater: up, version, routes, source, sink, rates, buffer
     Status(StatusArgs),
+    /// Events refused or dropped, kept by the repeater: list, replay, purge
+    #[command(name = "dead-letters", subcommand)]
+    DeadLetters(DeadLetterCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(super) enum DeadLetterCommand {
+    /// Show the dead letters that match (a table; -o json for all fields)
+    List {
+        #[command(flatten)]
+        filter: LetterFilter,
+        /// Show at most N (the answer says how many matched)
+        #[arg(long, value_name = "N", default_value = "100", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        limit: u32,
+    },
+    /// Send them through the current routes again; each delivered is removed
+    Replay {
+        #[command(flatten)]
+        filter: LetterFilter,
+        /// Seconds to wait for the broker to take them (the rest stay)
+        #[arg(long, value_name = "SECS", default_value = "30", value_parser = clap::value_parser!(u32).range(1..=600))]
+        wait: u32,
+    },
+    /// Remove them (needs a filter, or --all)
+    Purge {
+        #[command(flatten)]
+        filter: LetterFilter,
+        /// Remove every dead letter
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+/// Which dead letters (all must match).
+#[derive(Debug, Args)]
+pub(super) struct LetterFilter {
+    /// Only this reason: invalid, invalid_topic, too_large, sink_error, overflow
+    #[arg(long, value_name = "REASON")]
+    pub(super) reason: Option<String>,
+    /// Only this source topic, a prefix ending in /, or . for every topic
+    #[arg(long, value_name = "TOPIC")]
+    pub(super) topic: Option<String>,
+    /// Only those kept at or after TIME (2026-12-03T08:00:00Z, or seconds since the epoch)
+    #[arg(long, value_name = "TIME")]
+    pub(super) since: Option<String>,
+    /// Only those kept before TIME
+    #[arg(long, value_name = "TIME")]
+    pub(super) until: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -24,7 +24,7 @@ use crate::output::Format;
 use crate::request::{check_path, is_collection, topic_path, Call, Method};
 use crate::target::check_name;
 use crate::value::ValueSpec;
-use args::{Command, OutputArg};
+use args::{Command, DeadLetterCommand, LetterFilter, OutputArg};
 
 /// How to reach the repeater.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,6 +99,18 @@ impl Config {
             .map(|h| HostWord::parse(h).map_err(|e| Error::Usage(format!("--host {e}"))))
             .collect::<Result<Vec<_>, _>>()?;
         let token = conn.token.clone().or(env_token).filter(|t| !t.is_empty());
+        // A replay answers once the broker took the letters: its wait,
+        // and the usual timeout on top.
+        let timeout = match &cli.command {
+            Some(Command::DeadLetters(DeadLetterCommand::Replay { wait, .. })) => {
+                conn.timeout + Duration::from_secs(u64::from(*wait))
+            }
+            _ => conn.timeout,
+        };
+        let letters = matches!(
+            cli.command,
+            Some(Command::DeadLetters(DeadLetterCommand::List { .. }))
+        );
         let action = match cli.command {
             Some(command) => {
                 if cli.legacy.given() {
@@ -116,13 +128,13 @@ impl Config {
                 hosts,
                 token,
                 ca_file: conn.ca_file.clone(),
-                timeout: conn.timeout,
+                timeout,
             },
             output: match conn.output {
                 Some(OutputArg::Table) => Format::Table,
                 Some(OutputArg::Json) => Format::Json,
                 // A status is read by eyes unless JSON is asked for.
-                None if matches!(action, Action::Status { .. }) => Format::Table,
+                None if letters || matches!(action, Action::Status { .. }) => Format::Table,
                 None => Format::Json,
             },
             action,
@@ -184,6 +196,7 @@ fn from_command(command: Command) -> Result<Action, Error> {
             watch: a.watch,
             interval: a.interval,
         }),
+        Command::DeadLetters(c) => dead_letters(c),
         Command::Apply(a) => Ok(Action::Apply {
             file: if a.file.as_os_str() == "-" {
                 ValueSpec::Stdin
@@ -192,6 +205,71 @@ fn from_command(command: Command) -> Result<Action, Error> {
             },
             dry_run: a.dry_run,
         }),
+    }
+}
+
+/// `dead-letters list|replay|purge`: a request to `/dead-letters`.
+fn dead_letters(command: DeadLetterCommand) -> Result<Action, Error> {
+    use app_event_repeater_api::dead_letter::query;
+    use app_event_repeater_api::path::{DEAD_LETTERS, DEAD_LETTERS_REPLAY};
+    let (method, path, filter, extra) = match command {
+        DeadLetterCommand::List { filter, limit } => (
+            Method::Get,
+            DEAD_LETTERS,
+            filter,
+            Some((query::LIMIT, limit)),
+        ),
+        DeadLetterCommand::Replay { filter, wait } => (
+            Method::Post,
+            DEAD_LETTERS_REPLAY,
+            filter,
+            Some((query::TIMEOUT, wait)),
+        ),
+        DeadLetterCommand::Purge { filter, all } => {
+            if !all && filter.is_empty() {
+                return Err(Error::Usage(
+                    "purge removes dead letters for good: name them (--reason, --topic, --since, --until) or give --all".into(),
+                ));
+            }
+            (Method::Delete, DEAD_LETTERS, filter, None)
+        }
+    };
+    let mut pairs = filter.pairs();
+    if let Some((k, n)) = extra {
+        pairs.push((k, n.to_string()));
+    }
+    let query: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", crate::request::query_value(v)))
+        .collect();
+    let path = if query.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{}", query.join("&"))
+    };
+    Ok(Action::Send(Call {
+        method,
+        path,
+        value: None,
+    }))
+}
+
+impl LetterFilter {
+    fn is_empty(&self) -> bool {
+        self.pairs().is_empty()
+    }
+
+    fn pairs(&self) -> Vec<(&'static str, String)> {
+        use app_event_repeater_api::dead_letter::query;
+        [
+            (query::REASON, &self.reason),
+            (query::TOPIC, &self.topic),
+            (query::SINCE, &self.since),
+            (query::UNTIL, &self.until),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.clone().map(|v| (k, v)))
+        .collect()
     }
 }
 
