@@ -248,13 +248,13 @@ mod tests {
         let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
         assert_eq!(
             names,
-            ["get", "post", "put", "delete", "apply", "status", ":36"]
+            ["get", "post", "put", "delete", "apply", "status", "top", ":36"]
         );
         let out = complete(&["p"], &FakeEnv::default());
         let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
         assert_eq!(names, ["post", "put", ":36"]);
         assert!(out.starts_with("post\tAdd routes"), "{out}");
-        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 7);
+        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 8);
     }
 
     #[test]
@@ -354,6 +354,12 @@ mod tests {
             "edge1\nedge2\n:4\n"
         );
         assert_eq!(complete(&["status", "--host", "@"], &env), "@edges\n:4\n");
+        assert_eq!(complete(&["top", "--host", "@"], &env), "@edges\n:4\n");
+        let out = complete(&["top", "--"], &env);
+        assert!(
+            out.contains("--interval\t") && !out.contains("--watch"),
+            "{out}"
+        );
         assert_eq!(complete(&["apply", "-f", ""], &env), ":0\n");
         assert_eq!(complete(&["get", "--timeout", ""], &env), ":4\n");
     }

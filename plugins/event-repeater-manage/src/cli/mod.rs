@@ -60,6 +60,11 @@ pub enum Action {
         /// Between two samples.
         interval: Duration,
     },
+    /// top.
+    Top {
+        /// Between two samples of a host.
+        interval: Duration,
+    },
 }
 
 /// A checked command line.
@@ -122,7 +127,9 @@ impl Config {
                 Some(OutputArg::Table) => Format::Table,
                 Some(OutputArg::Json) => Format::Json,
                 // A status is read by eyes unless JSON is asked for.
-                None if matches!(action, Action::Status { .. }) => Format::Table,
+                None if matches!(action, Action::Status { .. } | Action::Top { .. }) => {
+                    Format::Table
+                }
                 None => Format::Json,
             },
             action,
@@ -182,6 +189,9 @@ fn from_command(command: Command) -> Result<Action, Error> {
         }
         Command::Status(a) => Ok(Action::Status {
             watch: a.watch,
+            interval: a.interval,
+        }),
+        Command::Top(a) => Ok(Action::Top {
             interval: a.interval,
         }),
         Command::Apply(a) => Ok(Action::Apply {
