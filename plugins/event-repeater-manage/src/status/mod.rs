@@ -91,9 +91,7 @@ pub fn run(
     }
 }
 
-/// One sample of every target, at once (a thread per host, each with its
-/// own timeout); a host that cannot be asked is a sample with its error.
-pub(crate) fn fleet_samples(targets: &[Target]) -> Vec<Sample> {
+fn fleet_samples(targets: &[Target]) -> Vec<Sample> {
     fleet::each(targets, |r| Ok(sample(r)))
         .into_iter()
         .map(|s| s.unwrap_or_else(|e| sample::failed(&e)))

@@ -13,13 +13,14 @@ pub mod poll;
 pub mod screen;
 pub mod view;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::error::Error;
 use crate::io::{print, Io};
 use crate::output::Format;
 use crate::status::{self, table::aligned};
 use crate::target::Target;
+use poll::{Board, Poller};
 use view::Host;
 
 /// Runs `top`: the live view on a terminal, else one plain table (or one
@@ -33,16 +34,19 @@ pub fn run(
     if io.pretty && format == Format::Table {
         return screen::run(targets, interval);
     }
-    let before = status::fleet_samples(targets);
-    let at = Instant::now();
-    std::thread::sleep(interval);
-    let now = status::fleet_samples(targets);
-    let elapsed = at.elapsed();
-    let mut hosts: Vec<Host> = targets
-        .iter()
-        .zip(before.iter().zip(&now))
-        .map(|(t, (b, n))| view::host(&t.label(), Some(b), n, elapsed))
-        .collect();
+    // The same sampling as the screen's: each host's rates are over the
+    // time between its own two answers, and a host that hangs costs its
+    // own timeout (twice), not the others'.
+    let labels: Vec<String> = targets.iter().map(Target::label).collect();
+    let mut board = Board::new(labels);
+    let poller = Poller::start(targets, interval);
+    while !board.complete() {
+        std::thread::sleep(Duration::from_millis(20));
+        for update in poller.take() {
+            board.update(update);
+        }
+    }
+    let mut hosts = board.hosts();
     // The exit code follows the targets' order, the table the busiest first.
     let rows: Vec<status::table::Row> = hosts.iter().map(|h| h.status.clone()).collect();
     view::sort(&mut hosts);

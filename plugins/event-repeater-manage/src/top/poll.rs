@@ -113,11 +113,16 @@ impl Board {
         }
     }
 
-    /// Every host as it stands, busiest first; a host not heard from yet
-    /// is `waiting`.
+    /// Whether every host has answered (or failed) twice, so that each has
+    /// its rates.
+    pub fn complete(&self) -> bool {
+        self.slots.iter().all(|s| s.before.is_some())
+    }
+
+    /// Every host as it stands, in the order given; a host not heard from
+    /// yet is `waiting`.
     pub fn hosts(&self) -> Vec<Host> {
-        let mut hosts: Vec<Host> = self
-            .slots
+        self.slots
             .iter()
             .map(|slot| match &slot.now {
                 Some((at, now)) => {
@@ -135,9 +140,7 @@ impl Board {
                     host
                 }
             })
-            .collect();
-        view::sort(&mut hosts);
-        hosts
+            .collect()
     }
 }
 
@@ -166,7 +169,9 @@ mod tests {
                 sample: sample(received),
             });
         }
-        let hosts = board.hosts();
+        assert!(!board.complete(), "slow has not answered");
+        let mut hosts = board.hosts();
+        view::sort(&mut hosts);
         let order: Vec<(&str, &str)> = hosts
             .iter()
             .map(|h| (h.status.host.as_str(), h.status.state.as_str()))

@@ -93,7 +93,8 @@ pub fn run(targets: &[Target], interval: Duration) -> Result<(), Error> {
             changed = true;
         }
         if changed || Instant::now() >= next_draw {
-            let hosts = board.hosts();
+            let mut hosts = board.hosts();
+            view::sort(&mut hosts);
             screen
                 .terminal
                 .draw(|f| draw(f, &hosts, interval))
@@ -128,7 +129,12 @@ fn draw(f: &mut Frame, hosts: &[Host], interval: Duration) {
         Constraint::Length(1),
         Constraint::Length(lines(host_rows.len().max(1))),
         Constraint::Fill(1),
-        Constraint::Length(lines(reason_rows.len().max(1)).min(12)),
+        // An empty box says "none" in one line, without a header.
+        Constraint::Length(if reason_rows.is_empty() {
+            3
+        } else {
+            lines(reason_rows.len()).min(12)
+        }),
     ])
     .areas(f.area());
     let plural = if hosts.len() == 1 { "" } else { "s" };
