@@ -158,6 +158,9 @@ fn draw(f: &mut Frame, hosts: &[Host], interval: Duration) {
     );
 }
 
+/// Blanks between two columns.
+const SPACING: u16 = 2;
+
 /// One table in a box: columns as wide as their widest cell (the last one
 /// takes the rest), or `empty` when there are no rows. The cells are
 /// already made safe to show.
@@ -174,23 +177,58 @@ fn grid(
         f.render_widget(Paragraph::new(empty.to_string()).block(block), area);
         return;
     }
-    let widths = widths(header, rows);
-    let last = widths.len().saturating_sub(1);
-    let constraints: Vec<Constraint> = widths
-        .iter()
-        .enumerate()
-        .map(|(i, w)| {
-            let w = u16::try_from(*w).unwrap_or(u16::MAX);
-            if i == last {
-                Constraint::Min(w)
-            } else {
-                Constraint::Length(w)
-            }
-        })
-        .collect();
-    let table = Table::new(rows.iter().map(|r| Row::new(r.clone())), constraints)
-        .header(Row::new(header.to_vec()).style(Style::new().add_modifier(Modifier::BOLD)))
-        .column_spacing(2)
+    let inside = area.width.saturating_sub(2);
+    let constraints = fit(&widths(header, rows), inside, SPACING);
+    let shown = constraints.len();
+    let cut = |cells: &[String]| Row::new(cells.iter().take(shown).cloned().collect::<Vec<_>>());
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let table = Table::new(rows.iter().map(|r| cut(r)), constraints)
+        .header(cut(&header).style(Style::new().add_modifier(Modifier::BOLD)))
+        .column_spacing(SPACING)
         .block(block);
     f.render_widget(table, area);
+}
+
+/// Column widths in `inside` cells: each column as wide as it needs, left
+/// to right, until the room runs out; the columns past the edge are left
+/// out (as `top` does), never the first ones squeezed. The last column
+/// shown takes what is left.
+fn fit(widths: &[usize], inside: u16, spacing: u16) -> Vec<Constraint> {
+    let mut left = inside;
+    let mut out = Vec::new();
+    for (i, w) in widths.iter().enumerate() {
+        if left == 0 {
+            break;
+        }
+        let w = u16::try_from(*w).unwrap_or(u16::MAX);
+        let take = if i + 1 == widths.len() {
+            left
+        } else {
+            w.min(left)
+        };
+        left = left.saturating_sub(take).saturating_sub(spacing);
+        out.push(take);
+    }
+    out.into_iter().map(Constraint::Length).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_past_the_edge_are_cut_not_the_first_squeezed() {
+        let len = |c: &[Constraint]| -> Vec<u16> {
+            c.iter()
+                .map(|c| match c {
+                    Constraint::Length(n) => *n,
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(len(&fit(&[10, 4, 6], 40, 2)), [10, 4, 22]);
+        assert_eq!(len(&fit(&[10, 4, 6], 15, 2)), [10, 3]);
+        assert_eq!(len(&fit(&[10, 4, 6], 5, 2)), [5]);
+        assert_eq!(len(&fit(&[10, 4, 6], 0, 2)), [] as [u16; 0]);
+    }
 }

@@ -217,7 +217,13 @@ pub fn host_cells(hosts: &[Host]) -> Vec<Vec<String>> {
             let down = r.state == "down" || r.state == "waiting";
             let cells = if down {
                 let mut cells = vec![r.host.clone(), r.name.clone().unwrap_or("-".into())];
-                cells.push(r.state.clone());
+                // Said in STATE too: on a narrow screen NOTE is cut first.
+                let timed_out = h.timed_out_secs.is_some();
+                cells.push(if timed_out {
+                    "timed out".into()
+                } else {
+                    r.state.clone()
+                });
                 cells.extend(vec!["-".to_string(); HOSTS.len() - 4]);
                 cells.push(note(h));
                 cells

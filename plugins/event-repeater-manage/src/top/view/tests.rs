@@ -143,7 +143,7 @@ fn a_host_that_timed_out_says_so_briefly() {
         Duration::ZERO,
     );
     let cells = &host_cells(&[h])[0];
-    assert_eq!(cells[2], "down");
+    assert_eq!(cells[2], "timed out");
     assert_eq!(cells[11], "timed out after 2s");
 }
 
