@@ -8,6 +8,7 @@
 //!   route files;
 //! - [`Health`]: the answer of `GET /healthz`;
 //! - [`ErrorBody`]: every error answer;
+//! - [`dead_letter`]: dead letters, listed, replayed and purged;
 //! - [`metric`]: the names (and help texts) of what `GET /metrics` shows.
 //!
 //! `docs/rest-api.md` describes the API; the bytes on the wire are what
@@ -18,6 +19,7 @@
 //! manager works with older and newer repeaters (unknown fields are
 //! ignored, a field an older repeater did not have reads as its default).
 
+pub mod dead_letter;
 pub mod error;
 pub mod health;
 pub mod metric;

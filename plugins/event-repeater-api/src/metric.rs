@@ -130,6 +130,8 @@ pub mod label {
     pub const SHUTDOWN: &str = "shutdown";
     /// `sink_refused`: the JetStream stream is full.
     pub const STREAM_FULL: &str = "stream_full";
+    /// `dead_letters`: data the decoder could not take (not JSON, no topic).
+    pub const INVALID: &str = "invalid";
 }
 
 /// Events read from the source.
@@ -280,6 +282,34 @@ pub const ROUTE_SERIES_OMITTED: Metric = Metric::gauge(
     "route_series_omitted",
     "Routes without a route_events_total series (over the cap of 1000 series).",
 );
+/// Events written to the dead-letter file, by [`label::REASON`] (the
+/// labels of [`EVENTS_FAILED`] and [`EVENTS_DROPPED`], and
+/// [`label::INVALID`]).
+pub const DEAD_LETTERS: Metric = Metric::counter(
+    "dead_letters",
+    "Events refused or dropped and kept in the dead-letter file, by reason.",
+);
+/// Bytes in the dead-letter file and its `.1`.
+pub const DEAD_LETTER_BYTES: Metric = Metric::gauge(
+    "dead_letter",
+    "Bytes in the dead-letter file and its rotated .1.",
+)
+.with_unit(Unit::Bytes);
+/// Dead letters cut by rotation (the old `.1` replaced) or purged.
+pub const DEAD_LETTERS_CUT: Metric = Metric::counter(
+    "dead_letters_cut",
+    "Dead letters removed by rotation past --dead-letter-max (the old .1 file replaced).",
+);
+/// Dead letters that could not be written (disk full, writer behind).
+pub const DEAD_LETTERS_LOST: Metric = Metric::counter(
+    "dead_letters_lost",
+    "Events that should have been kept as dead letters but could not be written (disk full or the writer behind).",
+);
+/// Dead letters replayed and delivered (then removed from the file).
+pub const DEAD_LETTERS_REPLAYED: Metric = Metric::counter(
+    "dead_letters_replayed",
+    "Dead letters replayed and delivered, then removed from the file.",
+);
 /// Always 1, the version in [`label::VERSION`].
 pub const BUILD_INFO: Metric = Metric::gauge("build_info", "The repeater's version.");
 /// When the repeater started, seconds since the Unix epoch.
@@ -290,7 +320,7 @@ pub const START_TIME: Metric = Metric::gauge(
 .with_unit(Unit::Seconds);
 
 /// Every family, in the order of the answer.
-pub const ALL: [Metric; 34] = [
+pub const ALL: [Metric; 39] = [
     EVENTS_RECEIVED,
     EVENTS_MISSED,
     EVENTS_INVALID,
@@ -323,6 +353,11 @@ pub const ALL: [Metric; 34] = [
     SINK_REFUSED,
     ROUTE_EVENTS,
     ROUTE_SERIES_OMITTED,
+    DEAD_LETTERS,
+    DEAD_LETTER_BYTES,
+    DEAD_LETTERS_CUT,
+    DEAD_LETTERS_LOST,
+    DEAD_LETTERS_REPLAYED,
     BUILD_INFO,
     START_TIME,
 ];

@@ -22,6 +22,14 @@ pub const METRICS: &str = "/metrics";
 /// The topics the repeater's source serves now, a [`crate::SourceTopics`].
 pub const SOURCE_TOPICS: &str = "/source/topics";
 
+/// The dead letters ([`crate::dead_letter`]): `GET` lists them, `DELETE`
+/// purges; both take the filters of [`crate::dead_letter::query`].
+pub const DEAD_LETTERS: &str = "/dead-letters";
+
+/// `POST`: sends the dead letters that match the filters through the
+/// current routes again; each one delivered is removed from the file.
+pub const DEAD_LETTERS_REPLAY: &str = "/dead-letters/replay";
+
 /// The path of the route for `sourcetopic`, encoded by the caller: `/events/`
 /// then `encoded`.
 ///

@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::api_body::{BodyBytes, BodyTimeout};
+use crate::api_dead_letters;
 use crate::api_error::ApiError;
 use crate::buffer::Buffer;
 use crate::metrics::{self, Metrics};
@@ -42,6 +43,8 @@ pub struct ApiState {
     pub started: Started,
     /// `--request-timeout`: how long a request body may take to arrive.
     pub body_timeout: std::time::Duration,
+    /// The dead letters and their replay (`--dead-letter off`: none).
+    pub dead_letters: Option<Arc<crate::api_dead_letters::DeadLetterApi>>,
 }
 
 /// The start of the process, on both clocks: the wall clock for the start
@@ -68,6 +71,13 @@ impl Started {
     }
 }
 
+/// What the dead-letter endpoints use.
+impl FromRef<Arc<ApiState>> for api_dead_letters::Shared {
+    fn from_ref(st: &Arc<ApiState>) -> api_dead_letters::Shared {
+        api_dead_letters::Shared(st.dead_letters.clone())
+    }
+}
+
 /// What [`BodyBytes`] reads a body within.
 impl FromRef<Arc<ApiState>> for BodyTimeout {
     fn from_ref(st: &Arc<ApiState>) -> BodyTimeout {
@@ -80,7 +90,7 @@ type Body = Result<BodyBytes, ApiError>;
 
 /// The API's routes (no authentication; see [`with_token`]).
 pub fn router(state: Arc<ApiState>) -> Router {
-    Router::new()
+    let router = Router::new()
         .route(EVENTS, get(list).post(add).put(upsert).delete(remove))
         .route(EVENT_PREFIX, get(no_topic).put(no_topic).delete(no_topic))
         .route(
@@ -89,7 +99,8 @@ pub fn router(state: Arc<ApiState>) -> Router {
         )
         .route(HEALTHZ, get(healthz))
         .route(SOURCE_TOPICS, get(source_topics))
-        .route(METRICS, get(metrics))
+        .route(METRICS, get(metrics));
+    api_dead_letters::routes(router)
         .fallback(unknown_path)
         .method_not_allowed_fallback(wrong_method)
         .with_state(state)

@@ -105,6 +105,18 @@ pub struct RunArgs {
     #[arg(long, value_enum, value_name = "on|off", default_value = "on")]
     pub checkpoint: Switch,
 
+    /// Keep events refused or dropped for a reason of their own (a topic
+    /// the sink cannot take, too large, not JSON, dropped by --overflow)
+    /// as JSON lines in FILE, to list and replay with `manage dead-letters`
+    /// (default: NAME.dead-letters beside the routes file; off: not kept).
+    #[arg(long, value_name = "FILE|off")]
+    pub dead_letter: Option<PathBuf>,
+
+    /// Bytes the dead-letter file and its rotated .1 hold together at most
+    /// (e.g. 64MiB; at least 64KiB); past it the oldest are cut, counted.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = parse_dead_letter_max)]
+    pub dead_letter_max: u64,
+
     /// Bearer token required on the TCP API (needed for a non-loopback --listen).
     #[arg(long, env = "APP_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -155,6 +167,15 @@ pub use crate::flag_values::{
     parse_drain_timeout, parse_duration, parse_limit_timeout, parse_size, Qos, Switch,
     DEFAULT_INFLIGHT, DEFAULT_INFLIGHT_MQTT_QOS2, DEFAULT_MAX_CONNECTIONS, MAX_DRAIN_TIMEOUT,
 };
+
+/// `--dead-letter-max`: a size of at least 64 KiB.
+fn parse_dead_letter_max(text: &str) -> Result<u64, String> {
+    let n = parse_size(text)?;
+    if n < 64 << 10 {
+        return Err("at least 64KiB (the file and its .1 each hold half)".into());
+    }
+    Ok(n as u64)
+}
 
 #[cfg(test)]
 mod tests {

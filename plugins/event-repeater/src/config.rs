@@ -45,6 +45,8 @@ pub struct Config {
     pub drain_timeout: Duration,
     /// Keep and resume from the checkpoint (`--checkpoint on`).
     pub checkpoint: bool,
+    /// `--dead-letter` and `--dead-letter-max`; `None`: `off`.
+    pub dead_letter: Option<(PathBuf, u64)>,
 }
 
 impl Config {
@@ -100,7 +102,16 @@ impl Config {
                 .join("event-repeater")
                 .join(format!("{name}.routes.json"))
         });
+        let dead_letter = match &args.dead_letter {
+            Some(p) if p.as_os_str() == "off" => None,
+            Some(p) => Some((p.clone(), args.dead_letter_max)),
+            None => Some((
+                state_file.with_file_name(format!("{name}.dead-letters")),
+                args.dead_letter_max,
+            )),
+        };
         Ok(Config {
+            dead_letter,
             source,
             sink,
             sink_protocol,

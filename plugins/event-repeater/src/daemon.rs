@@ -21,12 +21,15 @@ use tokio::net::UnixListener;
 use tokio::task::JoinHandle;
 
 use crate::api::{self, ApiState};
+use crate::api_dead_letters::DeadLetterApi;
 use crate::buffer::Buffer;
 use crate::config::Config;
+use crate::dead_letter::DeadLetters;
 use crate::error::{Error, Failure};
 use crate::lock::FileLock;
 use crate::metrics::Metrics;
 use crate::relay::Relay;
+use crate::replay::Replayer;
 use crate::resume::Start;
 use crate::routes::{RouteStore, Routes};
 use crate::sink::{Drain, Rules, Sink};
@@ -47,7 +50,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
         routes,
         start,
     } = open(&cfg).await?;
-    let core = Core::new(&cfg, routes, &start);
+    let core = Core::new(&cfg, routes, &start)?;
     // A sink that can never work refuses the start before anything serves.
     let sink = cfg
         .sink
@@ -76,6 +79,7 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
     stall.stop(why).await;
     status.stop(why).await;
     tasks.drain(&cfg, &core, why).await;
+    core.flush_dead_letters().await;
     api.stop(why).await;
     drop(files);
     drop(locks);
@@ -120,28 +124,65 @@ struct Core {
     metrics: Arc<Metrics>,
     buffer: Arc<Buffer>,
     routes: Arc<RouteStore>,
+    letters: Option<Arc<DeadLetters>>,
 }
 
 impl Core {
-    fn new(cfg: &Config, routes: Routes, start: &Start) -> Core {
+    fn new(cfg: &Config, routes: Routes, start: &Start) -> Result<Core, Error> {
         let metrics = Arc::new(Metrics::default());
+        let letters = match &cfg.dead_letter {
+            Some((path, max)) => Some(Arc::new(
+                DeadLetters::open(path, *max, metrics.clone()).map_err(|e| {
+                    Failure::DeadLetter(format!(
+                        "--dead-letter {}: {e}; fix it, name another file, or run with --dead-letter off",
+                        path.display()
+                    ))
+                })?,
+            )),
+            None => None,
+        };
         crate::metrics::set_problem(&metrics.source_start, &start.how);
-        let buffer = Arc::new(Buffer::resuming(
-            cfg.buffer_events,
-            cfg.buffer_bytes,
-            cfg.overflow,
-            metrics.clone(),
-            // A first event to relay again is not done: nothing is before it.
-            start
-                .resume_after
-                .clone()
-                .filter(|_| start.replay.is_none()),
-        ));
+        let buffer = Arc::new(
+            Buffer::resuming(
+                cfg.buffer_events,
+                cfg.buffer_bytes,
+                cfg.overflow,
+                metrics.clone(),
+                // A first event to relay again is not done: nothing is before it.
+                start
+                    .resume_after
+                    .clone()
+                    .filter(|_| start.replay.is_none()),
+            )
+            .with_dead_letters(letters.clone()),
+        );
         let routes = RouteStore::new(routes, cfg.allowall, cfg.max_routes, cfg.state_file.clone());
-        Core {
+        Ok(Core {
             metrics,
             buffer,
             routes: Arc::new(routes),
+            letters,
+        })
+    }
+
+    /// A router of the API's own, over the source's table, buffer and rules.
+    fn relay(&self, cfg: &Config) -> Relay {
+        Relay::new(
+            self.routes.table(),
+            self.buffer.clone(),
+            self.metrics.clone(),
+            Rules::new(cfg.sink.rules()),
+        )
+        .with_decoder(cfg.source.decoder.clone())
+    }
+
+    /// The letters kept until now, written before the process ends.
+    async fn flush_dead_letters(&self) {
+        if let Some(letters) = &self.letters {
+            let flushed = tokio::time::timeout(Duration::from_secs(5), letters.flush()).await;
+            if !matches!(flushed, Ok(Ok(()))) {
+                warn!("the dead-letter file may miss the last letters: its writer did not answer within 5s");
+            }
         }
     }
 }
@@ -157,6 +198,18 @@ fn api_state(cfg: &Config, core: &Core, sink_url: String) -> Arc<ApiState> {
         sink: sink_url,
         started: api::Started::now(),
         body_timeout: cfg.request_timeout,
+        dead_letters: core.letters.clone().map(|letters| {
+            Arc::new(DeadLetterApi {
+                replayer: Replayer {
+                    relay: core.relay(cfg),
+                    buffer: core.buffer.clone(),
+                    letters: letters.clone(),
+                    metrics: core.metrics.clone(),
+                    busy: tokio::sync::Mutex::new(()),
+                },
+                letters,
+            })
+        }),
     })
 }
 
@@ -290,13 +343,7 @@ struct Tasks {
 
 impl Tasks {
     fn spawn(cfg: &Config, core: &Core, start: Start, sink: Box<dyn Sink>) -> Tasks {
-        let mut relay = Relay::new(
-            core.routes.table(),
-            core.buffer.clone(),
-            core.metrics.clone(),
-            Rules::new(cfg.sink.rules()),
-        )
-        .with_decoder(cfg.source.decoder.clone());
+        let mut relay = core.relay(cfg);
         if let (true, Some(file)) = (start.is_fresh(), &start.file) {
             relay = relay
                 .with_first_checkpoint(crate::first_checkpoint::FirstCheckpoint::new(file.clone()));

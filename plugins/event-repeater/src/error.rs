@@ -26,6 +26,9 @@ pub enum Failure {
     /// JetStream, replicas on a server without a cluster).
     #[error("{0}")]
     Sink(String),
+    /// The dead-letter file (`--dead-letter`) cannot be opened.
+    #[error("{0}")]
+    DeadLetter(String),
 }
 
 impl From<Failure> for Error {

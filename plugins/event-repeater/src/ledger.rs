@@ -61,6 +61,16 @@ impl Ledger {
         self.arrive(id);
     }
 
+    /// A replayed dead letter accepted under `seq`: it holds the
+    /// checkpoint where it is until done, and is no position of its own.
+    pub fn accept_replay(&mut self, seq: u64) {
+        if self.pending.is_empty() {
+            self.front = seq;
+        }
+        debug_assert_eq!(self.front + self.pending.len() as u64, seq);
+        self.pending.push_back((self.last.clone(), false));
+    }
+
     /// Accepted event `seq` is done.
     pub fn done(&mut self, seq: u64) {
         let Some(i) = seq.checked_sub(self.front) else {

@@ -21,6 +21,7 @@
 
 pub mod api;
 pub mod api_body;
+pub mod api_dead_letters;
 pub mod api_error;
 pub mod backoff;
 pub mod basic_auth;
@@ -30,6 +31,7 @@ pub mod cli;
 pub mod complete;
 pub mod config;
 pub mod daemon;
+pub mod dead_letter;
 pub mod decode;
 pub mod error;
 pub mod event;
@@ -42,7 +44,9 @@ pub mod lock;
 pub mod metrics;
 pub mod options_file;
 pub mod overflow;
+pub mod reason;
 pub mod relay;
+pub mod replay;
 pub mod resume;
 pub mod routes;
 pub mod sink;

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::buffer::Buffer;
+use crate::dead_letter::{Reason, Refused};
 use crate::decode::Decoder;
 use crate::event::EventData;
 use crate::event_key::EventKey;
@@ -148,7 +149,8 @@ impl Relay {
 
     /// Routes one event's data (`id`: the SSE event id in force); waits
     /// only under `--overflow block`. Every event that is not accepted into
-    /// the buffer is recorded as done for the checkpoint.
+    /// the buffer is recorded as done for the checkpoint; one refused for a
+    /// reason of its own is kept as a dead letter.
     pub async fn handle(
         &self,
         data: EventData,
@@ -162,66 +164,31 @@ impl Relay {
             Err(e) => {
                 self.buffer.skip(id);
                 inc(&self.metrics.invalid);
-                self.invalid_warning
-                    .log(WARN, || format!("discarded an event from the source: {e}"));
-                return;
-            }
-        };
-        let table = current(&self.table);
-        let (topic, decision) = self
-            .last
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .route(&table, &event.topic);
-        let Some(decision) = decision else {
-            self.buffer.skip(id);
-            inc(&self.metrics.unrouted);
-            self.unrouted_note.log(DEBUG, || {
-                format!("no route for topic {topic:?}; event not relayed")
-            });
-            return;
-        };
-        let sink_topic = match decision.for_event(&event.topic, event.json.as_str()) {
-            // Moved, not cloned: one reference count less per event.
-            Ok(None) => decision.sink_topic,
-            Ok(Some(rendered)) => rendered,
-            Err(why) => {
-                self.buffer.skip(id);
-                inc(&self.metrics.failed_invalid_topic);
-                self.refused_warning.log(&decision.sink_topic, || {
-                    format!(
-                        "refused an event from {:?}: its route's sink topic cannot be made: {why}",
-                        event.topic
-                    )
+                let why = e.to_string();
+                self.invalid_warning.log(WARN, || {
+                    format!("discarded an event from the source: {why}")
+                });
+                self.buffer.keep(&Refused {
+                    reason: Reason::Invalid,
+                    why: &why,
+                    route: None,
+                    source_topic: None,
+                    key: id,
+                    event: name,
+                    sink_topic: None,
+                    data: data.as_bytes(),
                 });
                 return;
             }
         };
-        if let Some(refusal) = self.sink.refuse(&sink_topic, event.json.len()) {
-            self.buffer.skip(id);
-            let message = || {
-                format!(
-                    "refused an event from {:?}: {}",
-                    event.topic,
-                    refusal.message()
-                )
-            };
-            match refusal {
-                // A size is the event's: said every 5 s while it happens.
-                Refusal::TooLarge(_) => {
-                    inc(&self.metrics.failed_too_large);
-                    self.too_large_warning.log(WARN, || {
-                        app_plugin::text::shorten(&message(), MAX_WARNING).into_owned()
-                    });
-                }
-                // A topic stays unusable: said once for each.
-                Refusal::InvalidTopic(_) => {
-                    inc(&self.metrics.failed_invalid_topic);
-                    self.refused_warning.log(&sink_topic, message);
-                }
+        let (topic, sink_topic) = match self.route(&event.topic, event.json.as_str()) {
+            Routed::To { topic, sink_topic } => (topic, sink_topic),
+            Routed::Nowhere => return self.buffer.skip(id),
+            Routed::Refused(r) => {
+                self.buffer.skip(id);
+                return self.buffer.keep(&r.with(id, name, data.as_bytes()));
             }
-            return;
-        }
+        };
         if let (Some(first), Some(id)) = (&self.first, id) {
             if first.needed()
                 && !first
@@ -234,6 +201,118 @@ impl Relay {
         self.buffer
             .push(topic, sink_topic, event.json.into_bytes(), id, cancel)
             .await;
+    }
+
+    /// Where the current routes and the sink's rules send an event of
+    /// `topic` whose payload is `json` (counted, and warned about when
+    /// refused).
+    pub fn route(&self, topic: &str, json: &str) -> Routed {
+        let table = current(&self.table);
+        let (topic, decision) = self
+            .last
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .route(&table, topic);
+        let Some(decision) = decision else {
+            inc(&self.metrics.unrouted);
+            self.unrouted_note.log(DEBUG, || {
+                format!("no route for topic {topic:?}; event not relayed")
+            });
+            return Routed::Nowhere;
+        };
+        let rendered = match decision.for_event(&topic, json) {
+            Ok(rendered) => rendered,
+            Err(why) => {
+                inc(&self.metrics.failed_invalid_topic);
+                let why = format!("its route's sink topic cannot be made: {why}");
+                self.refused_warning.log(&decision.sink_topic, || {
+                    format!("refused an event from {topic:?}: {why}")
+                });
+                return Routed::Refused(Box::new(Refusing {
+                    reason: Reason::InvalidTopic,
+                    why,
+                    route: decision.route().map(str::to_string),
+                    topic,
+                    sink_topic: None,
+                }));
+            }
+        };
+        let sink_topic = rendered.as_ref().unwrap_or(&decision.sink_topic);
+        let Some(refusal) = self.sink.refuse(sink_topic, json.len()) else {
+            // Moved, not cloned: one reference count less per event.
+            let sink_topic = rendered.unwrap_or(decision.sink_topic);
+            return Routed::To { topic, sink_topic };
+        };
+        let message = || format!("refused an event from {topic:?}: {}", refusal.message());
+        let reason = match refusal {
+            // A size is the event's: said every 5 s while it happens.
+            Refusal::TooLarge(_) => {
+                inc(&self.metrics.failed_too_large);
+                self.too_large_warning.log(WARN, || {
+                    app_plugin::text::shorten(&message(), MAX_WARNING).into_owned()
+                });
+                Reason::TooLarge
+            }
+            // A topic stays unusable: said once for each.
+            Refusal::InvalidTopic(_) => {
+                inc(&self.metrics.failed_invalid_topic);
+                self.refused_warning.log(sink_topic, message);
+                Reason::InvalidTopic
+            }
+        };
+        Routed::Refused(Box::new(Refusing {
+            reason,
+            why: refusal.message().to_string(),
+            route: decision.route().map(str::to_string),
+            sink_topic: Some(sink_topic.clone()),
+            topic,
+        }))
+    }
+
+    /// The decoder, for a replay to decode a letter's data again.
+    pub fn decoder(&self) -> &Decoder {
+        &self.decoder
+    }
+}
+
+/// Where [`Relay::route`] sends an event.
+pub enum Routed {
+    To {
+        topic: Arc<str>,
+        sink_topic: Arc<str>,
+    },
+    /// No route takes it (counted as unrouted: not a dead letter).
+    Nowhere,
+    Refused(Box<Refusing>),
+}
+
+/// An event a route or the sink's rules refused.
+pub struct Refusing {
+    pub reason: Reason,
+    pub why: String,
+    pub route: Option<String>,
+    pub topic: Arc<str>,
+    pub sink_topic: Option<Arc<str>>,
+}
+
+impl Refusing {
+    /// The dead letter of the event `data` (SSE id `key`, `event:` name).
+    pub fn with<'a>(
+        &'a self,
+        key: Option<&'a EventKey>,
+        event: Option<&'a str>,
+        data: &'a [u8],
+    ) -> Refused<'a> {
+        Refused {
+            reason: self.reason,
+            why: &self.why,
+            route: self.route.as_deref(),
+            source_topic: Some(&self.topic),
+            key,
+            event,
+            sink_topic: self.sink_topic.as_deref(),
+            data,
+        }
     }
 }
 

@@ -74,6 +74,16 @@ pub struct Metrics {
     pub duplicates: AtomicU64,
     /// Duplicates whose stored message differs from the event sent.
     pub duplicate_conflicts: AtomicU64,
+    /// Dead letters written, by [`crate::reason::Reason::index`].
+    pub dead_letters: [AtomicU64; 5],
+    /// Bytes in the dead-letter files.
+    pub dead_letter_bytes: AtomicU64,
+    /// Dead letters cut by rotation.
+    pub dead_letters_cut: AtomicU64,
+    /// Dead letters that could not be written.
+    pub dead_letters_lost: AtomicU64,
+    /// Dead letters replayed and delivered.
+    pub dead_letters_replayed: AtomicU64,
 }
 
 /// Reads a problem slot ("" when none).

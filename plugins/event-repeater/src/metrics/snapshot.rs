@@ -47,6 +47,11 @@ pub struct Snapshot {
     duplicates: u64,
     duplicate_conflicts: u64,
     refused_stream_full: u64,
+    dead_letters: [u64; 5],
+    dead_letter_bytes: u64,
+    dead_letters_cut: u64,
+    dead_letters_lost: u64,
+    dead_letters_replayed: u64,
     buffer: BufferStats,
     routes: usize,
     /// The per-route counters live in the table's entries; they are read
@@ -101,6 +106,11 @@ impl Metrics {
             duplicates: get(&self.duplicates),
             duplicate_conflicts: get(&self.duplicate_conflicts),
             refused_stream_full: get(&self.refused_stream_full),
+            dead_letters: self.dead_letters.each_ref().map(get),
+            dead_letter_bytes: get(&self.dead_letter_bytes),
+            dead_letters_cut: get(&self.dead_letters_cut),
+            dead_letters_lost: get(&self.dead_letters_lost),
+            dead_letters_replayed: get(&self.dead_letters_replayed),
             buffer,
             routes,
             table,
@@ -183,6 +193,7 @@ impl Collector for Snapshot {
         self.buffer_and_links(e)?;
         let omitted = self.route_series(e)?;
         gauge(e, &metric::ROUTE_SERIES_OMITTED, omitted as u64)?;
+        self.dead_letters(e)?;
         labelled_gauge(e, &metric::BUILD_INFO, &[(label::VERSION, self.version)])?;
         gauge(e, &metric::START_TIME, self.started_unix)
     }
@@ -216,6 +227,21 @@ impl Snapshot {
             (label::SHUTDOWN, self.dropped_shutdown),
         ];
         counters_by(e, &metric::EVENTS_DROPPED, label::REASON, &dropped)
+    }
+
+    /// What was kept of the events not delivered.
+    fn dead_letters(&self, e: &mut DescriptorEncoder) -> fmt::Result {
+        let by_reason =
+            crate::reason::Reason::ALL.map(|r| (r.label(), self.dead_letters[r.index()]));
+        counters_by(e, &metric::DEAD_LETTERS, label::REASON, &by_reason)?;
+        gauge(e, &metric::DEAD_LETTER_BYTES, self.dead_letter_bytes)?;
+        counter(e, &metric::DEAD_LETTERS_CUT, self.dead_letters_cut)?;
+        counter(e, &metric::DEAD_LETTERS_LOST, self.dead_letters_lost)?;
+        counter(
+            e,
+            &metric::DEAD_LETTERS_REPLAYED,
+            self.dead_letters_replayed,
+        )
     }
 
     /// The buffer, the table's size, and the state of the source and the sink.

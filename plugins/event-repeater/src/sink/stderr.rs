@@ -144,10 +144,14 @@ async fn run(buffer: Arc<Buffer>, metrics: Arc<Metrics>, as_text: bool, drain: D
             if ok {
                 inc(&metrics.published);
                 inc(&metrics.acked);
+                buffer.release(rec);
             } else {
-                inc(&metrics.failed_sink);
+                buffer.refuse(
+                    rec,
+                    crate::reason::Reason::SinkError,
+                    "writing to stderr failed",
+                );
             }
-            buffer.release(rec);
         }
         if let Some(d) = drain.deadline(&mut deadline) {
             if tokio::time::Instant::now() >= d {
@@ -183,6 +187,7 @@ mod tests {
             sink_topic: "a\"b".into(),
             payload: Bytes::from_static(br#"{"topic":"timer/sec/1"}"#),
             id: None,
+            letter: None,
         };
         let v: serde_json::Value = serde_json::from_slice(&line(&rec, false)).unwrap();
         assert_eq!(v["source_topic"], "timer/sec/1");

@@ -85,6 +85,15 @@ fn every_series_keeps_its_name_and_labels() {
         "route_events_total{sourcetopic=\"we\\\"ird\\\\\",sinktopic=\"/x\"}",
         "route_events_total{sourcetopic=\"\",sinktopic=\"\",allowall=\"true\"}",
         "route_series_omitted",
+        "dead_letters_total{reason=\"invalid\"}",
+        "dead_letters_total{reason=\"invalid_topic\"}",
+        "dead_letters_total{reason=\"too_large\"}",
+        "dead_letters_total{reason=\"sink_error\"}",
+        "dead_letters_total{reason=\"overflow\"}",
+        "dead_letter_bytes",
+        "dead_letters_cut_total",
+        "dead_letters_lost_total",
+        "dead_letters_replayed_total",
         "build_info{version=\"9.8.7\"}",
         "start_time_seconds",
     ]
@@ -177,7 +186,7 @@ fn the_output_is_openmetrics_text() {
             assert_eq!(sample, want, "{line}");
         }
     }
-    assert_eq!(families.len(), 34, "{families:?}");
+    assert_eq!(families.len(), metric::ALL.len(), "{families:?}");
     // In the order, and with the names, that the API lists.
     let listed: Vec<String> = metric::ALL
         .iter()

@@ -236,6 +236,7 @@ mod tests {
             sink_topic: "t".into(),
             payload: Bytes::from(seq.to_string()),
             id: None,
+            letter: None,
         }
     }
 

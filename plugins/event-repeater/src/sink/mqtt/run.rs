@@ -356,8 +356,9 @@ impl MqttSink {
                 app_plugin::error!(
                     "internal: no room for an event after checking; it is dropped (please report)"
                 );
-                inc(&self.metrics.dropped_overflow);
-                self.buffer.release(&rec);
+                let why = "internal: no room after checking";
+                self.buffer
+                    .refuse(&rec, crate::reason::Reason::Overflow, why);
                 return;
             }
         }

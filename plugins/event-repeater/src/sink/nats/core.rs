@@ -7,6 +7,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::metrics::inc;
+use crate::reason::Reason;
 use crate::sink::nats::{is_connected, LastSubject, NatsSink};
 use crate::sink::{until, Drain};
 use app_plugin::log::{RateLimited, WARN};
@@ -41,21 +42,18 @@ impl NatsSink {
                     match subjects.of(&rec.sink_topic) {
                         Err(why) => self.refuse(&rec, &why, &refused),
                         Ok(s) if rec.payload.len() > limit => {
-                            inc(&self.metrics.failed_too_large);
-                            refused.log(WARN, || {
-                                format!("refused an event for {s}: over the server's max_payload")
-                            });
-                            self.buffer.release(&rec);
+                            let why = format!("over the server's max_payload ({limit} bytes)");
+                            refused.log(WARN, || format!("refused an event for {s}: {why}"));
+                            self.buffer.refuse(&rec, Reason::TooLarge, &why);
                         }
-                        Ok(s) => {
-                            if client.publish(s, rec.payload.clone()).await.is_ok() {
+                        Ok(s) => match client.publish(s, rec.payload.clone()).await {
+                            Ok(()) => {
                                 inc(&self.metrics.published);
                                 inc(&self.metrics.acked);
-                            } else {
-                                inc(&self.metrics.failed_sink);
+                                self.buffer.release(&rec);
                             }
-                            self.buffer.release(&rec);
-                        }
+                            Err(e) => self.buffer.refuse(&rec, Reason::SinkError, &e.to_string()),
+                        },
                     }
                 }
             }

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use crate::backoff::Backoff;
 use crate::buffer::Record;
 use crate::metrics::{inc, set_problem};
+use crate::reason::Reason;
 use crate::sink::nats::acks::{self, Acks, Outcome, Stored};
 use crate::sink::nats::dups::Dups;
 use crate::sink::nats::stream::{Ready, StreamBook};
@@ -207,25 +208,24 @@ impl<'a> Publisher<'a> {
         while self.acks.has_room(self.window) {
             let Some(job) = self.next_job() else { break };
             if job.rec.payload.len() > limit {
-                inc(&sink.metrics.failed_too_large);
                 let s = job.subject.clone();
-                self.refused.log(WARN, || {
-                    format!("refused an event for {s}: over the server's max_payload")
-                });
-                sink.buffer.release(&job.rec);
+                let why = format!("over the server's max_payload ({limit} bytes)");
+                self.refused
+                    .log(WARN, || format!("refused an event for {s}: {why}"));
+                sink.buffer.refuse(&job.rec, Reason::TooLarge, &why);
                 continue;
             }
             match sink.ready(&self.js, &mut self.book, &job.subject).await {
                 Ready::Go => {}
                 Ready::Refuse(why) => {
-                    inc(&sink.metrics.failed_sink);
+                    sink.buffer.refuse(&job.rec, Reason::SinkError, &why);
                     if self
                         .warned_missing
                         .insert(first_token(&job.subject).to_string())
                     {
                         warn!("{why}; such events are counted as failed (sink_error)");
                     }
-                    sink.buffer.release(&job.rec);
+
                     continue;
                 }
                 Ready::Later(why) => {
@@ -351,12 +351,11 @@ impl<'a> Publisher<'a> {
         if trouble::over_stream_max_msg_size(&e) {
             // Never storable: sending it again would only hold up the
             // events behind it.
-            inc(&sink.metrics.failed_too_large);
             let s = job.subject.clone();
-            self.refused.log(WARN, || {
-                format!("refused an event for {s}: over the stream's max_msg_size ({e})")
-            });
-            sink.buffer.release(&job.rec);
+            let why = format!("over the stream's max_msg_size ({e})");
+            self.refused
+                .log(WARN, || format!("refused an event for {s}: {why}"));
+            sink.buffer.refuse(&job.rec, Reason::TooLarge, &why);
             return;
         }
         if !self.condition.failed(&e) {

@@ -49,7 +49,7 @@ use tokio::sync::Notify;
 
 use crate::buffer::{Buffer, Record};
 use crate::flag_values::Qos;
-use crate::metrics::{inc, Metrics};
+use crate::metrics::Metrics;
 use crate::sink::nats::subject::subject;
 use crate::sink::{Drain, Refusal, Setup, Sink, SinkConfig, SinkKind, TopicRules};
 use app_plugin::address::Scheme;
@@ -205,8 +205,8 @@ impl NatsSink {
     }
 
     fn refuse(&self, rec: &Record, why: &str, refused: &RateLimited) {
-        inc(&self.metrics.failed_invalid_topic);
         refused.log(WARN, || format!("refused an event: {why}"));
-        self.buffer.release(rec);
+        self.buffer
+            .refuse(rec, crate::reason::Reason::InvalidTopic, why);
     }
 }

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use crate::backoff::Backoff;
 use crate::buffer::Record;
 use crate::metrics::{inc, set_problem};
+use crate::reason::Reason;
 use crate::sink::rabbitmq_stream::client::proto::code_name;
 use crate::sink::rabbitmq_stream::client::{max_body, Batch};
 use crate::sink::rabbitmq_stream::link::{self, Event, Link, NotReady};
@@ -228,14 +229,13 @@ impl<'a> Loop<'a> {
             let len = job.rec.payload.len();
             if len > max_body(frame_max) {
                 // RabbitMQ agreed on smaller frames than MAX_EVENT assumes.
-                inc(&sink.metrics.failed_too_large);
-                self.refused.log(WARN, || {
-                    format!(
-                        "refused an event of {len} bytes: RabbitMQ at {} takes frames of {frame_max} bytes",
-                        link.node
-                    )
-                });
-                sink.buffer.release(&job.rec);
+                let why = format!(
+                    "{len} bytes: RabbitMQ at {} takes frames of {frame_max} bytes",
+                    link.node
+                );
+                self.refused
+                    .log(WARN, || format!("refused an event of {why}"));
+                sink.buffer.refuse(&job.rec, Reason::TooLarge, &why);
                 continue;
             }
             let producers = match link
@@ -246,10 +246,9 @@ impl<'a> Loop<'a> {
             {
                 Ok(p) => p,
                 Err(NotReady::Refused(why)) => {
-                    inc(&sink.metrics.failed_invalid_topic);
                     self.refused
                         .log(WARN, || format!("refused an event: {why}"));
-                    sink.buffer.release(&job.rec);
+                    sink.buffer.refuse(&job.rec, Reason::InvalidTopic, &why);
                     continue;
                 }
                 Err(NotReady::Later(why)) => {

@@ -22,6 +22,7 @@ use app_plugin::daemon::Shutdown;
 use bytes::Bytes;
 use tokio::sync::Notify;
 
+use crate::dead_letter::{Book, DeadLetters, Reason, Refused};
 use crate::event_key::EventKey;
 use crate::ledger::Ledger;
 use crate::metrics::{inc, Metrics};
@@ -44,6 +45,10 @@ pub struct Record {
     /// Its place in the source's stream and dedup key (the NATS sink's
     /// `Nats-Msg-Id`).
     pub id: Option<EventKey>,
+    /// A dead letter replayed (its `seq`): it does not move the
+    /// checkpoint, and what becomes of it goes to the replay, not to a new
+    /// letter.
+    pub letter: Option<u64>,
 }
 
 impl Record {
@@ -76,6 +81,10 @@ pub struct Buffer {
     next_seq: AtomicU64,
     metrics: Arc<Metrics>,
     drop_warning: RateLimited,
+    /// Where events refused or dropped are kept (`--dead-letter off`: none).
+    letters: Option<Arc<DeadLetters>>,
+    /// The replayed letters in flight.
+    book: Book,
 }
 
 impl Buffer {
@@ -109,7 +118,64 @@ impl Buffer {
             next_seq: AtomicU64::new(1),
             metrics,
             drop_warning: RateLimited::new(Duration::from_secs(5)),
+            letters: None,
+            book: Book::default(),
         }
+    }
+
+    /// Events refused or dropped from now on are kept in `letters`.
+    pub fn with_dead_letters(mut self, letters: Option<Arc<DeadLetters>>) -> Buffer {
+        self.letters = letters;
+        self
+    }
+
+    /// The dead letters, when kept.
+    pub fn dead_letters(&self) -> Option<&Arc<DeadLetters>> {
+        self.letters.as_ref()
+    }
+
+    /// The replayed letters in flight.
+    pub fn book(&self) -> &Book {
+        &self.book
+    }
+
+    /// Keeps an event refused before it was buffered (`refused` says why).
+    pub fn keep(&self, refused: &Refused<'_>) {
+        if let Some(letters) = &self.letters {
+            letters.keep(refused);
+        }
+    }
+
+    /// A record given up for `reason` (counted there): a dead letter, or
+    /// for a replayed one, told to its replay.
+    fn give_up(&self, rec: &Record, reason: Reason, why: &str) {
+        if let Some(seq) = rec.letter {
+            return self.book.settle(seq, false);
+        }
+        self.keep(&Refused {
+            reason,
+            why,
+            route: None,
+            source_topic: Some(&rec.source_topic),
+            key: rec.id.as_ref(),
+            event: None,
+            sink_topic: Some(&rec.sink_topic),
+            data: &rec.payload,
+        });
+    }
+
+    /// An in-flight event the sink refused for good, for `reason` (whose
+    /// failure counter this bumps): kept as a dead letter, and done.
+    pub fn refuse(&self, rec: &Record, reason: Reason, why: &str) {
+        let counter = match reason {
+            Reason::TooLarge => &self.metrics.failed_too_large,
+            Reason::InvalidTopic => &self.metrics.failed_invalid_topic,
+            Reason::Overflow => &self.metrics.dropped_overflow,
+            Reason::SinkError | Reason::Invalid => &self.metrics.failed_sink,
+        };
+        inc(counter);
+        self.give_up(rec, reason, why);
+        self.done(rec);
     }
 
     // The lock is only held for plain memory operations, never across an
@@ -161,6 +227,11 @@ impl Buffer {
                         inner.queued_bytes -= old.cost();
                         inner.ledger.done(old.seq);
                         dropped += 1;
+                        self.give_up(
+                            &old,
+                            Reason::Overflow,
+                            "the buffer was full (--overflow drop-oldest)",
+                        );
                     }
                     if dropped > 0 {
                         self.metrics
@@ -179,6 +250,7 @@ impl Buffer {
                         sink_topic,
                         payload,
                         id: id.cloned(),
+                        letter: None,
                     });
                     drop(inner);
                     inc(&self.metrics.accepted);
@@ -188,6 +260,16 @@ impl Buffer {
                 if self.policy != Overflow::Block {
                     inner.ledger.skip(id);
                     drop(inner);
+                    self.keep(&Refused {
+                        reason: Reason::Overflow,
+                        why: "the buffer was full (--overflow drop-newest)",
+                        route: None,
+                        source_topic: Some(&source_topic),
+                        key: id,
+                        event: None,
+                        sink_topic: Some(&sink_topic),
+                        data: &payload,
+                    });
                     inc(&self.metrics.dropped_overflow);
                     self.warn_drop(1, "the new event was");
                     return false;
@@ -196,6 +278,47 @@ impl Buffer {
             tokio::select! {
                 _ = space => {}
                 _ = cancel.recv() => return false,
+            }
+        }
+    }
+
+    /// Takes a replayed dead letter (`letter`, its seq) in: it waits for
+    /// room whatever `--overflow` says (a replay is never dropped) until
+    /// `deadline`; `false` when there was no room by then.
+    pub async fn push_replay(
+        &self,
+        source_topic: Arc<str>,
+        sink_topic: Arc<str>,
+        payload: Bytes,
+        id: Option<EventKey>,
+        letter: u64,
+        deadline: tokio::time::Instant,
+    ) -> bool {
+        let cost = payload.len() + sink_topic.len();
+        loop {
+            let space = self.space.notified();
+            {
+                let mut inner = self.lock();
+                if self.fits(&inner, cost) {
+                    let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+                    inner.queued_bytes += cost;
+                    inner.ledger.accept_replay(seq);
+                    self.book.expect(letter);
+                    inner.queue.push_back(Record {
+                        seq,
+                        source_topic,
+                        sink_topic,
+                        payload,
+                        id,
+                        letter: Some(letter),
+                    });
+                    drop(inner);
+                    self.data.notify_one();
+                    return true;
+                }
+            }
+            if tokio::time::timeout_at(deadline, space).await.is_err() {
+                return false;
             }
         }
     }
@@ -233,9 +356,16 @@ impl Buffer {
         taken
     }
 
-    /// An in-flight event is done (acknowledged, refused or given up); its
+    /// An in-flight event is delivered (acknowledged by the broker); its
     /// room is free and the checkpoint may move past it.
     pub fn release(&self, rec: &Record) {
+        if let Some(seq) = rec.letter {
+            self.book.settle(seq, true);
+        }
+        self.done(rec);
+    }
+
+    fn done(&self, rec: &Record) {
         let mut inner = self.lock();
         inner.inflight = inner.inflight.saturating_sub(1);
         inner.inflight_bytes = inner.inflight_bytes.saturating_sub(rec.cost());
@@ -271,136 +401,4 @@ impl Buffer {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn buffer(n: usize, bytes: usize, policy: Overflow) -> (Buffer, Arc<Metrics>) {
-        let m = Arc::new(Metrics::default());
-        (Buffer::new(n, bytes, policy, m.clone()), m)
-    }
-
-    async fn push(b: &Buffer, payload: &str) -> bool {
-        b.push(
-            "s".into(),
-            "t".into(),
-            Bytes::from(payload.to_string()),
-            Some(&EventKey::own(Arc::from(payload))),
-            &Shutdown::new(),
-        )
-        .await
-    }
-
-    fn payloads(records: &[Record]) -> Vec<String> {
-        records
-            .iter()
-            .map(|r| String::from_utf8(r.payload.to_vec()).unwrap())
-            .collect()
-    }
-
-    #[tokio::test]
-    async fn drop_oldest_keeps_the_newest_and_counts() {
-        let (b, m) = buffer(3, 1000, Overflow::DropOldest);
-        for p in ["1", "2", "3", "4", "5"] {
-            assert!(push(&b, p).await);
-        }
-        assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 2);
-        assert_eq!(payloads(&b.take(10)), ["3", "4", "5"]);
-    }
-
-    #[tokio::test]
-    async fn drop_newest_keeps_the_oldest_and_counts() {
-        let (b, m) = buffer(3, 1000, Overflow::DropNewest);
-        for p in ["1", "2", "3", "4", "5"] {
-            push(&b, p).await;
-        }
-        assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 2);
-        assert_eq!(payloads(&b.take(10)), ["1", "2", "3"]);
-    }
-
-    #[tokio::test]
-    async fn in_flight_events_count_against_the_budget() {
-        let (b, m) = buffer(2, 1000, Overflow::DropOldest);
-        push(&b, "1").await;
-        push(&b, "2").await;
-        let taken = b.take(2);
-        // Nothing queued can be dropped for room: the new event goes.
-        assert!(!push(&b, "3").await);
-        assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 1);
-        b.release(&taken[0]);
-        assert!(push(&b, "4").await);
-        assert_eq!(b.stats().inflight, 1);
-        assert_eq!(b.stats().queued, 1);
-    }
-
-    #[tokio::test]
-    async fn the_byte_cap_applies() {
-        let (b, m) = buffer(100, 10, Overflow::DropNewest);
-        assert!(push(&b, "aaaa").await); // 4 + 1 = 5 bytes
-        assert!(push(&b, "bbbb").await); // 10
-        assert!(!push(&b, "c").await);
-        assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 1);
-        assert_eq!(b.stats().queued_bytes, 10);
-    }
-
-    /// On paused time a sleep ends only once every other task is idle: the
-    /// waiter has run up to its wait for room, so "not finished" after it
-    /// means blocked, not "not scheduled yet".
-    #[tokio::test(start_paused = true)]
-    async fn block_waits_for_room_and_can_be_cancelled() {
-        let (b, m) = buffer(1, 1000, Overflow::Block);
-        let b = Arc::new(b);
-        assert!(push(&b, "1").await);
-        let b2 = b.clone();
-        let waiter = tokio::spawn(async move { push(&b2, "2").await });
-        tokio::time::sleep(Duration::from_secs(3600)).await;
-        assert!(!waiter.is_finished(), "the push did not wait for room");
-        assert_eq!(b.stats().queued, 1);
-        let t = b.take(1);
-        b.release(&t[0]);
-        assert!(waiter.await.unwrap());
-        assert_eq!(m.dropped_overflow.load(Ordering::Relaxed), 0);
-        let cancel = Shutdown::new();
-        let b3 = b.clone();
-        let c2 = cancel.clone();
-        let waiter = tokio::spawn(async move {
-            b3.push("s".into(), "t".into(), Bytes::from_static(b"3"), None, &c2)
-                .await
-        });
-        tokio::time::sleep(Duration::from_secs(3600)).await;
-        // Blocked (the buffer holds "2"), so what ends it below is the cancel.
-        assert!(!waiter.is_finished(), "the push did not wait for room");
-        cancel.trigger(app_plugin::daemon::Reason::Terminate);
-        assert!(!waiter.await.unwrap());
-        assert_eq!(b.stats().queued, 1);
-    }
-
-    fn checkpoint(b: &Buffer) -> Option<String> {
-        b.checkpoint().0.map(|s| s.as_str().to_string())
-    }
-
-    #[tokio::test]
-    async fn the_checkpoint_follows_releases_and_drops_in_arrival_order() {
-        let (b, _) = buffer(2, 1000, Overflow::DropOldest);
-        assert_eq!(checkpoint(&b), None);
-        push(&b, "1").await;
-        b.skip(Some(&EventKey::own(Arc::from("2"))));
-        push(&b, "3").await;
-        assert_eq!(checkpoint(&b), None, "1 is not done");
-        // 4 pushes 1 out (dropped and counted: done).
-        push(&b, "4").await;
-        assert_eq!(checkpoint(&b).as_deref(), Some("2"));
-        let taken = b.take(2);
-        b.release(&taken[1]);
-        assert_eq!(checkpoint(&b).as_deref(), Some("2"), "3 is not done");
-        b.release(&taken[0]);
-        assert_eq!(checkpoint(&b).as_deref(), Some("4"));
-        // drop-newest: the dropped event is done too.
-        let (b, _) = buffer(1, 1000, Overflow::DropNewest);
-        push(&b, "5").await;
-        assert!(!push(&b, "6").await);
-        assert_eq!(checkpoint(&b), None);
-        let t = b.take(1);
-        b.release(&t[0]);
-        assert_eq!(checkpoint(&b).as_deref(), Some("6"));
-    }
-}
+mod tests;
