@@ -3,7 +3,8 @@
 //! answers: in a real terminal (tmux) it shows both with their rates, the
 //! busiest first, marks the hanging host while the others keep refreshing,
 //! quits on `q` and leaves the terminal as it found it; piped, it prints
-//! plain tables without a single escape byte.
+//! plain tables without a single escape byte, a peer's control characters
+//! escaped, and a repeater's dead letters by reason.
 
 use crate::common;
 
@@ -14,6 +15,7 @@ use common::completion::{Completer, Interactive};
 use common::event_time::EventTime;
 use common::http_server::Server;
 use common::repeater::Repeater;
+use common::sse_source::ScriptedSource;
 use common::{plugin_bin, Sandbox};
 
 use super::{manage, MANAGE};
@@ -197,6 +199,18 @@ fn top_piped_prints_plain_tables_once_without_escape_bytes() {
     let sb = Sandbox::new();
     let _source = EventTime::start(&sb, &["--name", "src", "--rate", "50"]);
     let r1 = relaying(&sb, "r1", "src", "/one");
+    // A repeater whose source sends data that is not JSON: each one is a
+    // dead letter, reason `invalid`.
+    let scripted = ScriptedSource::start();
+    let r3 = relaying(&sb, "r3", &scripted.url(), "/three");
+    for id in 1..=3 {
+        scripted.push(&id.to_string(), "not json");
+    }
+    let invalid = r#"dead_letters_total{reason="invalid"}"#;
+    common::wait_for(Duration::from_secs(10), || {
+        (r3.metrics().get(&format!("app_event_repeater_{invalid}")) == Some(&3.0)).then_some(())
+    })
+    .unwrap_or_else(|| panic!("no 3 dead letters: {:?}", r3.metrics()));
     // A "repeater" whose texts carry terminal codes: the table shows them
     // escaped. /healthz and /metrics are what a repeater sends.
     let evil = Server::start();
@@ -209,7 +223,7 @@ fn top_piped_prints_plain_tables_once_without_escape_bytes() {
         b"app_event_repeater_events_received_total 7\napp_event_repeater_route_events_total{sourcetopic=\"t\x1b[31m\",sinktopic=\"\"} 3\napp_event_repeater_events_dropped_total{reason=\"overflow\"} 2\n# EOF\n",
     );
     let (_listener, hang) = hanging();
-    let (u1, ue) = (r1.url(), evil.url(""));
+    let (u1, ue, u3) = (r1.url(), evil.url(""), r3.url());
     let started = std::time::Instant::now();
     let run = manage(
         &sb,
@@ -225,6 +239,8 @@ fn top_piped_prints_plain_tables_once_without_escape_bytes() {
             &ue,
             "-H",
             &hang,
+            "-H",
+            &u3,
         ],
     );
     // The hanging host costs its own timeout, twice, and nothing more.
@@ -271,5 +287,19 @@ fn top_piped_prints_plain_tables_once_without_escape_bytes() {
             .any(|l| l.starts_with(&ue) && l.contains("dropped") && l.contains("overflow")),
         "{out}"
     );
-    assert!(run.stderr.contains("1 of 3 hosts are down"), "{run:?}");
+    let dead = lines
+        .iter()
+        .find(|l| l.starts_with(&format!("{u3} ")) && l.contains("dead-lettered"))
+        .unwrap_or_else(|| panic!("no dead letters of r3: {out}"));
+    let dead: Vec<&str> = dead.split_whitespace().collect();
+    assert_eq!((dead[2], dead[4]), ("invalid", "3"), "{out}");
+    let host: Vec<&str> = lines
+        .iter()
+        .find(|l| l.starts_with(&format!("{u3} ")))
+        .expect("r3's row")
+        .split_whitespace()
+        .collect();
+    // BUFFER is two words: DEAD is the twelfth.
+    assert_eq!(host[11], "3", "DEAD: {out}");
+    assert!(run.stderr.contains("1 of 4 hosts are down"), "{run:?}");
 }

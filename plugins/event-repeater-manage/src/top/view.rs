@@ -22,8 +22,8 @@ pub struct Host {
     pub buffer_capacity: Option<u64>,
     /// Accepted events refused (`events_failed_total`), since the start.
     pub refused: Option<u64>,
-    /// Events written to the dead-letter file, since the start; `None` from
-    /// a repeater that has no dead letters.
+    /// Events kept in the dead-letter file, since the start; `None` from a
+    /// repeater older than dead letters.
     pub dead_lettered: Option<u64>,
     /// The source's problem, in its words.
     pub source_problem: Option<String>,
@@ -64,13 +64,6 @@ pub struct Reason {
     pub per_sec: Option<f64>,
 }
 
-/// The sample name of the dead-letter counter (by reason). Built from the
-/// prefix: the family is the dead-letter feature's, named in the API crate
-/// once that lands; a repeater without it simply has no such series.
-pub fn dead_letters_sample() -> String {
-    format!("{}_dead_letters_total", metric::PREFIX)
-}
-
 /// The host `label` from the sample before (if any) and the one now,
 /// `elapsed` apart.
 pub fn host(label: &str, before: Option<&Sample>, now: &Sample, elapsed: Duration) -> Host {
@@ -92,7 +85,7 @@ pub fn host(label: &str, before: Option<&Sample>, now: &Sample, elapsed: Duratio
     for (kind, name) in [
         ("refused", metric::EVENTS_FAILED.sample()),
         ("dropped", metric::EVENTS_DROPPED.sample()),
-        ("dead-lettered", dead_letters_sample()),
+        ("dead-lettered", metric::DEAD_LETTERS.sample()),
     ] {
         for (labels, value, per_sec) in series(&name) {
             if value > 0.0 {
@@ -120,7 +113,7 @@ pub fn host(label: &str, before: Option<&Sample>, now: &Sample, elapsed: Duratio
         status: table::row(label, before, now, elapsed),
         buffer_capacity: gauge(now, &metric::BUFFER_CAPACITY_EVENTS),
         refused: total(&metric::EVENTS_FAILED.sample()),
-        dead_lettered: total(&dead_letters_sample()),
+        dead_lettered: total(&metric::DEAD_LETTERS.sample()),
         source_problem: now.health.as_ref().and_then(|h| h.source.problem.clone()),
         timed_out_secs: now.timed_out,
         route_rates,
