@@ -266,6 +266,7 @@ mod tests {
                 "delete",
                 "apply",
                 "status",
+                "top",
                 "dead-letters",
                 ":36"
             ]
@@ -274,7 +275,7 @@ mod tests {
         let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
         assert_eq!(names, ["post", "put", ":36"]);
         assert!(out.starts_with("post\tAdd routes"), "{out}");
-        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 8);
+        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 9);
     }
 
     #[test]
@@ -374,6 +375,12 @@ mod tests {
             "edge1\nedge2\n:4\n"
         );
         assert_eq!(complete(&["status", "--host", "@"], &env), "@edges\n:4\n");
+        assert_eq!(complete(&["top", "--host", "@"], &env), "@edges\n:4\n");
+        let out = complete(&["top", "--"], &env);
+        assert!(
+            out.contains("--interval\t") && !out.contains("--watch"),
+            "{out}"
+        );
         assert_eq!(complete(&["apply", "-f", ""], &env), ":0\n");
         assert_eq!(complete(&["get", "--timeout", ""], &env), ":4\n");
     }

@@ -55,6 +55,10 @@ pub fn execute(config: &Config, io: &mut Io<'_>) -> Result<(), Error> {
             let targets = resolve::targets(&config.conn, io)?;
             crate::status::run(&targets, config.output, *watch, *interval, io)
         }
+        Action::Top { interval } => {
+            let targets = resolve::targets(&config.conn, io)?;
+            crate::top::run(&targets, config.output, *interval, io)
+        }
     }
 }
 

@@ -15,7 +15,9 @@
 //! - [`remote`]: one request to one repeater (unix socket, TCP, TLS) and
 //!   what its failures mean
 //! - [`exec`]: doing it on one host; [`fleet`]: on several at once;
-//!   [`status`]: `status [--watch]`; [`topics`]: the unserved-topic warning
+//!   [`status`]: `status [--watch]`; [`top`]: the live view, on
+//!   `status`'s samples; [`interrupt`]: Ctrl-C and SIGTERM for both;
+//!   [`topics`]: the unserved-topic warning
 //! - [`routes`] and [`apply`]: route files and the `+`/`-`/`~` difference
 //! - [`io`]: where it reads and prints; [`output`]: how answers look;
 //!   [`error`]: messages and exit codes
@@ -31,6 +33,7 @@ pub mod exec;
 pub mod files;
 pub mod fleet;
 pub mod hosts;
+pub mod interrupt;
 pub mod io;
 pub mod letters;
 pub mod output;
@@ -40,6 +43,7 @@ pub mod resolve;
 pub mod routes;
 pub mod status;
 pub mod target;
+pub mod top;
 pub mod topics;
 pub mod value;
 

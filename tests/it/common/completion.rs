@@ -284,9 +284,22 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn type_line(&self, line: &str) {
+    /// Types `line` and presses Enter.
+    pub fn type_line(&self, line: &str) {
         self.tmux(&["send-keys", "-l", line]);
         self.tmux(&["send-keys", "Enter"]);
+    }
+
+    /// Presses `key` (tmux's names: `q`, `C-c`, `Escape`).
+    pub fn key(&self, key: &str) {
+        self.tmux(&["send-keys", key]);
+    }
+
+    /// One of tmux's formats for the pane, such as `#{alternate_on}`.
+    pub fn pane(&self, format: &str) -> String {
+        self.tmux(&["display-message", "-p", format])
+            .trim_end()
+            .to_string()
     }
 
     /// The visible pane.

@@ -404,6 +404,7 @@ fn completion_offers_commands_flags_and_the_running_routes() {
             "delete",
             "apply",
             "status",
+            "top",
             "dead-letters",
             ":36"
         ]

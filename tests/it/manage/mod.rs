@@ -19,6 +19,7 @@ mod commands;
 mod errors;
 mod events;
 mod reach;
+mod top;
 
 const MANAGE: &str = "app-event-repeater-manage";
 

@@ -33,7 +33,8 @@ Examples:
   app event-repeater manage put timer/sec/1 /time/1s
   app event-repeater manage delete timer/sec/1
   app event-repeater manage apply -f routes.json --dry-run
-  app -H @edges event-repeater manage status";
+  app -H @edges event-repeater manage status
+  app -H @edges event-repeater manage top";
 
 /// `app event-repeater manage`: change a running event repeater's routes.
 #[derive(Debug, Parser)]
@@ -111,6 +112,9 @@ pub(super) enum Command {
     Apply(ApplyArgs),
     /// One line per repeater: up, version, routes, source, sink, rates, buffer
     Status(StatusArgs),
+    /// Live full-screen view: events/s per host and route, buffer, refusals, state (q quits)
+    #[command(after_help = TOP_AFTER_HELP)]
+    Top(TopArgs),
     /// Events refused or dropped, kept by the repeater: list, replay, purge
     #[command(name = "dead-letters", subcommand)]
     DeadLetters(DeadLetterCommand),
@@ -160,6 +164,22 @@ pub(super) struct LetterFilter {
     #[arg(long, value_name = "TIME")]
     pub(super) until: Option<String>,
 }
+
+const TOP_AFTER_HELP: &str = "\
+Every host is sampled on its own every --interval (/healthz and /metrics); a
+host that does not answer within --timeout is shown as timed out while the
+others keep refreshing. Hosts are sorted by events/s in, busiest first.
+Keys: q, Esc or Ctrl-C quit; SIGTERM too. The terminal is put back as it was.
+
+When stdout is not a terminal (a pipe, a file) or with -o json, top prints
+its tables (or a JSON array of hosts) once, from two samples --interval
+apart, without escape codes; exit codes as for status (3/4 when a host is
+down).
+
+Examples:
+  app event-repeater manage top
+  app -H @edges event-repeater manage top --timeout 2
+  app event-repeater manage top -H http://127.0.0.1:8080 | less";
 
 #[derive(Debug, Args)]
 pub(super) struct GetArgs {
@@ -230,6 +250,13 @@ pub(super) struct StatusArgs {
 
     /// Seconds between two samples (the rates are over this interval)
     #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_secs)]
+    pub(super) interval: Duration,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct TopArgs {
+    /// Seconds between two samples of a host, and between two redraws
+    #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_secs)]
     pub(super) interval: Duration,
 }
 

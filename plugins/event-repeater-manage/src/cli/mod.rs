@@ -60,6 +60,11 @@ pub enum Action {
         /// Between two samples.
         interval: Duration,
     },
+    /// top.
+    Top {
+        /// Between two samples of a host.
+        interval: Duration,
+    },
 }
 
 /// A checked command line.
@@ -134,7 +139,9 @@ impl Config {
                 Some(OutputArg::Table) => Format::Table,
                 Some(OutputArg::Json) => Format::Json,
                 // A status is read by eyes unless JSON is asked for.
-                None if letters || matches!(action, Action::Status { .. }) => Format::Table,
+                None if letters || matches!(action, Action::Status { .. } | Action::Top { .. }) => {
+                    Format::Table
+                }
                 None => Format::Json,
             },
             action,
@@ -197,6 +204,9 @@ fn from_command(command: Command) -> Result<Action, Error> {
             interval: a.interval,
         }),
         Command::DeadLetters(c) => dead_letters(c),
+        Command::Top(a) => Ok(Action::Top {
+            interval: a.interval,
+        }),
         Command::Apply(a) => Ok(Action::Apply {
             file: if a.file.as_os_str() == "-" {
                 ValueSpec::Stdin

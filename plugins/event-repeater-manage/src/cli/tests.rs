@@ -187,6 +187,33 @@ fn status_defaults_to_a_table() {
 }
 
 #[test]
+fn top_samples_every_second_and_defaults_to_a_table() {
+    let c = parse(&["top"]).unwrap();
+    assert_eq!(c.output, Format::Table);
+    assert_eq!(
+        c.action,
+        Action::Top {
+            interval: Duration::from_secs(1)
+        }
+    );
+    let c = parse(&["top", "--interval", "0.25", "-o", "json"]).unwrap();
+    assert_eq!(
+        (c.output, c.action),
+        (
+            Format::Json,
+            Action::Top {
+                interval: Duration::from_millis(250)
+            }
+        )
+    );
+    let e = parse(&["top", "--interval", "0"]).unwrap_err();
+    assert!(
+        e.contains("out of range") && e.contains("manage top --help"),
+        "{e}"
+    );
+}
+
+#[test]
 fn apply_reads_a_file_or_stdin() {
     let c = parse(&["apply", "-f", "routes.json", "--dry-run"]).unwrap();
     assert_eq!(

@@ -9,46 +9,16 @@
 pub mod sample;
 pub mod table;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::fleet;
+use crate::interrupt;
 use crate::io::{print, Io};
 use crate::output::Format;
 use crate::target::Target;
 use sample::{sample, Sample};
 use table::{row, table, Row};
-
-/// Set by the SIGINT handler: `--watch` stops at the next check.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Catches Ctrl-C so that `--watch` can leave the screen tidy and exit 0.
-fn catch_sigint() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
-    }
-}
-
-/// Sleeps `d`, waking early on Ctrl-C; false when interrupted.
-fn pause(d: Duration) -> bool {
-    let end = Instant::now() + d;
-    while Instant::now() < end {
-        if INTERRUPTED.load(Ordering::SeqCst) {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50).min(end - Instant::now()));
-    }
-    !INTERRUPTED.load(Ordering::SeqCst)
-}
 
 fn render(rows: &[Row], format: Format, pretty: bool) -> String {
     match format {
@@ -70,14 +40,15 @@ pub fn run(
     io: &mut Io<'_>,
 ) -> Result<(), Error> {
     if watch {
-        catch_sigint();
+        // Ctrl-C leaves the screen tidy and exits 0.
+        interrupt::catch(&[libc::SIGINT]);
     }
     let labels: Vec<String> = targets.iter().map(Target::label).collect();
     let mut before = fleet_samples(targets);
     let mut at = Instant::now();
     let mut first = true;
     loop {
-        if !pause(interval) {
+        if !interrupt::pause(interval) {
             // Ctrl-C: leave the cursor below the table.
             return print(io, "\n");
         }
@@ -123,19 +94,14 @@ pub fn run(
 fn fleet_samples(targets: &[Target]) -> Vec<Sample> {
     fleet::each(targets, |r| Ok(sample(r)))
         .into_iter()
-        .map(|s| {
-            s.unwrap_or_else(|e| Sample {
-                error: Some(e.to_string()),
-                ..Sample::default()
-            })
-        })
+        .map(|s| s.unwrap_or_else(|e| sample::failed(&e)))
         .collect()
 }
 
 /// A down host makes the exit code non-zero (3 for one host, 4 for several).
 /// Its row already says why, so the message only names it: the reason is
 /// printed once.
-fn outcome(targets: &[Target], rows: &[Row]) -> Result<(), Error> {
+pub(crate) fn outcome(targets: &[Target], rows: &[Row]) -> Result<(), Error> {
     let down: Vec<String> = targets
         .iter()
         .zip(rows)

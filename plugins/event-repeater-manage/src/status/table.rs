@@ -57,13 +57,7 @@ pub fn row(host: &str, before: Option<&Sample>, now: &Sample, elapsed: Duration)
     let h = now.health.as_ref();
     // A text an older repeater did not send reads as "" (shown as "-").
     let text = |f: fn(&Health) -> &String| h.map(f).filter(|t| !t.is_empty()).cloned();
-    let rate = |m: &Metric| {
-        let before = before?.metric(m)?;
-        let now = now.metric(m)?;
-        let secs = elapsed.as_secs_f64();
-        // A restart between the samples resets the counters: no rate then.
-        (secs > 0.0 && now >= before).then(|| (now - before) / secs)
-    };
+    let rate = |m: &Metric| per_sec(before.and_then(|b| b.metric(m)), now.metric(m), elapsed);
     let state = match (&now.error, h.map(|h| h.status)) {
         (Some(_), _) => "down",
         (None, Some(HealthStatus::Ok)) => "up",
@@ -95,6 +89,15 @@ pub fn row(host: &str, before: Option<&Sample>, now: &Sample, elapsed: Duration)
     }
 }
 
+/// How fast a counter grew from `before` to `now`, `elapsed` apart; `None`
+/// without both values, or when it went down (a restart between the samples
+/// resets the counters).
+pub fn per_sec(before: Option<f64>, now: Option<f64>, elapsed: Duration) -> Option<f64> {
+    let (before, now) = (before?, now?);
+    let secs = elapsed.as_secs_f64();
+    (secs > 0.0 && now >= before).then(|| (now - before) / secs)
+}
+
 /// `3d4h`, `2h05m`, `4m07s`, `12s`.
 pub fn duration(secs: u64) -> String {
     let (d, h, m, s) = (secs / 86400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
@@ -109,7 +112,8 @@ pub fn duration(secs: u64) -> String {
     }
 }
 
-fn rate(r: Option<f64>) -> String {
+/// A rate as a cell: `-` when unknown, one decimal under 100.
+pub fn rate(r: Option<f64>) -> String {
     match r {
         None => "-".into(),
         Some(r) if r >= 100.0 || r == 0.0 => format!("{r:.0}"),
@@ -137,17 +141,24 @@ pub fn table(rows: &[Row]) -> String {
     // sink URLs, an error body): shortened and escaped for the terminal.
     let cells: Vec<Vec<String>> = rows
         .iter()
-        .map(|r| {
-            cells(r)
-                .iter()
-                .map(|c| app_plugin::text::shorten_for_terminal(c))
-                .collect()
-        })
+        .map(|r| cells(r).iter().map(|c| shown(c)).collect())
         .collect();
-    let header: Vec<String> = HEADER.iter().map(|h| h.to_string()).collect();
-    let widths = widths(&cells);
-    let mut out = line(&header, &widths);
-    for row in &cells {
+    aligned(&HEADER, &cells)
+}
+
+/// A text from a repeater, made safe to show: shortened and escaped.
+pub fn shown(text: &str) -> String {
+    app_plugin::text::shorten_for_terminal(text)
+}
+
+/// `header` and `rows` (cells already [`shown`]) as an aligned table. A
+/// row shorter than the header ends in free text (a down host's reason)
+/// that does not widen its column.
+pub fn aligned(header: &[&str], rows: &[Vec<String>]) -> String {
+    let header_cells: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let widths = widths(header, rows);
+    let mut out = line(&header_cells, &widths);
+    for row in rows {
         out.push_str(&line(row, &widths));
     }
     out
@@ -191,11 +202,11 @@ fn cells(r: &Row) -> Vec<String> {
 }
 
 /// Each column's width: its widest cell or its header.
-fn widths(cells: &[Vec<String>]) -> Vec<usize> {
-    let mut widths: Vec<usize> = HEADER.iter().map(|h| h.len()).collect();
+pub fn widths(header: &[&str], cells: &[Vec<String>]) -> Vec<usize> {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in cells {
         // A down host's reason is free text at the end: it does not widen columns.
-        let n = if row.len() < HEADER.len() {
+        let n = if row.len() < header.len() {
             row.len() - 1
         } else {
             row.len()
@@ -232,6 +243,7 @@ mod tests {
             error: None,
             health: Some(serde_json::from_value(health).expect("a health answer")),
             metrics: parse_metrics(metrics),
+            timed_out: None,
         }
     }
 
