@@ -26,7 +26,7 @@ use crate::nats::{loadgen, start_source};
 const STREAM: &str = "bench/seq";
 
 /// Reads `stream` back: the `loadgen rmq-read` summary, or its error.
-fn try_read(node: &RabbitNode, stream: &str, expect: u64) -> Result<Value, String> {
+pub(crate) fn try_read(node: &RabbitNode, stream: &str, expect: u64) -> Result<Value, String> {
     let out = Command::new(loadgen())
         .args(["rmq-read", "--port", &node.stream_port.to_string()])
         .args(["--stream", stream, "--expect", &expect.to_string()])

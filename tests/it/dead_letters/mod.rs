@@ -15,6 +15,7 @@ use serde_json::Value;
 mod kept_and_replayed;
 mod limits;
 mod nats_replay;
+mod rabbitmq_replay;
 
 /// `app-event-repeater-manage ARGS` in `sb`.
 fn manage(sb: &Sandbox, args: &[&str]) -> Ran {

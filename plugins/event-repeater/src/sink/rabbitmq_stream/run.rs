@@ -221,7 +221,14 @@ impl<'a> Loop<'a> {
         let mut batch: Option<Batch> = None;
         while self.pending.len() < sink.cfg.inflight {
             let Some(job) = self.next_job() else { break };
-            let id = publishing_id(job.rec.id.as_ref());
+            // A replayed dead letter's id is below what the stream stored
+            // since: under the named producer it would be dropped as a
+            // duplicate, never stored. It goes by the producer without a
+            // name (at least once).
+            let id = match job.rec.letter {
+                Some(_) => None,
+                None => publishing_id(job.rec.id.as_ref()),
+            };
             let stream = job.rec.sink_topic.clone();
             let busy = &self.busy;
             let link = self.link.as_mut().ok_or("not connected")?;

@@ -364,10 +364,10 @@ impl Client {
         let r = self
             .request(|c| {
                 let f = Frame::new(proto::DECLARE_PUBLISHER).u32(c).u8(id);
-                let f = match reference {
-                    Some(name) => f.string(name),
-                    None => f.u16(u16::MAX), // a null string: -1
-                };
+                // No name: an empty reference. RabbitMQ reads the length
+                // unsigned, so a null string (-1) is "unknown frame" and
+                // the connection closes (found replaying dead letters).
+                let f = f.string(reference.unwrap_or(""));
                 f.string(stream)
             })
             .await?;
