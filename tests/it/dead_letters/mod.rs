@@ -15,6 +15,7 @@ use serde_json::Value;
 mod kept_and_replayed;
 mod limits;
 mod nats_replay;
+mod overflow_replay_killed;
 mod rabbitmq_replay;
 
 /// `app-event-repeater-manage ARGS` in `sb`.

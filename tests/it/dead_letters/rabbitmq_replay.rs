@@ -56,9 +56,12 @@ fn letters_replayed_into_a_stream_that_went_on_are_stored_not_dropped() {
     // replayed 1, 3, 5, 7, 9 are stored too.
     let (code, body) = rep.send_json("PUT", "/events/r/", r#"{"sinktopic":"rs.good"}"#);
     assert!(code == 200 || code == 201, "{code} {body}");
-    let replayed = manage(&sb, &["dead-letters", "replay", "--name", "rq", "--wait", "10"])
-        .ok()
-        .json();
+    let replayed = manage(
+        &sb,
+        &["dead-letters", "replay", "--name", "rq", "--wait", "10"],
+    )
+    .ok()
+    .json();
     assert_eq!(replayed["delivered"], 5, "{replayed}\n{}", rep.log());
     let read = wait_for(Duration::from_secs(30), || {
         try_read(&node, "rs.good", 10)
