@@ -26,6 +26,10 @@ pub struct Health {
     pub allowall: bool,
     /// Events waiting in the buffer.
     pub buffered: usize,
+    /// Events taken from the source after the checkpoint (the newest
+    /// position with every event before it done): what a restart now would
+    /// ask the source for again. `None` from a repeater older than this.
+    pub checkpoint_lag: Option<u64>,
     /// Events sent and not yet acknowledged.
     pub inflight: usize,
     /// The repeater's `--name`.
@@ -124,11 +128,13 @@ mod tests {
             "routes": 2,
             "allowall": false,
             "buffered": 1,
+            "checkpoint_lag": 4,
             "inflight": 3,
         });
         let now = Health {
             allowall: false,
             buffered: 1,
+            checkpoint_lag: Some(4),
             inflight: 3,
             name: "r1".into(),
             routes: 2,

@@ -378,6 +378,7 @@ async fn healthz(State(st): St) -> Response {
     let health = Health {
         allowall: st.routes.allowall(),
         buffered: b.queued,
+        checkpoint_lag: Some(st.buffer.checkpoint_lag() as u64),
         inflight: b.inflight,
         name: st.name.clone(),
         routes: st.routes.len().await,

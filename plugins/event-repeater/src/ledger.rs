@@ -89,6 +89,12 @@ impl Ledger {
         }
     }
 
+    /// Accepted events from the oldest not done on: the events after the
+    /// checkpoint.
+    pub fn behind(&self) -> usize {
+        self.pending.len()
+    }
+
     /// The current checkpoint and its version.
     pub fn checkpoint(&self) -> (Option<EventKey>, u64) {
         let id = match self.pending.front() {

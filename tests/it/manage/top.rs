@@ -299,7 +299,9 @@ fn top_piped_prints_plain_tables_once_without_escape_bytes() {
         .expect("r3's row")
         .split_whitespace()
         .collect();
-    // BUFFER is two words: DEAD is the twelfth.
-    assert_eq!(host[11], "3", "DEAD: {out}");
+    // BUFFER is two words, CKPT LAG one value: DEAD is the thirteenth,
+    // and the checkpoint is past every event (a number, 0 once idle).
+    assert_eq!(host[12], "3", "DEAD: {out}");
+    assert!(host[7].parse::<u64>().is_ok(), "CKPT LAG: {out}");
     assert!(run.stderr.contains("1 of 4 hosts are down"), "{run:?}");
 }

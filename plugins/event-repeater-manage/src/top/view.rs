@@ -25,6 +25,8 @@ pub struct Host {
     /// Events kept in the dead-letter file, since the start; `None` from a
     /// repeater older than dead letters.
     pub dead_lettered: Option<u64>,
+    /// Events after the checkpoint (`/healthz` `checkpoint_lag`).
+    pub checkpoint_lag: Option<u64>,
     /// The source's problem, in its words.
     pub source_problem: Option<String>,
     /// The `--timeout` it did not answer within.
@@ -114,6 +116,7 @@ pub fn host(label: &str, before: Option<&Sample>, now: &Sample, elapsed: Duratio
         buffer_capacity: gauge(now, &metric::BUFFER_CAPACITY_EVENTS),
         refused: total(&metric::EVENTS_FAILED.sample()),
         dead_lettered: total(&metric::DEAD_LETTERS.sample()),
+        checkpoint_lag: now.health.as_ref().and_then(|h| h.checkpoint_lag),
         source_problem: now.health.as_ref().and_then(|h| h.source.problem.clone()),
         timed_out_secs: now.timed_out,
         route_rates,
@@ -146,9 +149,9 @@ pub fn sort(hosts: &mut [Host]) {
 }
 
 /// The columns of the hosts table.
-pub const HOSTS: [&str; 12] = [
-    "HOST", "NAME", "STATE", "IN/S", "OUT/S", "BUFFER", "SOURCE", "SINK", "REFUSED", "DROPPED",
-    "DEAD", "NOTE",
+pub const HOSTS: [&str; 13] = [
+    "HOST", "NAME", "STATE", "IN/S", "OUT/S", "BUFFER", "CKPT LAG", "SOURCE", "SINK", "REFUSED",
+    "DROPPED", "DEAD", "NOTE",
 ];
 
 /// The columns of the routes table.
@@ -228,6 +231,7 @@ pub fn host_cells(hosts: &[Host]) -> Vec<Vec<String>> {
                     rate(r.received_per_sec),
                     rate(r.acked_per_sec),
                     fill(r.buffered, h.buffer_capacity),
+                    count(h.checkpoint_lag),
                     link(r.source_connected, r.source_stalled, false),
                     link(r.sink_connected, r.sink_stalled, r.sink_problem.is_some()),
                     count(h.refused),

@@ -196,6 +196,11 @@ impl Buffer {
         self.lock().ledger.skip(id);
     }
 
+    /// Events accepted after the checkpoint (done or not).
+    pub fn checkpoint_lag(&self) -> usize {
+        self.lock().ledger.behind()
+    }
+
     /// The checkpoint (see [`crate::checkpoint`]) and its version.
     pub fn checkpoint(&self) -> (Option<EventKey>, u64) {
         self.lock().ledger.checkpoint()

@@ -87,7 +87,7 @@ fn reasons_with_events_only_and_dead_letters_absent_is_unknown() {
     assert_eq!((h.refused, h.status.dropped), (Some(4), Some(3)));
     assert_eq!(h.dead_lettered, None, "no such series: unknown, not 0");
     let cells = &host_cells(&[h])[0];
-    assert_eq!(cells[10], "-");
+    assert_eq!(cells[11], "-");
     // With the family present it counts, by reason.
     let now = format!("{NOW}app_event_repeater_dead_letters_total{{reason=\"too_large\"}} 2\n");
     let h = host("e1", None, &sample(&now), Duration::from_secs(2));
@@ -108,7 +108,7 @@ fn cells_are_escaped_and_name_the_state() {
     );
     let hosts = host_cells(std::slice::from_ref(&h));
     assert_eq!(
-        hosts[0][..10],
+        hosts[0][..11],
         [
             "e1",
             "r1",
@@ -116,13 +116,14 @@ fn cells_are_escaped_and_name_the_state() {
             "100",
             "-",
             "50/1000 5%",
+            "-",
             "connected",
             "problem",
             "4",
             "3"
         ]
     );
-    assert_eq!(hosts[0][11], "sink: no \\x1b[31mJetStream");
+    assert_eq!(hosts[0][12], "sink: no \\x1b[31mJetStream");
     let routes = route_cells(&[h]);
     assert_eq!(routes[1], ["e1", "0", "50", "b\\x1b]0;t\\x07", "."]);
     for cell in routes.iter().flatten().chain(hosts.iter().flatten()) {
@@ -144,7 +145,7 @@ fn a_host_that_timed_out_says_so_briefly() {
     );
     let cells = &host_cells(&[h])[0];
     assert_eq!(cells[2], "timed out");
-    assert_eq!(cells[11], "timed out after 2s");
+    assert_eq!(cells[12], "timed out after 2s");
 }
 
 #[test]
