@@ -45,3 +45,18 @@ fn letters(path: &std::path::Path) -> Vec<Value> {
         })
         .collect()
 }
+
+/// The JetStream stream `loadgen nats-read` read holds subjects
+/// `PREFIX.1` … `PREFIX.N`, each once, and nothing else.
+fn stored_once_each(stored: &Value, prefix: &str, n: u64) {
+    let subjects = stored["subjects"].as_object().expect("subjects");
+    for i in 1..=n {
+        let subject = format!("{prefix}.{i}");
+        assert_eq!(
+            subjects.get(&subject),
+            Some(&1.into()),
+            "{subject}: {stored}"
+        );
+    }
+    assert_eq!(stored["stream_messages"], n, "{stored}");
+}
