@@ -104,7 +104,23 @@ impl Config {
         });
         let dead_letter = match &args.dead_letter {
             Some(p) if p.as_os_str() == "off" => None,
-            Some(p) => Some((p.clone(), args.dead_letter_max)),
+            Some(p) => {
+                // Letters appended to the routes or the checkpoint would
+                // make the next start refuse them.
+                let checkpoint = crate::checkpoint::path_beside(&state_file);
+                if *p == state_file || *p == checkpoint {
+                    return Err(format!(
+                        "--dead-letter {} is the repeater's own {} file: name another file",
+                        p.display(),
+                        if *p == state_file {
+                            "routes"
+                        } else {
+                            "checkpoint"
+                        }
+                    ));
+                }
+                Some((p.clone(), args.dead_letter_max))
+            }
             None => Some((
                 state_file.with_file_name(format!("{name}.dead-letters")),
                 args.dead_letter_max,
@@ -205,6 +221,22 @@ mod tests {
         assert_eq!(c.sink_protocol, "mqtt");
         assert_eq!(c.max_source_event(), (2 << 20) + (64 << 10));
         assert_eq!(c.sink.url(), "mqtt://localhost:1883");
+        let letters = PathBuf::from("/data/event-repeater/event-repeater.dead-letters");
+        assert_eq!(c.dead_letter, Some((letters, 64 << 20)));
+    }
+
+    #[test]
+    fn dead_letters_are_off_or_in_a_file_of_their_own() {
+        assert_eq!(config(&["--dead-letter", "off"]).unwrap().dead_letter, None);
+        let c = config(&["--dead-letter", "/x/dl", "--dead-letter-max", "1MiB"]).unwrap();
+        assert_eq!(c.dead_letter, Some((PathBuf::from("/x/dl"), 1 << 20)));
+        for own in [
+            "/data/event-repeater/event-repeater.routes.json",
+            "/data/event-repeater/event-repeater.checkpoint",
+        ] {
+            let e = config(&["--dead-letter", own]).unwrap_err();
+            assert!(e.contains("the repeater's own"), "{e}");
+        }
     }
 
     #[test]
