@@ -49,6 +49,7 @@ pub fn run(session: &Session, args: Vec<OsString>) -> Result<i32> {
             plugin: Some(invocation.program.clone()),
             builtin: None,
             args: lifecycle::arg_strings(&invocation.args),
+            secrets: metadata.map(|m| m.secrets).unwrap_or_default(),
         };
         return lifecycle::observe(session, subject, || {
             exec::spawn(&invocation, prelude)?.wait()

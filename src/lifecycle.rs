@@ -27,6 +27,10 @@ pub struct Subject<'a> {
     pub builtin: Option<String>,
     /// The arguments the plugin (or built-in) receives.
     pub args: Vec<String>,
+    /// The plugin's declared secret config keys (its trusted metadata's
+    /// `secrets`), told to listeners so that one showing the command masks
+    /// `--KEY` flags named after them; empty for a built-in.
+    pub secrets: Vec<String>,
 }
 
 /// Runs `body` between `command.start` and `command.end`, told to every
@@ -88,6 +92,7 @@ pub fn observe(
     start.plugin = subject.plugin.clone();
     start.builtin = subject.builtin.clone();
     start.args = subject.args.clone();
+    start.secrets = subject.secrets.clone();
     let mut env_only = start.clone();
     env_only.context = environment_only(subject.context);
     let (trusted, untrusted): (Vec<&Listener>, Vec<&Listener>) =
@@ -133,6 +138,7 @@ fn end_event(
     end.builtin = subject.builtin.clone();
     end.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
     end.aborted = aborted;
+    end.secrets = subject.secrets.clone();
     match outcome {
         Some(Outcome::Exited(code)) => end.exit_code = code,
         Some(o @ Outcome::Signaled(sig)) => {

@@ -95,6 +95,7 @@ fn run_builtin(session: &Session, cmd: Cmd) -> Result<i32> {
         plugin: None,
         builtin: Some(name),
         args: lifecycle::arg_strings(&args),
+        secrets: Vec::new(),
     };
     lifecycle::observe(session, subject, || {
         commands::run(cmd, session).map(exec::Outcome::Exited)

@@ -102,6 +102,13 @@ pub struct CommandStart {
     pub args: Vec<String>,
     /// The context the plugin is given (or a built-in would be).
     pub context: Context,
+    /// The plugin's declared secret config keys (its metadata
+    /// [`secrets`](crate::metadata::Metadata::secrets)): a listener that
+    /// shows the command line masks the `--KEY` flags named after them, as
+    /// [`crate::redact::command_line`] does given them. Empty for a
+    /// built-in, an untrusted plugin (never asked) or one declaring none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 impl CommandStart {
@@ -122,6 +129,7 @@ impl CommandStart {
             builtin: None,
             args: context.args.clone(),
             context,
+            secrets: Vec::new(),
         }
     }
 }
@@ -162,6 +170,9 @@ pub struct CommandEnd {
     /// Whether a listener vetoed the command (it did not run).
     #[serde(default)]
     pub aborted: bool,
+    /// The plugin's declared secret config keys, as in [`CommandStart::secrets`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 impl CommandEnd {
@@ -182,6 +193,7 @@ impl CommandEnd {
             signal: None,
             duration_ms: 0.0,
             aborted: false,
+            secrets: Vec::new(),
         }
     }
 }
@@ -228,7 +240,11 @@ mod tests {
         assert!(v.get("signal").is_none(), "signal only when killed by one");
         assert_eq!(v["exit_code"], 3);
         end.signal = Some(9);
-        let line = Event::End(end).to_json_line();
+        let line = Event::End(end.clone()).to_json_line();
         assert!(line.contains(r#""signal":9"#), "{line}");
+        assert!(!line.contains("secrets"), "only when declared: {line}");
+        end.secrets = vec!["pin".into()];
+        let line = Event::End(end).to_json_line();
+        assert!(line.contains(r#""secrets":["pin"]"#), "{line}");
     }
 }

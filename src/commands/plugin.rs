@@ -173,6 +173,7 @@ fn install_source(
     let cwd = current_dir()?;
     let by_name = Spec::parse(text).filter(|_| crate::install::url::scheme(text).is_none());
     let Some(spec) = by_name else {
+        refuse_reserved_name(text, &cwd)?;
         let source = match Source::parse(text, &cwd)? {
             Source::Path(path) => return install_path(session, &path, name, force, sha256),
             url => url,
@@ -190,6 +191,27 @@ fn install_source(
     }
     let pin = spec.version.is_some();
     from_index::install_by_name(session, &spec, force, pin)
+}
+
+/// A bare word that is no file here and is a plugin name but for being a
+/// built-in's or under a shipped command (`event-repeater-run`) says so,
+/// instead of "no such file": no index may offer it (see
+/// [`crate::shipped`]).
+fn refuse_reserved_name(text: &str, cwd: &std::path::Path) -> Result<()> {
+    use crate::install::name::{validate, NameError};
+    if text.contains('/') || cwd.join(text).symlink_metadata().is_ok() {
+        return Ok(());
+    }
+    match validate(text) {
+        Err(e @ (NameError::UnderShipped(_) | NameError::Builtin(_))) => {
+            Err(Error::BadPluginName {
+                name: text.to_string(),
+                reason: e.to_string(),
+                retry: "no index may offer it, and no file of that name is here",
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 fn current_dir() -> Result<std::path::PathBuf> {

@@ -78,3 +78,69 @@ fn a_listener_found_only_on_path_never_hears_the_plugin_config() {
         }
     }
 }
+
+/// A trusted plugin that declares `pin` a secret config key in its
+/// metadata (`secrets`), and one beside it that declares nothing.
+fn declaring_plugins(dir: &Path) {
+    fs::create_dir_all(dir).unwrap();
+    for (name, secrets) in [("db", r#","secrets":["pin"]"#), ("plain", "")] {
+        common::write_executable(
+            &dir.join(format!("app-{name}")),
+            &format!(
+                "#!/bin/sh\nif [ \"$1\" = __app_metadata ]; then\n  echo '{{\"apiVersion\":\"app.plugin/v1\",\"name\":\"{name}\"{secrets}}}'\nfi\nexit 0\n"
+            ),
+        );
+    }
+}
+
+#[test]
+fn a_plugins_declared_secret_config_keys_are_masked_by_the_tracer_and_kept_from_path_listeners() {
+    let sb = Sandbox::new();
+    let (path_log, trusted_log) = (
+        sb.path().join("path-events"),
+        sb.path().join("trusted-events"),
+    );
+    recorder(&sb, "guard", &path_log);
+    let trusted = sb.path().join("trusted");
+    declaring_plugins(&trusted);
+    common::write_executable(
+        &trusted.join("app-listener-audit"),
+        &format!("#!/bin/sh\ncat >> {}\n", trusted_log.display()),
+    );
+    sb.write_config(
+        r#"{"listeners": [{"name": "tracer"}, {"name": "guard"}, {"name": "audit"}],
+            "plugins": {"db": {"config": {"pin": "SECRETcfg", "db_password": "SECRETpw"}}}}"#,
+    );
+    sb.run(["db", "--pin", "SECRETflag", "--name", "shown"])
+        .env("APP_PLUGIN_PATH", &trusted)
+        .assert()
+        .code(0);
+    let log = fs::read_to_string(sb.data_dir().join("tracer.log")).expect("tracer.log");
+    assert!(!log.contains("SECRET"), "tracer.log: {log}");
+    assert!(log.contains("db --pin '***' --name shown"), "{log}");
+    // The PATH listener hears that `pin` is secret, never the config.
+    let heard = events(&path_log);
+    assert_eq!(heard.len(), 2, "{heard:?}");
+    assert_eq!(heard[0]["secrets"], serde_json::json!(["pin"]));
+    assert_eq!(heard[1]["secrets"], serde_json::json!(["pin"]));
+    assert_eq!(heard[0]["context"]["plugin_config"], Value::Null);
+    let raw = fs::read_to_string(&path_log).unwrap();
+    assert!(
+        !raw.contains("SECRETcfg") && !raw.contains("SECRETpw"),
+        "{raw}"
+    );
+    // Positive controls: the trusted listener gets the config (it would
+    // have been seen), and a plugin that declares nothing has its `--pin`
+    // logged as typed.
+    let trusted_heard = events(&trusted_log);
+    assert_eq!(
+        trusted_heard[0]["context"]["plugin_config"]["pin"],
+        "SECRETcfg"
+    );
+    sb.run(["plain", "--pin", "typed-1234"])
+        .env("APP_PLUGIN_PATH", &trusted)
+        .assert()
+        .code(0);
+    let log = fs::read_to_string(sb.data_dir().join("tracer.log")).unwrap();
+    assert!(log.contains("plain --pin typed-1234"), "{log}");
+}

@@ -53,6 +53,7 @@ mod shipped;
 mod sink_stall;
 mod source_stall;
 mod startup;
+mod supply_chain;
 mod systemd;
 mod systemd_booted;
 mod terminal_escapes;

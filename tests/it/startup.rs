@@ -249,3 +249,76 @@ fn temp_files_left_by_a_killed_repeater_are_removed_at_start() {
         assert!(dir.join(f).exists(), "{f} was removed");
     }
 }
+
+/// A self-signed certificate for 127.0.0.1 valid over `dates` (rcgen's
+/// defaults, 1975 to 4096, when `None`): writes `dir/<stem>.crt` and
+/// `.key`, returns their paths.
+fn certificate(dir: &Path, stem: &str, dates: Option<((i32, u8), (i32, u8))>) -> [String; 2] {
+    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".into()]).expect("params");
+    if let Some(((from, from_month), (until, until_month))) = dates {
+        params.not_before = rcgen::date_time_ymd(from, from_month, 1);
+        params.not_after = rcgen::date_time_ymd(until, until_month, 1);
+    }
+    let key = rcgen::KeyPair::generate().expect("a key");
+    let cert = params.self_signed(&key).expect("a certificate");
+    let (crt, pem) = (
+        dir.join(format!("{stem}.crt")),
+        dir.join(format!("{stem}.key")),
+    );
+    std::fs::write(&crt, cert.pem()).unwrap();
+    std::fs::write(&pem, key.serialize_pem()).unwrap();
+    [crt, pem].map(|p| p.display().to_string())
+}
+
+/// Issue 31: a repeater given an expired `--tls-cert` started silently and
+/// then failed every client's handshake. Now an expired or not yet valid
+/// certificate is refused at start with its dates; one valid now serves.
+#[test]
+fn a_tls_cert_outside_its_dates_is_refused_at_start_with_them() {
+    let sb = Sandbox::new();
+    let listen = format!("127.0.0.1:{}", common::free_port());
+    let cases = [
+        (
+            ((2020, 1), (2021, 6)),
+            "is out of date: its certificate expired on 2021-06-01T00:00:00Z (valid from 2020-01-01T00:00:00Z until 2021-06-01T00:00:00Z); renew it",
+        ),
+        (
+            ((2090, 3), (2091, 1)),
+            "is not valid yet: its certificate is valid from 2090-03-01T00:00:00Z",
+        ),
+    ];
+    for (i, (dates, says)) in cases.into_iter().enumerate() {
+        let [cert, key] = certificate(sb.path(), &format!("c{i}"), Some(dates));
+        let argv = [
+            "--name",
+            "tls",
+            "--sinkprotocol",
+            "stderr",
+            "--source",
+            "none",
+            "--listen",
+            &listen,
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+        ];
+        let started = std::time::Instant::now();
+        let (code, err) = run_to_exit(&sb, &argv, &[]);
+        assert_eq!(code, Some(1), "{dates:?}: {err}");
+        assert!(err.contains(&format!("--tls-cert {cert} {says}")), "{err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{dates:?}: slow"
+        );
+    }
+    // Positive control: the same flags with a certificate valid now serve
+    // HTTPS on that address.
+    let [cert, key] = certificate(sb.path(), "now", None);
+    let rep = Repeater::builder(&sb, "tls")
+        .no_source()
+        .sinkprotocol("stderr")
+        .args(["--listen", &listen, "--tls-cert", &cert, "--tls-key", &key])
+        .start();
+    assert_eq!(rep.url(), format!("https://{listen}"));
+}

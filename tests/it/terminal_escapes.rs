@@ -1,9 +1,9 @@
 //! Text from a file name, an archive or an index never reaches the terminal
 //! as terminal codes: ESC, an OSC sequence ended by BEL, a C1 control and a
 //! bidirectional override are shown escaped (`\x1b`, `\x07`, `\u{9b}`,
-//! `\u{202e}`) in every message that can quote them. (An index's keys, quoted
-//! by serde's "unknown field": `plugin_index::format` unit tests, and every
-//! error passes `run::printable`: `run` unit tests.)
+//! `\u{202e}`) in every message that can quote them, an index's keys quoted
+//! by serde's "unknown field" included. (Every error passes
+//! `run::printable`: `run` unit tests.)
 
 use crate::common;
 
@@ -61,4 +61,37 @@ fn app_help_shows_a_file_names_bidi_and_c1_characters_escaped() {
     let list = sb.run(["plugin", "list"]).assert();
     assert!(!raw(&list.stdout) && !raw(&list.stderr), "{list:?}");
     assert!(list.stdout.contains("report\\u{202e}gpj.exe"), "{list:?}");
+}
+
+#[test]
+fn an_index_key_quoted_by_the_parser_is_shown_escaped() {
+    let Some(w) = common::index::World::new() else {
+        return;
+    };
+    let publish = |path: &str, entry: serde_json::Value| {
+        let url = w.server.url(&format!("/{path}"));
+        let doc = serde_json::json!({"apiVersion": "app.index/v1", "serial": 1,
+            "expires": common::index::FUTURE, "index": url, "plugins": [entry]});
+        w.publish_bytes(path, &serde_json::to_vec(&doc).unwrap(), &w.key);
+        url
+    };
+    // Positive control: an entry with the keys the format knows is taken.
+    let url = publish("good.json", w.plugin("hello", "1.0.0"));
+    w.add("good", &url).code(0);
+    // serde's "unknown field" quotes the publisher's key as it is.
+    let mut entry = w.plugin("hello", "1.0.0");
+    entry[format!("note{HOSTILE}")] = "x".into();
+    let url = publish("bad.json", entry);
+    let key_file = w.key.public.to_str().unwrap();
+    let args = [
+        "plugin",
+        "index",
+        "add",
+        "bad",
+        &url,
+        "--key-file",
+        key_file,
+    ];
+    let ran = w.refused(&args, 5, &["unknown field", &format!("note{SHOWN}")]);
+    assert!(!raw(&ran.stderr) && !raw(&ran.stdout), "{ran:?}");
 }

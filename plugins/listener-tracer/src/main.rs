@@ -8,7 +8,9 @@
 //!
 //! Command lines carry secrets (`--token T`, `-H http://u:pw@host`,
 //! `?token=` in an install URL), so the line shows the command through
-//! `app_plugin::redact` (the one rule of `app`), and the file is made
+//! `app_plugin::redact` (the one rule of `app`), with the plugin's declared
+//! secret config keys the event carries (`--pin` when it declares `pin`);
+//! the context, which holds the plugin's config, is never written. The file is made
 //! 0600 (only its owner reads it), whatever the umask, new or not.
 
 use std::fs::OpenOptions;
@@ -123,21 +125,25 @@ fn format_event(line: &str) -> String {
     let Ok(event) = serde_json::from_str::<Event>(line) else {
         return format!("unparsed {}\n", app_plugin::redact::words(line));
     };
-    let shown = |command: &str| app_plugin::redact::command_line(command, &[]);
+    // The plugin's declared secret config keys mask `--KEY` flags too.
+    let shown = |command: &str, secrets: &[String]| {
+        let declared: Vec<&str> = secrets.iter().map(String::as_str).collect();
+        app_plugin::redact::command_line(command, &declared)
+    };
     let mut out = match &event {
         Event::Start(s) => format!(
             "{} {} {} {:?}",
             s.timestamp,
             event.name(),
             s.id,
-            shown(&s.command)
+            shown(&s.command, &s.secrets)
         ),
         Event::End(e) => format!(
             "{} {} {} {:?}",
             e.timestamp,
             event.name(),
             e.id,
-            shown(&e.command)
+            shown(&e.command, &e.secrets)
         ),
         // A kind of event newer than this SDK: its name at least.
         other => format!("- {} - \"-\"", other.name()),
@@ -172,6 +178,24 @@ mod tests {
     fn garbage_is_kept_not_dropped() {
         assert_eq!(format_event("not json"), "unparsed not json\n");
         assert_eq!(format_event("x http://T@h"), "unparsed x http://***@h\n");
+    }
+
+    #[test]
+    fn flags_named_after_declared_secret_keys_are_masked() {
+        let event = |secrets: &str| {
+            format_event(&format!(
+                r#"{{"event":"command.end","id":"a","timestamp":"T","command":"app db --pin S1 --db-dsn=S2 --name n","exit_code":0,"duration_ms":1{secrets}}}"#
+            ))
+        };
+        let line = event(r#","secrets":["pin","db_dsn"]"#);
+        assert!(!line.contains("S1") && !line.contains("S2"), "{line}");
+        assert!(
+            line.contains("--pin '***' '--db-dsn=***' --name n"),
+            "{line}"
+        );
+        // Undeclared, they are plain flags: the values would have been seen.
+        let line = event("");
+        assert!(line.contains("--pin S1 '--db-dsn=S2'"), "{line}");
     }
 
     #[test]

@@ -1,12 +1,15 @@
 //! HTTPS for a daemon's TCP listener (feature `tls`): the settings of
 //! `--tls-cert` and `--tls-key`, checked at start-up so that a bad
-//! certificate is a start-up error, before anything is bound.
+//! certificate is a start-up error, before anything is bound: one outside
+//! its validity dates too, with them.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+mod validity;
 
 /// The most a PEM file may hold.
 const MAX_PEM: u64 = 1 << 20;
@@ -41,6 +44,8 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, St
             cert.display()
         ));
     }
+    in_dates(&certs, std::time::SystemTime::now())
+        .map_err(|e| format!("--tls-cert {} {e}", cert.display()))?;
     let key = PrivateKeyDer::from_pem_slice(&key_text).map_err(|e| match e {
         pem::Error::NoItemsFound => format!(
             "--tls-key {} holds no private key (-----BEGIN PRIVATE KEY-----)",
@@ -56,4 +61,34 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<tokio_rustls::TlsAcceptor, St
         .with_single_cert(certs, key)
         .map_err(|e| format!("--tls-cert and --tls-key do not make a usable pair: {e}"))?;
     Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+/// Refuses a chain with a certificate outside its dates at `now`: clients
+/// would refuse every handshake, so the daemon would serve no one.
+fn in_dates(certs: &[CertificateDer<'_>], now: std::time::SystemTime) -> Result<(), String> {
+    let show = crate::time::rfc3339;
+    for (i, cert) in certs.iter().enumerate() {
+        let Some((from, until)) = validity::dates(cert) else {
+            continue;
+        };
+        let which = if i == 0 {
+            "its certificate".to_string()
+        } else {
+            format!("certificate {} of its chain", i + 1)
+        };
+        let dates = format!("valid from {} until {}", show(from), show(until));
+        if now > until {
+            return Err(format!(
+                "is out of date: {which} expired on {} ({dates}); renew it",
+                show(until)
+            ));
+        }
+        if now < from {
+            return Err(format!(
+                "is not valid yet: {which} is valid from {} ({dates}); check the clock, or use one valid now",
+                show(from)
+            ));
+        }
+    }
+    Ok(())
 }

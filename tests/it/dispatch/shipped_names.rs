@@ -138,3 +138,41 @@ fn the_units_search_only_directories_root_owns() {
         .code(2)
         .stderr_has("APP_USER_PLUGINS");
 }
+
+/// Break 1's second half: a signed index entry named `event-repeater-run`
+/// would install `app-event-repeater-run` into the user directory. The
+/// index holding it is refused whole (every signature good), nothing
+/// changed; the same index without it updates, and its plugin installs.
+#[test]
+fn a_signed_index_entry_under_a_shipped_command_is_refused() {
+    let Some(w) = common::index::World::new() else {
+        return;
+    };
+    w.main_index(1, &[("hello", "1.0.0")]);
+    w.app(&["plugin", "install", "hello"]).code(0);
+    w.signed_index(2, &[("hello", "1.0.0"), ("event-repeater-run", "1.0.0")]);
+    w.refused(
+        &["plugin", "index", "update", "main"],
+        5,
+        &[
+            "event-repeater-run",
+            "under the shipped command 'event-repeater'",
+        ],
+    );
+    w.refused(
+        &["plugin", "install", "event-repeater-run"],
+        2,
+        &["'event-repeater-run' cannot be a plugin name: it is under the shipped command 'event-repeater'", "no index may offer it"],
+    );
+    let ran = w.app(&["event-repeater", "run", "--help"]).code(0);
+    assert!(
+        ran.stdout.contains("Usage: app event-repeater run"),
+        "{ran:?}"
+    );
+    // Positive control: the next index without that entry is taken.
+    w.signed_index(3, &[("hello", "1.0.0"), ("hello-two", "1.0.0")]);
+    w.app(&["plugin", "index", "update", "main"]).code(0);
+    w.app(&["plugin", "install", "hello-two"]).code(0);
+    let ran = w.app(&["hello-two"]).code(0);
+    assert_eq!(ran.stdout.trim(), "hello-two 1.0.0", "{ran:?}");
+}
