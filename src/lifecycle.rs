@@ -48,10 +48,15 @@ pub fn observe(
     let log = session.log_level();
     let id = invocation_id();
     let started = Instant::now();
-    let mut env = subject.context.to_env();
+    let declared: Vec<&str> = subject.secrets.iter().map(String::as_str).collect();
+    // What a listener outside the trusted places is told (APP_COMMAND and
+    // the JSON alike): the command line's secrets masked.
+    let masked = environment_only(subject.context, &declared);
+    let [mut env, mut masked_env] = [subject.context, &masked].map(Context::to_env);
     // A listener's stdin carries events: an APP_CONTEXT=stdin inherited
     // from an outer plugin must not make it read one as its context.
     env.push((vars::CONTEXT, "env".into()));
+    masked_env.push((vars::CONTEXT, "env".into()));
     let mut listeners = Vec::new();
     for settings in &session.config.listeners {
         if let (_, Some(warning)) = crate::listeners::timeout(settings) {
@@ -72,7 +77,8 @@ pub fn observe(
             || session
                 .config
                 .is_trusted(&format!("listener-{}", settings.name));
-        match Listener::start(settings, found.path.clone(), &env, log >= Level::Debug) {
+        let env = if trusted { &env } else { &masked_env };
+        match Listener::start(settings, found.path.clone(), env, log >= Level::Debug) {
             Ok(mut l) => {
                 l.trusted = trusted;
                 listeners.push(l)
@@ -94,7 +100,9 @@ pub fn observe(
     start.args = subject.args.clone();
     start.secrets = subject.secrets.clone();
     let mut env_only = start.clone();
-    env_only.context = environment_only(subject.context);
+    env_only.context = masked;
+    env_only.command = app_plugin::redact::command_line(&start.command, &declared);
+    env_only.args = app_plugin::redact::args(&start.args, &declared);
     let (trusted, untrusted): (Vec<&Listener>, Vec<&Listener>) =
         listeners.iter().partition(|l| l.trusted);
     broadcast(trusted, &Event::Start(start));
@@ -106,7 +114,7 @@ pub fn observe(
         .find_map(|l| l.abort_reason(started).map(|r| (l.name.clone(), r)));
     if let Some((listener, reason)) = vetoes {
         let end = end_event(&id, &subject, started, None, true);
-        broadcast(&listeners, &end);
+        tell_end(&listeners, end, &declared);
         finish(listeners, log);
         // Both come from the listener; printed as data, not terminal codes.
         return Err(Error::Aborted {
@@ -121,7 +129,7 @@ pub fn observe(
         Err(e) => Outcome::Exited(e.exit_code()),
     };
     let end = end_event(&id, &subject, started, Some(outcome), false);
-    broadcast(&listeners, &end);
+    tell_end(&listeners, end, &declared);
     finish(listeners, log);
     result.map(Outcome::exit_code)
 }
@@ -157,13 +165,34 @@ fn broadcast<'a>(listeners: impl IntoIterator<Item = &'a Listener>, event: &Even
     }
 }
 
+/// `end` to every listener: the trusted ones as it is, the others with the
+/// command line masked.
+fn tell_end(listeners: &[Listener], end: Event, declared: &[&str]) {
+    let (trusted, untrusted): (Vec<&Listener>, Vec<&Listener>) =
+        listeners.iter().partition(|l| l.trusted);
+    broadcast(trusted, &end);
+    let masked = match end {
+        Event::End(mut e) => {
+            e.command = app_plugin::redact::command_line(&e.command, declared);
+            Event::End(e)
+        }
+        other => other,
+    };
+    broadcast(untrusted, &masked);
+}
+
 /// What a listener outside the trusted places hears of the context: what
 /// the environment already tells it (like any untrusted plugin), without the
-/// JSON-only parts, the plugin's config (which may hold secrets) and the alias.
-fn environment_only(context: &Context) -> Context {
+/// JSON-only parts, the plugin's config (which may hold secrets) and the
+/// alias, and with the command line's secrets masked (the one redaction of
+/// the SDK: secret flags' values, URL userinfo, query values, the plugin's
+/// declared keys).
+fn environment_only(context: &Context, declared: &[&str]) -> Context {
     let mut context = context.clone();
     context.plugin_config = None;
     context.alias = None;
+    context.command = app_plugin::redact::command_line(&context.command, declared);
+    context.args = app_plugin::redact::args(&context.args, declared);
     context
 }
 

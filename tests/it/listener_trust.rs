@@ -144,3 +144,61 @@ fn a_plugins_declared_secret_config_keys_are_masked_by_the_tracer_and_kept_from_
     let log = fs::read_to_string(sb.data_dir().join("tracer.log")).unwrap();
     assert!(log.contains("plain --pin typed-1234"), "{log}");
 }
+
+#[test]
+fn a_path_listener_hears_the_command_line_with_its_secrets_masked() {
+    let sb = Sandbox::new();
+    let (path_log, trusted_log) = (
+        sb.path().join("path-events"),
+        sb.path().join("trusted-events"),
+    );
+    // The PATH listener records its environment too: APP_COMMAND is the
+    // command line as well.
+    sb.script(
+        "app-listener-guard",
+        &format!(
+            "#!/bin/sh\nenv >> {f}\ncat >> {f}\n",
+            f = path_log.display()
+        ),
+    );
+    let trusted = sb.path().join("trusted");
+    declaring_plugins(&trusted);
+    common::write_executable(
+        &trusted.join("app-listener-audit"),
+        &format!(
+            "#!/bin/sh\nenv >> {f}\ncat >> {f}\n",
+            f = trusted_log.display()
+        ),
+    );
+    sb.write_config(r#"{"listeners": [{"name": "guard"}, {"name": "audit"}]}"#);
+    let secrets = ["tok-S3CRET", "pw-S3CRET", "q-S3CRET", "pin-S3CRET"];
+    sb.run([
+        "db",
+        "--token",
+        secrets[0],
+        "--sink",
+        "mqtt://user:pw-S3CRET@h:1883",
+        "http://h/x?k=q-S3CRET",
+        "--pin=pin-S3CRET",
+        "--name",
+        "shown-name",
+    ])
+    .env("APP_PLUGIN_PATH", &trusted)
+    .assert()
+    .code(0);
+    let heard = fs::read_to_string(&path_log).expect("the PATH listener ran");
+    for s in secrets {
+        assert!(!heard.contains(s), "{s} reached the PATH listener: {heard}");
+    }
+    // It still hears the command, masked where it must be.
+    assert!(heard.contains("shown-name"), "{heard}");
+    assert!(heard.contains("APP_COMMAND="), "{heard}");
+    // The positive control: the trusted listener hears it all as typed.
+    let trusted_heard = fs::read_to_string(&trusted_log).expect("the trusted listener ran");
+    for s in secrets {
+        assert!(
+            trusted_heard.contains(s),
+            "{s} not heard by the trusted listener"
+        );
+    }
+}
