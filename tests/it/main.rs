@@ -54,6 +54,7 @@ mod source_stall;
 mod startup;
 mod systemd;
 mod systemd_booted;
+mod tap;
 mod terminal_escapes;
 mod tour;
 mod upgrade;

@@ -59,11 +59,11 @@ impl Values for Own<'_> {
         match q.arg {
             "name" => Some(plain(self.0.names())),
             "host" => Some(plain(self.0.host_names())),
-            "path" | "sourcetopic" => {
+            "path" | "sourcetopic" | "route" => {
                 let name = q.given("name").unwrap_or(crate::DEFAULT_NAME);
                 let topics = self.0.routes(name, q.given("host"), q.given("token"));
                 Some(topics.map_or_else(Completion::nothing, |topics| {
-                    if q.arg == "sourcetopic" {
+                    if q.arg != "path" {
                         return plain(topics);
                     }
                     plain(

@@ -55,6 +55,10 @@ pub fn execute(config: &Config, io: &mut Io<'_>) -> Result<(), Error> {
             let targets = resolve::targets(&config.conn, io)?;
             crate::status::run(&targets, config.output, *watch, *interval, io)
         }
+        Action::Tap { path } => {
+            let targets = resolve::targets(&config.conn, io)?;
+            crate::tap::run(&targets, path, config.output, io)
+        }
     }
 }
 

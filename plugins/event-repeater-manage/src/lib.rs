@@ -15,7 +15,7 @@
 //! - [`remote`]: one request to one repeater (unix socket, TCP, TLS) and
 //!   what its failures mean
 //! - [`exec`]: doing it on one host; [`fleet`]: on several at once;
-//!   [`status`]: `status [--watch]`; [`topics`]: the unserved-topic warning
+//!   [`status`]: `status [--watch]`; [`tap`]: `tap`; [`topics`]: the unserved-topic warning
 //! - [`routes`] and [`apply`]: route files and the `+`/`-`/`~` difference
 //! - [`io`]: where it reads and prints; [`output`]: how answers look;
 //!   [`error`]: messages and exit codes
@@ -38,6 +38,7 @@ pub mod request;
 pub mod resolve;
 pub mod routes;
 pub mod status;
+pub mod tap;
 pub mod target;
 pub mod topics;
 pub mod value;

@@ -54,7 +54,7 @@ fn similar_command(e: &clap::Error) -> Option<&'static str> {
 }
 
 /// The subcommands of `manage`.
-const COMMANDS: &[&str] = &["get", "post", "put", "delete", "apply", "status"];
+const COMMANDS: &[&str] = &["get", "post", "put", "delete", "apply", "status", "tap"];
 
 /// A usage error found after clap, pointing at `help` unless it already
 /// names a help to read; other errors as they are.

@@ -27,8 +27,9 @@ extern "C" fn on_sigint(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// Catches Ctrl-C so that `--watch` can leave the screen tidy and exit 0.
-fn catch_sigint() {
+/// Catches Ctrl-C so that `--watch` (and `tap`) can leave the screen tidy
+/// and exit 0.
+pub(crate) fn catch_sigint() {
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
         libc::signal(
@@ -36,6 +37,11 @@ fn catch_sigint() {
             on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
         );
     }
+}
+
+/// Whether Ctrl-C came (after [`catch_sigint`]).
+pub(crate) fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
 }
 
 /// Sleeps `d`, waking early on Ctrl-C; false when interrupted.
