@@ -248,13 +248,13 @@ mod tests {
         let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
         assert_eq!(
             names,
-            ["get", "post", "put", "delete", "apply", "status", ":36"]
+            ["get", "post", "put", "delete", "apply", "status", "tap", ":36"]
         );
         let out = complete(&["p"], &FakeEnv::default());
         let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
         assert_eq!(names, ["post", "put", ":36"]);
         assert!(out.starts_with("post\tAdd routes"), "{out}");
-        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 7);
+        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 8);
     }
 
     #[test]
@@ -381,6 +381,11 @@ mod tests {
             "a SOURCETOPIC: the running routes"
         );
         assert_eq!(complete(&["delete", "timer/m"], &env), "timer/min/1\n:4\n");
+        assert_eq!(
+            complete(&["tap", "--route", "timer/s"], &env),
+            "timer/sec/1\n:4\n",
+            "tap --route: the running routes"
+        );
         assert_eq!(complete(&["put", "timer/sec/1", ""], &env), ":4\n");
         let after_op = complete(&["--op", "1", ""], &env);
         assert!(

@@ -397,7 +397,7 @@ fn completion_offers_commands_flags_and_the_running_routes() {
         .collect();
     assert_eq!(
         first,
-        ["get", "post", "put", "delete", "apply", "status", ":36"]
+        ["get", "post", "put", "delete", "apply", "status", "tap", ":36"]
     );
     assert!(complete(&["apply", "--"]).contains("--dry-run\t"));
     assert_eq!(complete(&["get", "-o", ""]), "json\ntable\n:4\n");
