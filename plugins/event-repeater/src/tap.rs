@@ -7,13 +7,16 @@
 //! topics and data shared, not copied) and pushed onto each matching tap's
 //! bounded queue without waiting: a full queue skips it and counts the skip,
 //! which the tap's reader reports before its next event ([`Next::Skipped`]).
+//! A queue known to be full skips without a lock, and when every matching
+//! queue is full the event is not built at all: a stalled tap costs an
+//! event a read lock and two counters.
 //! The number of taps is bounded ([`MAX_TAPS`]).
 //!
 //! A leaf below the buffer: it knows the metrics, the reasons and the event
 //! keys, nothing of the buffer, the sink or the API.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::SystemTime;
 
@@ -103,6 +106,11 @@ struct Queue {
     filter: Filter,
     waiting: Mutex<Waiting>,
     ready: Notify,
+    /// Set when an event found the queue full, cleared when the reader
+    /// takes one: until then events skip it without its lock.
+    full: AtomicBool,
+    /// Skipped since the last event queued.
+    skipped: AtomicU64,
 }
 
 #[derive(Default)]
@@ -110,8 +118,6 @@ struct Waiting {
     /// Events, each with how many were skipped just before it.
     events: VecDeque<(u64, Arc<Seen>)>,
     bytes: usize,
-    /// Skipped since the last event queued.
-    skipped: u64,
     closed: bool,
 }
 
@@ -134,43 +140,59 @@ impl Taps {
         }
     }
 
-    /// Offers an outcome to the taps; `seen` is only called when one is
-    /// open.
+    /// Offers the outcome of an event of `topic` to the taps; `seen` is
+    /// only called when a tap open takes it and has room.
     #[inline]
-    pub fn see(&self, seen: impl FnOnce() -> Seen) {
+    pub fn see(&self, topic: Option<&str>, seen: impl FnOnce() -> Seen) {
         if self.open.load(Ordering::Relaxed) != 0 {
-            self.offer(seen());
+            self.offer(topic, seen);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn offer(&self, seen: Seen) {
+    fn offer(&self, topic: Option<&str>, seen: impl FnOnce() -> Seen) {
         let registry = self.queues.read().unwrap_or_else(|e| e.into_inner());
-        let topic = seen.source_topic.clone();
-        let seen = Arc::new(seen);
-        let cost = seen.cost();
+        let mut make = Some(seen);
+        let mut built: Option<(Arc<Seen>, usize)> = None;
         for queue in &registry.queues {
-            if !(queue.filter)(topic.as_deref()) {
+            if !(queue.filter)(topic) {
                 continue;
             }
+            if queue.full.load(Ordering::Relaxed) {
+                self.skip(queue);
+                continue;
+            }
+            if let Some(make) = make.take() {
+                let seen = Arc::new(make());
+                let cost = seen.cost();
+                built = Some((seen, cost));
+            }
+            let Some((seen, cost)) = &built else {
+                continue;
+            };
             let mut w = queue.lock();
             // One event larger than the bytes allowed still goes into an
             // empty queue, so that a tap can show a large refused event.
             let full = w.events.len() >= QUEUE_EVENTS
                 || (!w.events.is_empty() && w.bytes + cost > QUEUE_BYTES);
             if full || w.closed {
-                w.skipped += 1;
+                queue.full.store(true, Ordering::Relaxed);
                 drop(w);
-                inc(&self.metrics.tap_skipped);
+                self.skip(queue);
                 continue;
             }
-            let before = std::mem::take(&mut w.skipped);
+            let before = queue.skipped.swap(0, Ordering::Relaxed);
             w.events.push_back((before, seen.clone()));
             w.bytes += cost;
             drop(w);
             queue.ready.notify_one();
         }
+    }
+
+    fn skip(&self, queue: &Queue) {
+        queue.skipped.fetch_add(1, Ordering::Relaxed);
+        inc(&self.metrics.tap_skipped);
     }
 
     /// Opens a tap for the events `filter` takes.
@@ -186,6 +208,8 @@ impl Taps {
             filter,
             waiting: Mutex::default(),
             ready: Notify::new(),
+            full: AtomicBool::new(false),
+            skipped: AtomicU64::new(0),
         });
         registry.queues.push(queue.clone());
         self.count(registry.queues.len());
@@ -251,10 +275,12 @@ impl Tap {
                 }
                 if let Some((_, seen)) = w.events.pop_front() {
                     w.bytes -= seen.cost();
+                    self.queue.full.store(false, Ordering::Relaxed);
                     return Next::Event(seen);
                 }
-                if w.skipped > 0 {
-                    return Next::Skipped(std::mem::take(&mut w.skipped));
+                let skipped = self.queue.skipped.swap(0, Ordering::Relaxed);
+                if skipped > 0 {
+                    return Next::Skipped(skipped);
                 }
                 if w.closed {
                     return Next::Closed;
@@ -306,7 +332,7 @@ mod tests {
         let metrics = Arc::new(Metrics::default());
         let taps = Arc::new(Taps::new(2, metrics.clone()));
         let mut called = false;
-        taps.see(|| {
+        taps.see(Some("a"), || {
             called = true;
             seen("a", 1)
         });
@@ -319,25 +345,32 @@ mod tests {
         );
         assert_eq!(metrics.tap_clients.load(Ordering::Relaxed), 2);
         for _ in 0..QUEUE_EVENTS + 3 {
-            taps.see(|| seen("a", 1));
+            taps.see(Some("a"), || seen("a", 1));
         }
-        taps.see(|| seen("b", 1));
-        // `all` skipped 4 (3 a's and the b), `only_b` nothing.
+        // A full queue is skipped without building the event.
+        let mut built = false;
+        taps.see(Some("a"), || {
+            built = true;
+            seen("a", 1)
+        });
+        assert!(!built, "an event was built for full taps only");
+        taps.see(Some("b"), || seen("b", 1));
+        // `all` skipped 5 (4 a's and the b), `only_b` nothing.
         assert!(
             matches!(next(&only_b).await, Next::Event(s) if s.source_topic.as_deref() == Some("b"))
         );
         for _ in 0..QUEUE_EVENTS {
             assert!(matches!(next(&all).await, Next::Event(_)));
         }
-        assert!(matches!(next(&all).await, Next::Skipped(4)));
-        assert_eq!(metrics.tap_skipped.load(Ordering::Relaxed), 4);
+        assert!(matches!(next(&all).await, Next::Skipped(5)));
+        assert_eq!(metrics.tap_skipped.load(Ordering::Relaxed), 5);
         // Skips before an event come before it.
         for _ in 0..QUEUE_EVENTS {
-            taps.see(|| seen("a", 1));
+            taps.see(Some("a"), || seen("a", 1));
         }
-        taps.see(|| seen("a", 1));
+        taps.see(Some("a"), || seen("a", 1));
         next(&all).await;
-        taps.see(|| seen("c", 1));
+        taps.see(Some("c"), || seen("c", 1));
         for _ in 0..QUEUE_EVENTS - 1 {
             next(&all).await;
         }
@@ -361,8 +394,8 @@ mod tests {
     async fn the_bytes_are_bounded_but_one_large_event_still_shows() {
         let taps = Arc::new(Taps::new(1, Arc::new(Metrics::default())));
         let tap = taps.open(Box::new(|_| true)).unwrap();
-        taps.see(|| seen("a", QUEUE_BYTES * 2));
-        taps.see(|| seen("a", 1));
+        taps.see(Some("a"), || seen("a", QUEUE_BYTES * 2));
+        taps.see(Some("a"), || seen("a", 1));
         assert!(matches!(next(&tap).await, Next::Event(s) if s.data.len() == QUEUE_BYTES * 2));
         assert!(matches!(next(&tap).await, Next::Skipped(1)));
     }

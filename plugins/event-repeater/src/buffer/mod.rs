@@ -150,7 +150,7 @@ impl Buffer {
 
     /// Keeps an event refused before it was buffered (`refused` says why).
     pub fn keep(&self, refused: &Refused<'_>) {
-        self.taps.see(|| Seen {
+        self.taps.see(refused.source_topic, || Seen {
             time: std::time::SystemTime::now(),
             reason: Some(refused.reason),
             why: Some(refused.why.into()),
@@ -169,7 +169,8 @@ impl Buffer {
     fn give_up(&self, rec: &Record, reason: Reason, why: &str) {
         if let Some(seq) = rec.letter {
             // Not kept again, but the taps see it like any other.
-            self.taps.see(|| seen(rec, Some((reason, why))));
+            self.taps
+                .see(Some(&rec.source_topic), || seen(rec, Some((reason, why))));
             return self.book.settle(seq, false);
         }
         self.keep(&Refused {
@@ -379,7 +380,7 @@ impl Buffer {
     /// An in-flight event is delivered (acknowledged by the broker); its
     /// room is free and the checkpoint may move past it.
     pub fn release(&self, rec: &Record) {
-        self.taps.see(|| seen(rec, None));
+        self.taps.see(Some(&rec.source_topic), || seen(rec, None));
         if let Some(seq) = rec.letter {
             self.book.settle(seq, true);
         }
