@@ -1,5 +1,5 @@
 //! `tap [--route R | --topic T]`: the events flowing through the repeaters
-//! as they come (`GET /tap`), one line each ([`line`]), until Ctrl-C (exit
+//! as they come (`GET /tap`), one line each ([`mod@line`]), until Ctrl-C (exit
 //! 0), a closed stdout (exit 0) or the repeater going away (a message, exit
 //! 3; with several hosts, each one's on stderr as it goes, exit 4 once all
 //! went).
@@ -8,7 +8,7 @@
 //! only its own `--timeout` to open and then the idle limit; the lines come
 //! to the main thread, which prints them and watches for Ctrl-C.
 //!
-//! - [`sse`]: the stream's frames; [`line`]: how they are printed
+//! - [`mod@sse`]: the stream's frames; [`mod@line`]: how they are printed
 
 pub mod line;
 pub mod sse;
