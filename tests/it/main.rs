@@ -56,6 +56,7 @@ mod startup;
 mod supply_chain;
 mod systemd;
 mod systemd_booted;
+mod tap;
 mod terminal_escapes;
 mod tour;
 mod upgrade;

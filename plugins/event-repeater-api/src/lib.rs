@@ -9,6 +9,7 @@
 //! - [`Health`]: the answer of `GET /healthz`;
 //! - [`ErrorBody`]: every error answer;
 //! - [`dead_letter`]: dead letters, listed, replayed and purged;
+//! - [`tap`]: the live tap's events;
 //! - [`metric`]: the names (and help texts) of what `GET /metrics` shows.
 //!
 //! `docs/rest-api.md` describes the API; the bytes on the wire are what
@@ -25,6 +26,7 @@ pub mod health;
 pub mod metric;
 pub mod path;
 pub mod route;
+pub mod tap;
 
 pub use error::ErrorBody;
 pub use health::{Health, HealthStatus, SinkHealth, SourceHealth};

@@ -310,6 +310,13 @@ pub const DEAD_LETTERS_REPLAYED: Metric = Metric::counter(
     "dead_letters_replayed",
     "Dead letters replayed and delivered, then removed from the file.",
 );
+/// Live taps open now ([`crate::path::TAP`]).
+pub const TAP_CLIENTS: Metric = Metric::gauge("tap_clients", "Live taps (GET /tap) open now.");
+/// Events a live tap skipped because its client fell behind.
+pub const TAP_SKIPPED: Metric = Metric::counter(
+    "tap_skipped",
+    "Events live taps skipped because their client fell behind (delivery is not affected).",
+);
 /// Always 1, the version in [`label::VERSION`].
 pub const BUILD_INFO: Metric = Metric::gauge("build_info", "The repeater's version.");
 /// When the repeater started, seconds since the Unix epoch.
@@ -320,7 +327,7 @@ pub const START_TIME: Metric = Metric::gauge(
 .with_unit(Unit::Seconds);
 
 /// Every family, in the order of the answer.
-pub const ALL: [Metric; 39] = [
+pub const ALL: [Metric; 41] = [
     EVENTS_RECEIVED,
     EVENTS_MISSED,
     EVENTS_INVALID,
@@ -358,6 +365,8 @@ pub const ALL: [Metric; 39] = [
     DEAD_LETTERS_CUT,
     DEAD_LETTERS_LOST,
     DEAD_LETTERS_REPLAYED,
+    TAP_CLIENTS,
+    TAP_SKIPPED,
     BUILD_INFO,
     START_TIME,
 ];

@@ -30,6 +30,11 @@ pub const DEAD_LETTERS: &str = "/dead-letters";
 /// current routes again; each one delivered is removed from the file.
 pub const DEAD_LETTERS_REPLAY: &str = "/dead-letters/replay";
 
+/// The live tap ([`crate::tap`]): `GET` streams, as Server-Sent Events,
+/// the events flowing through the repeater after routing; takes
+/// [`crate::tap::query`]'s `topic` or `route`.
+pub const TAP: &str = "/tap";
+
 /// The path of the route for `sourcetopic`, encoded by the caller: `/events/`
 /// then `encoded`.
 ///

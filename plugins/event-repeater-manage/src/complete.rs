@@ -70,11 +70,11 @@ impl Values for Own<'_> {
                 .map(String::from)
                 .to_vec(),
             )),
-            "path" | "sourcetopic" => {
+            "path" | "sourcetopic" | "route" => {
                 let name = q.given("name").unwrap_or(crate::DEFAULT_NAME);
                 let topics = self.0.routes(name, q.given("host"), q.given("token"));
                 Some(topics.map_or_else(Completion::nothing, |topics| {
-                    if q.arg == "sourcetopic" {
+                    if q.arg != "path" {
                         return plain(topics);
                     }
                     plain(
@@ -268,6 +268,7 @@ mod tests {
                 "status",
                 "top",
                 "dead-letters",
+                "tap",
                 ":36"
             ]
         );
@@ -275,7 +276,7 @@ mod tests {
         let names: Vec<&str> = out.lines().map(|l| l.split('\t').next().unwrap()).collect();
         assert_eq!(names, ["post", "put", ":36"]);
         assert!(out.starts_with("post\tAdd routes"), "{out}");
-        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 9);
+        assert_eq!(complete(&[], &FakeEnv::default()).lines().count(), 10);
     }
 
     #[test]
@@ -408,6 +409,11 @@ mod tests {
             "a SOURCETOPIC: the running routes"
         );
         assert_eq!(complete(&["delete", "timer/m"], &env), "timer/min/1\n:4\n");
+        assert_eq!(
+            complete(&["tap", "--route", "timer/s"], &env),
+            "timer/sec/1\n:4\n",
+            "tap --route: the running routes"
+        );
         assert_eq!(complete(&["put", "timer/sec/1", ""], &env), ":4\n");
         let after_op = complete(&["--op", "1", ""], &env);
         assert!(

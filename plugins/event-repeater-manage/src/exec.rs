@@ -59,6 +59,10 @@ pub fn execute(config: &Config, io: &mut Io<'_>) -> Result<(), Error> {
             let targets = resolve::targets(&config.conn, io)?;
             crate::top::run(&targets, config.output, *interval, io)
         }
+        Action::Tap { path } => {
+            let targets = resolve::targets(&config.conn, io)?;
+            crate::tap::run(&targets, path, config.output, io)
+        }
     }
 }
 

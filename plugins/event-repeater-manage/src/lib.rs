@@ -17,7 +17,7 @@
 //! - [`exec`]: doing it on one host; [`fleet`]: on several at once;
 //!   [`status`]: `status [--watch]`; [`top`]: the live view, on
 //!   `status`'s samples; [`interrupt`]: Ctrl-C and SIGTERM for both;
-//!   [`topics`]: the unserved-topic warning
+//!   [`tap`]: `tap`; [`topics`]: the unserved-topic warning
 //! - [`routes`] and [`apply`]: route files and the `+`/`-`/`~` difference
 //! - [`io`]: where it reads and prints; [`output`]: how answers look;
 //!   [`error`]: messages and exit codes
@@ -42,6 +42,7 @@ pub mod request;
 pub mod resolve;
 pub mod routes;
 pub mod status;
+pub mod tap;
 pub mod target;
 pub mod top;
 pub mod topics;

@@ -62,6 +62,28 @@ pub fn topic_path(topic: &str) -> String {
     api_path::event(&utf8_percent_encode(topic, TOPIC).to_string())
 }
 
+/// `/tap`, with `?route=R` or `?topic=T` (the value percent-encoded).
+pub fn tap_path(route: Option<&str>, topic: Option<&str>) -> String {
+    use app_event_repeater_api::tap::query;
+    /// Unreserved characters and `/` stay; everything else is encoded.
+    const VALUE: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'.')
+        .remove(b'_')
+        .remove(b'~')
+        .remove(b'/');
+    let (key, value) = match (route, topic) {
+        (Some(r), _) => (query::ROUTE, r),
+        (None, Some(t)) => (query::TOPIC, t),
+        (None, None) => return api_path::TAP.to_string(),
+    };
+    format!(
+        "{}?{key}={}",
+        api_path::TAP,
+        utf8_percent_encode(value, VALUE)
+    )
+}
+
 /// The source topic of a path `/events/<topic>` (query aside), decoded:
 /// the inverse of [`topic_path`]. A malformed escape is kept as typed,
 /// invalid UTF-8 replaced.
@@ -156,6 +178,16 @@ mod tests {
             "/events?replace=true"
         );
         assert!(check_path("").is_err());
+    }
+
+    #[test]
+    fn a_tap_path_carries_its_filter_encoded() {
+        assert_eq!(tap_path(None, None), "/tap");
+        assert_eq!(tap_path(Some("timer/"), None), "/tap?route=timer/");
+        assert_eq!(
+            tap_path(None, Some("a b&c=#")),
+            "/tap?topic=a%20b%26c%3D%23"
+        );
     }
 
     #[test]

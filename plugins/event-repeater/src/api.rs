@@ -9,7 +9,9 @@
 
 use std::sync::Arc;
 
-use app_event_repeater_api::path::{EVENTS, EVENT_PREFIX, HEALTHZ, METRICS, SOURCE_TOPICS};
+use app_event_repeater_api::path::{
+    DEAD_LETTERS, EVENTS, EVENT_PREFIX, HEALTHZ, METRICS, SOURCE_TOPICS, TAP,
+};
 use app_event_repeater_api::{metric, Health, HealthStatus, SinkHealth, SourceHealth};
 use axum::extract::{FromRef, Path, Query, Request, State};
 use axum::http::{header, StatusCode, Uri};
@@ -24,6 +26,7 @@ use serde::Serialize;
 use crate::api_body::{BodyBytes, BodyTimeout};
 use crate::api_dead_letters;
 use crate::api_error::ApiError;
+use crate::api_tap;
 use crate::buffer::Buffer;
 use crate::metrics::{self, Metrics};
 use crate::routes::current;
@@ -78,6 +81,16 @@ impl FromRef<Arc<ApiState>> for api_dead_letters::Shared {
     }
 }
 
+/// What the tap endpoint uses.
+impl FromRef<Arc<ApiState>> for api_tap::Shared {
+    fn from_ref(st: &Arc<ApiState>) -> api_tap::Shared {
+        api_tap::Shared {
+            taps: st.buffer.taps().clone(),
+            routes: st.routes.clone(),
+        }
+    }
+}
+
 /// What [`BodyBytes`] reads a body within.
 impl FromRef<Arc<ApiState>> for BodyTimeout {
     fn from_ref(st: &Arc<ApiState>) -> BodyTimeout {
@@ -100,7 +113,7 @@ pub fn router(state: Arc<ApiState>) -> Router {
         .route(HEALTHZ, get(healthz))
         .route(SOURCE_TOPICS, get(source_topics))
         .route(METRICS, get(metrics));
-    api_dead_letters::routes(router)
+    api_tap::routes(api_dead_letters::routes(router))
         .fallback(unknown_path)
         .method_not_allowed_fallback(wrong_method)
         .with_state(state)
@@ -149,7 +162,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 async fn unknown_path(uri: Uri) -> ApiError {
     ApiError::not_found(format!(
-        "unknown path {}; the API has {EVENTS}, {EVENT_PREFIX}<sourcetopic>, {HEALTHZ}, {METRICS} and {SOURCE_TOPICS}",
+        "unknown path {}; the API has {EVENTS}, {EVENT_PREFIX}<sourcetopic>, {HEALTHZ}, {METRICS}, {SOURCE_TOPICS}, {DEAD_LETTERS} and {TAP}",
         uri.path()
     ))
 }

@@ -80,6 +80,9 @@ async fn run_async(cfg: Config) -> Result<(), Error> {
     status.stop(why).await;
     tasks.drain(&cfg, &core, why).await;
     core.flush_dead_letters().await;
+    // The taps saw the drain; now their streams end, before the API's
+    // grace period would cut them.
+    core.buffer.taps().close();
     api.stop(why).await;
     drop(files);
     drop(locks);

@@ -23,6 +23,7 @@ pub mod api;
 pub mod api_body;
 pub mod api_dead_letters;
 pub mod api_error;
+pub mod api_tap;
 pub mod backoff;
 pub mod basic_auth;
 pub mod buffer;
@@ -53,6 +54,7 @@ pub mod sink;
 pub mod source;
 pub mod sse;
 pub mod status;
+pub mod tap;
 pub mod tls_client;
 
 use std::ffi::OsString;

@@ -206,6 +206,7 @@ pub mod http;
 pub mod http_server;
 pub mod index;
 pub mod nats;
+pub mod pki;
 pub mod process;
 pub mod rabbitmq;
 pub mod repeater;

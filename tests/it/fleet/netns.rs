@@ -6,48 +6,13 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::pki::Pki;
 use common::repeater::{status_rows, Repeater};
 use common::run::Ran;
 use common::Sandbox;
 use serde_json::json;
 
 use super::{app, manage, routes_of, want, write, ROUTES};
-
-/// A CA and certificates it signs, made for the test (no key is committed).
-struct Pki {
-    ca: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
-}
-
-impl Pki {
-    fn new(name: &str) -> Pki {
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        let key = rcgen::KeyPair::generate().expect("CA key");
-        Pki {
-            ca: rcgen::CertifiedIssuer::self_signed(params, key).expect("CA certificate"),
-        }
-    }
-
-    /// Writes the CA certificate to `dir/file`; returns its path.
-    fn write_ca(&self, dir: &Path, file: &str) -> String {
-        write(dir, file, &self.ca.pem())
-    }
-
-    /// A server certificate for `host` (an IP address or a name): writes
-    /// `dir/<stem>.crt` and `dir/<stem>.key`, returns their paths.
-    fn server(&self, host: &str, dir: &Path, stem: &str) -> (String, String) {
-        let params = rcgen::CertificateParams::new(vec![host.to_string()]).expect("params");
-        let key = rcgen::KeyPair::generate().expect("key");
-        let cert = params.signed_by(&key, &self.ca).expect("sign");
-        (
-            write(dir, &format!("{stem}.crt"), &cert.pem()),
-            write(dir, &format!("{stem}.key"), &key.serialize_pem()),
-        )
-    }
-}
 
 /// Network namespaces joined to the test's own by veth pairs; removed on drop.
 struct Netns {

@@ -406,6 +406,7 @@ fn completion_offers_commands_flags_and_the_running_routes() {
             "status",
             "top",
             "dead-letters",
+            "tap",
             ":36"
         ]
     );

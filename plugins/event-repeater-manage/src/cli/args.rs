@@ -27,12 +27,14 @@ Old form: --op 1|2|3|4 (post, delete, put, get) --resource event --value JSON.
 Exit codes: 0 ok; 1 refused by the repeater or failed; 2 usage error or bad
 JSON (nothing sent); 3 no repeater running there or it cannot be reached;
 4 with several hosts: at least one failed (one line per host on stderr).
+`tap` runs until Ctrl-C (exit 0); when the repeater goes away it exits 3.
 
 Examples:
   app event-repeater manage get -o table
   app event-repeater manage put timer/sec/1 /time/1s
   app event-repeater manage delete timer/sec/1
   app event-repeater manage apply -f routes.json --dry-run
+  app event-repeater manage tap --route timer/ -o json
   app -H @edges event-repeater manage status
   app -H @edges event-repeater manage top";
 
@@ -118,6 +120,8 @@ pub(super) enum Command {
     /// Events refused or dropped, kept by the repeater: list, replay, purge
     #[command(name = "dead-letters", subcommand)]
     DeadLetters(DeadLetterCommand),
+    /// Print the events flowing through the repeater as they come, until Ctrl-C
+    Tap(TapArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -258,6 +262,17 @@ pub(super) struct TopArgs {
     /// Seconds between two samples of a host, and between two redraws
     #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_secs)]
     pub(super) interval: Duration,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct TapArgs {
+    /// Only the events this route takes (the route's source topic)
+    #[arg(long, value_name = "SOURCETOPIC", conflicts_with = "topic")]
+    pub(super) route: Option<String>,
+
+    /// Only the events of these source topics (a topic, a prefix ending in /, or . for all)
+    #[arg(long, value_name = "PATTERN")]
+    pub(super) topic: Option<String>,
 }
 
 #[derive(Debug, Args)]

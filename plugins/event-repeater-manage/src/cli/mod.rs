@@ -21,7 +21,7 @@ pub use usage::ParseOutcome;
 use crate::address::HostWord;
 use crate::error::Error;
 use crate::output::Format;
-use crate::request::{check_path, is_collection, topic_path, Call, Method};
+use crate::request::{check_path, is_collection, tap_path, topic_path, Call, Method};
 use crate::target::check_name;
 use crate::value::ValueSpec;
 use args::{Command, DeadLetterCommand, LetterFilter, OutputArg};
@@ -64,6 +64,11 @@ pub enum Action {
     Top {
         /// Between two samples of a host.
         interval: Duration,
+    },
+    /// tap [--route R | --topic T].
+    Tap {
+        /// `/tap` with its query.
+        path: String,
     },
 }
 
@@ -139,7 +144,12 @@ impl Config {
                 Some(OutputArg::Table) => Format::Table,
                 Some(OutputArg::Json) => Format::Json,
                 // A status is read by eyes unless JSON is asked for.
-                None if letters || matches!(action, Action::Status { .. } | Action::Top { .. }) => {
+                None if letters
+                    || matches!(
+                        action,
+                        Action::Status { .. } | Action::Top { .. } | Action::Tap { .. }
+                    ) =>
+                {
                     Format::Table
                 }
                 None => Format::Json,
@@ -207,6 +217,16 @@ fn from_command(command: Command) -> Result<Action, Error> {
         Command::Top(a) => Ok(Action::Top {
             interval: a.interval,
         }),
+        Command::Tap(a) => {
+            if a.route.as_deref().or(a.topic.as_deref()) == Some("") {
+                return Err(Error::Usage(
+                    "--route and --topic must not be empty (use --topic . for every topic, or neither)".into(),
+                ));
+            }
+            Ok(Action::Tap {
+                path: tap_path(a.route.as_deref(), a.topic.as_deref()),
+            })
+        }
         Command::Apply(a) => Ok(Action::Apply {
             file: if a.file.as_os_str() == "-" {
                 ValueSpec::Stdin

@@ -54,7 +54,17 @@ fn similar_command(e: &clap::Error) -> Option<&'static str> {
 }
 
 /// The subcommands of `manage`.
-const COMMANDS: &[&str] = &["get", "post", "put", "delete", "apply", "status", "top"];
+const COMMANDS: &[&str] = &[
+    "get",
+    "post",
+    "put",
+    "delete",
+    "apply",
+    "status",
+    "top",
+    "tap",
+    "dead-letters",
+];
 
 /// A usage error found after clap, pointing at `help` unless it already
 /// names a help to read; other errors as they are.

@@ -32,6 +32,14 @@ pub struct Reply {
     pub body: String,
 }
 
+/// The answer of [`Client::stream`].
+pub enum Streamed {
+    /// 2xx: the body, to read as it comes.
+    Open(Box<dyn std::io::Read + Send>),
+    /// Any other status, read whole.
+    Answer(Reply),
+}
+
 /// Why no answer came back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Failure {
@@ -72,11 +80,34 @@ impl Client {
         timeout: Duration,
         roots: Option<Arc<Vec<Certificate<'static>>>>,
     ) -> Client {
+        Client::build(endpoint, token, timeout, roots, None)
+    }
+
+    /// A client for a long answer read as it comes (`GET /tap`): connecting,
+    /// sending and the answer's head within `timeout`, then no limit on the
+    /// whole, only on each read, which must bring something within `idle`.
+    pub fn streaming(
+        endpoint: &Endpoint,
+        token: Option<String>,
+        timeout: Duration,
+        roots: Option<Arc<Vec<Certificate<'static>>>>,
+        idle: Duration,
+    ) -> Client {
+        Client::build(endpoint, token, timeout, roots, Some(idle))
+    }
+
+    fn build(
+        endpoint: &Endpoint,
+        token: Option<String>,
+        timeout: Duration,
+        roots: Option<Arc<Vec<Certificate<'static>>>>,
+        idle: Option<Duration>,
+    ) -> Client {
         let tls = TlsConfig::builder()
             .provider(TlsProvider::Rustls)
             .root_certs(roots.map_or(RootCerts::WebPki, RootCerts::Specific))
             .build();
-        let config = Agent::config_builder()
+        let mut config = Agent::config_builder()
             .tls_config(tls)
             .http_status_as_error(false)
             // The repeater is local: never send its traffic to an HTTP_PROXY.
@@ -84,8 +115,15 @@ impl Client {
             .max_redirects(0)
             .timeout_global(Some(timeout))
             .timeout_connect(Some(timeout))
-            .user_agent(format!("app-event-repeater-manage/{}", crate::VERSION))
-            .build();
+            .user_agent(format!("app-event-repeater-manage/{}", crate::VERSION));
+        if let Some(idle) = idle {
+            config = config
+                .timeout_global(None)
+                .timeout_send_request(Some(timeout))
+                .timeout_recv_response(Some(timeout))
+                .timeout_per_read(Some(idle));
+        }
+        let config = config.build();
         match endpoint {
             Endpoint::Unix(path) => Client {
                 agent: Agent::with_parts(config, UnixConnector::new(path.clone()), NoResolver),
@@ -102,6 +140,37 @@ impl Client {
                 token,
             },
         }
+    }
+
+    /// Sends `GET path` and, on a 2xx answer, returns its body to read as
+    /// it comes; any other answer is read whole.
+    pub fn stream(&self, path: &str) -> Result<Streamed, Failure> {
+        if self.insecure {
+            return Err(Failure::Insecure);
+        }
+        let mut request = ureq::http::Request::builder()
+            .method("GET")
+            .uri(format!("{}{}", self.base, path))
+            .header("Accept", "text/event-stream");
+        if let Some(token) = &self.token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let response = request
+            .body(())
+            .map(|r| self.agent.run(r))
+            .map_err(|e| Failure::Other(format!("cannot build the request: {e}")))?
+            .map_err(failure)?;
+        let status = response.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok(Streamed::Open(Box::new(response.into_body().into_reader())));
+        }
+        let body = response
+            .into_body()
+            .with_config()
+            .limit(MAX_REPLY)
+            .read_to_string()
+            .map_err(failure)?;
+        Ok(Streamed::Answer(Reply { status, body }))
     }
 
     /// Sends `method path` with an optional JSON body and returns the reply.
@@ -137,7 +206,8 @@ impl Client {
     }
 }
 
-fn failure(e: ureq::Error) -> Failure {
+/// What went wrong, from an error of ureq (also one met reading a body).
+pub fn failure(e: ureq::Error) -> Failure {
     use std::io::ErrorKind;
     match e {
         ureq::Error::Io(io) => match io.kind() {

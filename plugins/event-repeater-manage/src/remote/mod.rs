@@ -10,8 +10,10 @@ pub mod failure;
 pub mod http;
 pub mod unix;
 
+use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use app_event_repeater_api::path as api_path;
 
@@ -21,7 +23,7 @@ use crate::files::read_small;
 use crate::request::Method;
 use crate::routes::{self, Route};
 use crate::target::Target;
-use http::{Client, Reply};
+use http::{Client, Reply, Streamed};
 
 /// Largest CA file read.
 const MAX_CA_FILE: u64 = 1 << 20;
@@ -30,6 +32,8 @@ const MAX_CA_FILE: u64 = 1 << 20;
 pub struct Remote {
     target: Target,
     client: Client,
+    /// The CA certificates of an https:// address, for [`Remote::stream`].
+    roots: Option<Arc<Vec<ureq::tls::Certificate<'static>>>>,
 }
 
 impl Remote {
@@ -49,11 +53,12 @@ impl Remote {
             &target.endpoint,
             target.token.clone(),
             target.timeout,
-            roots,
+            roots.clone(),
         );
         Ok(Remote {
             target: target.clone(),
             client,
+            roots,
         })
     }
 
@@ -98,6 +103,28 @@ impl Remote {
             reply.status,
             app_plugin::text::shorten_for_terminal(&body.split_whitespace().collect::<Vec<_>>().join(" ")),
         )))
+    }
+
+    /// Opens `GET path` as a stream (`/tap`): the body to read as it comes,
+    /// each read bringing something within `idle`; a non-2xx answer is an
+    /// error carrying the server's message, as for [`Remote::request`].
+    pub fn stream(&self, path: &str, idle: Duration) -> Result<Box<dyn Read + Send>, Error> {
+        let t = &self.target;
+        let client = Client::streaming(
+            &t.endpoint,
+            t.token.clone(),
+            t.timeout,
+            self.roots.clone(),
+            idle,
+        );
+        match client.stream(path).map_err(|f| failure::error(t, f))? {
+            Streamed::Open(body) => Ok(body),
+            Streamed::Answer(reply) => Err(Error::Refused {
+                request: format!("GET {path}"),
+                status: reply.status,
+                message: failure::server_message(&reply.body),
+            }),
+        }
     }
 
     /// Makes the routes exactly `routes` (`PUT /events?replace=true`).

@@ -26,6 +26,7 @@ use crate::dead_letter::{Book, DeadLetters, Reason, Refused};
 use crate::event_key::EventKey;
 use crate::ledger::Ledger;
 use crate::metrics::{inc, Metrics};
+use crate::tap::{Seen, Taps, MAX_TAPS};
 use app_plugin::log::{RateLimited, WARN};
 
 /// The policy a full buffer applies (`--overflow`).
@@ -85,6 +86,8 @@ pub struct Buffer {
     letters: Option<Arc<DeadLetters>>,
     /// The replayed letters in flight.
     book: Book,
+    /// The live taps, offered every outcome.
+    taps: Arc<Taps>,
 }
 
 impl Buffer {
@@ -116,10 +119,11 @@ impl Buffer {
             max_bytes,
             policy,
             next_seq: AtomicU64::new(1),
-            metrics,
             drop_warning: RateLimited::new(Duration::from_secs(5)),
             letters: None,
             book: Book::default(),
+            taps: Arc::new(Taps::new(MAX_TAPS, metrics.clone())),
+            metrics,
         }
     }
 
@@ -139,8 +143,22 @@ impl Buffer {
         &self.book
     }
 
+    /// The live taps.
+    pub fn taps(&self) -> &Arc<Taps> {
+        &self.taps
+    }
+
     /// Keeps an event refused before it was buffered (`refused` says why).
     pub fn keep(&self, refused: &Refused<'_>) {
+        self.taps.see(refused.source_topic, || Seen {
+            time: std::time::SystemTime::now(),
+            reason: Some(refused.reason),
+            why: Some(refused.why.into()),
+            source_topic: refused.source_topic.map(Arc::from),
+            sink_topic: refused.sink_topic.map(Arc::from),
+            id: refused.key.cloned(),
+            data: Bytes::copy_from_slice(refused.data),
+        });
         if let Some(letters) = &self.letters {
             letters.keep(refused);
         }
@@ -150,6 +168,9 @@ impl Buffer {
     /// for a replayed one, told to its replay.
     fn give_up(&self, rec: &Record, reason: Reason, why: &str) {
         if let Some(seq) = rec.letter {
+            // Not kept again, but the taps see it like any other.
+            self.taps
+                .see(Some(&rec.source_topic), || seen(rec, Some((reason, why))));
             return self.book.settle(seq, false);
         }
         self.keep(&Refused {
@@ -364,6 +385,7 @@ impl Buffer {
     /// An in-flight event is delivered (acknowledged by the broker); its
     /// room is free and the checkpoint may move past it.
     pub fn release(&self, rec: &Record) {
+        self.taps.see(Some(&rec.source_topic), || seen(rec, None));
         if let Some(seq) = rec.letter {
             self.book.settle(seq, true);
         }
@@ -402,6 +424,19 @@ impl Buffer {
             max_events: self.max_events,
             max_bytes: self.max_bytes,
         }
+    }
+}
+
+/// What the taps see of a record: delivered, or refused for a reason.
+fn seen(rec: &Record, refused: Option<(Reason, &str)>) -> Seen {
+    Seen {
+        time: std::time::SystemTime::now(),
+        reason: refused.map(|(r, _)| r),
+        why: refused.map(|(_, why)| why.into()),
+        source_topic: Some(rec.source_topic.clone()),
+        sink_topic: Some(rec.sink_topic.clone()),
+        id: rec.id.clone(),
+        data: rec.payload.clone(),
     }
 }
 

@@ -129,3 +129,51 @@ async fn the_checkpoint_follows_releases_and_drops_in_arrival_order() {
     b.release(&t[0]);
     assert_eq!(checkpoint(&b).as_deref(), Some("6"));
 }
+
+/// What a tap reads, as (outcome, reason, data), until it has nothing.
+async fn tapped(tap: &crate::tap::Tap) -> Vec<(&'static str, Option<Reason>, String)> {
+    use futures_util::FutureExt;
+    let mut out = Vec::new();
+    while let Some(crate::tap::Next::Event(s)) = tap.next().now_or_never() {
+        let data = String::from_utf8(s.data.to_vec()).unwrap();
+        out.push((s.outcome().as_str(), s.reason, data));
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_outcome_reaches_an_open_tap_and_none_is_built_without_one() {
+    for policy in [Overflow::DropOldest, Overflow::DropNewest] {
+        let (b, _) = buffer(2, 1000, policy);
+        // Before any tap: nothing kept for one.
+        push(&b, "early").await;
+        b.release(&b.take(1)[0]);
+        let tap = b.taps().open(Box::new(|_| true)).unwrap();
+        assert_eq!(tapped(&tap).await, []);
+        for p in ["1", "2", "3"] {
+            push(&b, p).await;
+        }
+        let taken = b.take(2);
+        b.release(&taken[0]);
+        b.refuse(&taken[1], Reason::TooLarge, "over the limit");
+        let dropped = if policy == Overflow::DropOldest {
+            "1"
+        } else {
+            "3"
+        };
+        let sent = if policy == Overflow::DropOldest {
+            ["2", "3"]
+        } else {
+            ["1", "2"]
+        };
+        assert_eq!(
+            tapped(&tap).await,
+            [
+                ("dropped", Some(Reason::Overflow), dropped.to_string()),
+                ("delivered", None, sent[0].to_string()),
+                ("refused", Some(Reason::TooLarge), sent[1].to_string()),
+            ],
+            "{policy:?}"
+        );
+    }
+}

@@ -84,6 +84,10 @@ pub struct Metrics {
     pub dead_letters_lost: AtomicU64,
     /// Dead letters replayed and delivered.
     pub dead_letters_replayed: AtomicU64,
+    /// Live taps open now.
+    pub tap_clients: AtomicU64,
+    /// Events live taps skipped (their client behind).
+    pub tap_skipped: AtomicU64,
 }
 
 /// Reads a problem slot ("" when none).

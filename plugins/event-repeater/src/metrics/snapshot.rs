@@ -52,6 +52,8 @@ pub struct Snapshot {
     dead_letters_cut: u64,
     dead_letters_lost: u64,
     dead_letters_replayed: u64,
+    tap_clients: u64,
+    tap_skipped: u64,
     buffer: BufferStats,
     routes: usize,
     /// The per-route counters live in the table's entries; they are read
@@ -111,6 +113,8 @@ impl Metrics {
             dead_letters_cut: get(&self.dead_letters_cut),
             dead_letters_lost: get(&self.dead_letters_lost),
             dead_letters_replayed: get(&self.dead_letters_replayed),
+            tap_clients: get(&self.tap_clients),
+            tap_skipped: get(&self.tap_skipped),
             buffer,
             routes,
             table,
@@ -194,6 +198,8 @@ impl Collector for Snapshot {
         let omitted = self.route_series(e)?;
         gauge(e, &metric::ROUTE_SERIES_OMITTED, omitted as u64)?;
         self.dead_letters(e)?;
+        gauge(e, &metric::TAP_CLIENTS, self.tap_clients)?;
+        counter(e, &metric::TAP_SKIPPED, self.tap_skipped)?;
         labelled_gauge(e, &metric::BUILD_INFO, &[(label::VERSION, self.version)])?;
         gauge(e, &metric::START_TIME, self.started_unix)
     }

@@ -94,6 +94,8 @@ fn every_series_keeps_its_name_and_labels() {
         "dead_letters_cut_total",
         "dead_letters_lost_total",
         "dead_letters_replayed_total",
+        "tap_clients",
+        "tap_skipped_total",
         "build_info{version=\"9.8.7\"}",
         "start_time_seconds",
     ]
@@ -116,6 +118,8 @@ fn values_follow_the_counters() {
     }
     inc(&m.failed_sink);
     inc(&m.dropped_overflow);
+    m.tap_clients.fetch_add(2, Ordering::Relaxed);
+    m.tap_skipped.fetch_add(5, Ordering::Relaxed);
     m.sink_connected.store(true, Ordering::Relaxed);
     t.route("timer/sec/1");
     t.route("timer/sec/1");
@@ -126,6 +130,8 @@ fn values_follow_the_counters() {
     assert_eq!(v(&after, "events_failed_total{reason=\"too_large\"}"), 0);
     assert_eq!(v(&after, "events_dropped_total{reason=\"overflow\"}"), 1);
     assert_eq!(v(&after, "sink_connected"), 1);
+    assert_eq!(v(&after, "tap_clients"), 2);
+    assert_eq!(v(&after, "tap_skipped_total"), 5);
     assert_eq!(
         v(
             &after,
