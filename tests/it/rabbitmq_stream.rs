@@ -41,7 +41,7 @@ pub(crate) fn try_read(node: &RabbitNode, stream: &str, expect: u64) -> Result<V
 
 /// Reads until the `n` events are all there (or 90 s passed): the last
 /// summary.
-fn read_all(node: &RabbitNode, n: u64) -> Value {
+pub(crate) fn read_all(node: &RabbitNode, n: u64) -> Value {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         match try_read(node, STREAM, n) {
@@ -52,7 +52,7 @@ fn read_all(node: &RabbitNode, n: u64) -> Value {
     }
 }
 
-fn args(source: &str, sinks: &[String]) -> Vec<String> {
+pub(crate) fn args(source: &str, sinks: &[String]) -> Vec<String> {
     let mut a: Vec<String> = [
         "--source",
         source,
@@ -73,7 +73,7 @@ fn args(source: &str, sinks: &[String]) -> Vec<String> {
     a
 }
 
-fn wait_metric(rep: &Repeater, name: &str, n: u64, within: Duration) {
+pub(crate) fn wait_metric(rep: &Repeater, name: &str, n: u64, within: Duration) {
     let done = wait_for(within, || (rep.metric(name) as u64 >= n).then_some(()));
     assert!(
         done.is_some(),

@@ -1,7 +1,8 @@
-//! The brokers: one mosquitto with persistence, or a 3-node NATS JetStream
-//! cluster (routes on 127.0.0.1). Clients on the host use 127.0.0.1 (MQTT)
-//! or the brokers' address; the repeaters reach them on `host`, the host
-//! end of their veth pair (127.0.0.1 without namespaces).
+//! The brokers: one mosquitto with persistence, a 3-node NATS JetStream
+//! cluster (routes on 127.0.0.1), or a 3-node RabbitMQ cluster with the
+//! stream plugin ([`crate::rabbitmq`]). Clients on the host use 127.0.0.1
+//! (MQTT, RabbitMQ) or the brokers' address; the repeaters reach them on
+//! `host`, the host end of their veth pair (127.0.0.1 without namespaces).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -12,6 +13,18 @@ use crate::proc::{Proc, Spec};
 pub enum Sink {
     Mqtt,
     Nats,
+    RabbitmqStream,
+}
+
+impl Sink {
+    /// The repeater's `--sinkprotocol` (and CHAOS_SINK's value).
+    pub fn protocol(self) -> &'static str {
+        match self {
+            Sink::Mqtt => "mqtt",
+            Sink::Nats => "nats",
+            Sink::RabbitmqStream => "rabbitmq-stream",
+        }
+    }
 }
 
 pub struct Brokers {
@@ -20,6 +33,8 @@ pub struct Brokers {
     /// Client ports, one per node.
     pub ports: Vec<u16>,
     pub host: String,
+    /// RabbitMQ's `epmd`, dropped after the nodes.
+    epmd: Option<Proc>,
 }
 
 /// A free TCP port on 127.0.0.1 (free now; the server binds it next).
@@ -64,10 +79,15 @@ impl Brokers {
             nodes: Vec::new(),
             ports: Vec::new(),
             host: host.to_string(),
+            epmd: None,
         };
         match sink {
             Sink::Mqtt => b.start_mosquitto(work)?,
             Sink::Nats => b.start_nats(work)?,
+            Sink::RabbitmqStream => {
+                let c = crate::rabbitmq::start(host, work)?;
+                (b.nodes, b.ports, b.epmd) = (c.nodes, c.ports, Some(c.epmd));
+            }
         }
         for &port in &b.ports {
             wait_port(&b.client_host(), port)?;
@@ -145,11 +165,11 @@ impl Brokers {
         Ok(())
     }
 
-    /// Where clients on the host connect: 127.0.0.1 for mosquitto (it
-    /// listens there too), the brokers' address for NATS.
+    /// Where clients on the host connect: 127.0.0.1 for mosquitto and
+    /// RabbitMQ (they listen there too), the brokers' address for NATS.
     pub fn client_host(&self) -> String {
         match self.sink {
-            Sink::Mqtt => "127.0.0.1".into(),
+            Sink::Mqtt | Sink::RabbitmqStream => "127.0.0.1".into(),
             Sink::Nats => self.host.clone(),
         }
     }
@@ -159,6 +179,7 @@ impl Brokers {
         let scheme = match self.sink {
             Sink::Mqtt => "tcp",
             Sink::Nats => "nats",
+            Sink::RabbitmqStream => "rabbitmq-stream",
         };
         self.ports
             .iter()
@@ -171,28 +192,49 @@ impl Brokers {
             .collect()
     }
 
-    /// Takes node `n` down. NATS: SIGKILL (an acknowledged message is on a
-    /// majority of the nodes, on disk). mosquitto: SIGTERM, because it
+    /// Takes node `n` down. NATS and RabbitMQ: SIGKILL (an acknowledged
+    /// message is on a majority of the nodes). mosquitto: SIGTERM, because it
     /// acknowledges QoS 1 publishes before it writes them (every
     /// `autosave_interval`), so a SIGKILLed mosquitto loses what it
     /// acknowledged: a loss of the broker's, not the repeater's.
     pub fn take_down(&mut self, n: usize) {
         match self.sink {
-            Sink::Nats => self.nodes[n].kill(),
+            Sink::Nats | Sink::RabbitmqStream => self.nodes[n].kill(),
             Sink::Mqtt => self.nodes[n].stop(Duration::from_secs(10)),
         }
     }
 
-    /// Starts node `n` again on its port with its store.
+    /// Starts node `n` again on its port with its store. A RabbitMQ node
+    /// takes seconds to boot: not waited for here (the plan goes on; the
+    /// other two nodes carry the stream), but before the count
+    /// ([`Brokers::wait_all_up`]).
     pub fn bring_up(&mut self, n: usize) -> Result<(), String> {
         self.nodes[n].spawn()?;
-        wait_port(&self.client_host(), self.ports[n])
+        match self.sink {
+            Sink::RabbitmqStream => Ok(()),
+            _ => wait_port(&self.client_host(), self.ports[n]),
+        }
+    }
+
+    /// Every node answers (RabbitMQ: a node restarted by the plan finished
+    /// booting, or failed: an error).
+    pub fn wait_all_up(&mut self) -> Result<(), String> {
+        let (sink, host) = (self.sink, self.client_host());
+        for (node, &port) in self.nodes.iter_mut().zip(&self.ports) {
+            match sink {
+                Sink::RabbitmqStream => {
+                    crate::rabbitmq::wait_up(node, port, crate::rabbitmq::START_WITHIN)?
+                }
+                _ => wait_port(&host, port)?,
+            }
+        }
+        Ok(())
     }
 
     /// What the fault is called in the output.
     pub fn down_word(&self) -> &'static str {
         match self.sink {
-            Sink::Nats => "SIGKILL",
+            Sink::Nats | Sink::RabbitmqStream => "SIGKILL",
             Sink::Mqtt => "SIGTERM",
         }
     }

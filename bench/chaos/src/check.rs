@@ -133,6 +133,42 @@ fn count(world: &mut World, cfg: &Config) -> Result<Value, String> {
             }
             last_json(&out).map_err(|e| format!("{e}; {}", tail(&reader.log_path())))
         }
+        Sink::RabbitmqStream => {
+            let out = world.work.join("rmq-read.json");
+            let read_s = (n / 2_000).max(120);
+            let port = world.brokers.ports[0].to_string();
+            let mut reader = Proc::start(
+                Spec {
+                    name: "rmq-read".into(),
+                    program: cfg.bin.join("loadgen"),
+                    args: [
+                        "rmq-read",
+                        "--port",
+                        &port,
+                        "--stream",
+                        world::RABBIT_STREAM,
+                    ]
+                    .into_iter()
+                    .chain(["--expect", &n.to_string(), "--timeout", &read_s.to_string()])
+                    .map(String::from)
+                    .collect(),
+                    env: Vec::new(),
+                    stdout: Some(out.clone()),
+                },
+                &logs,
+            )?;
+            let deadline = Instant::now() + Duration::from_secs(read_s + 30);
+            while reader.exited().is_none() {
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "the stream could not be read within {} s",
+                        read_s + 30
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            last_json(&out).map_err(|e| format!("{e}; {}", tail(&reader.log_path())))
+        }
     }
 }
 
@@ -221,8 +257,10 @@ fn identities(world: &World, failures: &mut Vec<String>) {
 /// (`--inflight`, at most `--buffer`); per broker restart or pause, the
 /// broker's window to the checker. NATS: 0, the stream drops every resend
 /// within its 2-minute duplicate window, and no fault here lasts that long.
+/// RabbitMQ: 0, the stream drops every publishing id not above the highest
+/// it stored for the producer name, for as long as it keeps them.
 fn bound(cfg: &Config, rec: &Record) -> u64 {
-    if cfg.sink == Sink::Nats {
+    if matches!(cfg.sink, Sink::Nats | Sink::RabbitmqStream) {
         return 0;
     }
     let per_kill = cfg.buffer + (rec.peak_ack_rate * 0.1).ceil() as u64;
@@ -234,6 +272,11 @@ fn bound(cfg: &Config, rec: &Record) -> u64 {
 
 pub fn run(world: &mut World, cfg: &Config, rec: &Record) -> Outcome {
     let mut failures = rec.failures.clone();
+    // A broker node restarted by the plan has finished booting (RabbitMQ's
+    // restarts are not waited for during the faults).
+    if let Err(e) = world.brokers.wait_all_up() {
+        failures.push(format!("a broker node is not up after the faults: {e}"));
+    }
     let settled = settle(world, cfg, &mut failures);
     if settled {
         identities(world, &mut failures);

@@ -17,6 +17,7 @@ mod disk;
 mod nemesis;
 mod net;
 mod proc;
+mod rabbitmq;
 mod record;
 mod routes;
 mod schedule;

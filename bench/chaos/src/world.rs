@@ -18,6 +18,10 @@ use crate::proc::{Proc, Spec};
 /// The topic of the numbered events (loadgen's default).
 pub const SOURCE_TOPIC: &str = "bench/seq";
 
+/// The one stream of a RabbitMQ run: every route's sink topic (see
+/// `routes.rs`), the first one's included.
+pub const RABBIT_STREAM: &str = "chaos/a";
+
 pub struct Repeater {
     pub proc: Proc,
     pub name: String,
@@ -79,7 +83,7 @@ impl World {
         let brokers = Brokers::start(cfg.sink, &host, &work)?;
         let subscriber = match cfg.sink {
             Sink::Mqtt => Some(start_subscriber(cfg, &brokers, &work)?),
-            Sink::Nats => None,
+            Sink::Nats | Sink::RabbitmqStream => None,
         };
         let source = Proc::start(source_spec(cfg, &work), &work.join("logs"))?;
         let mut world = World {
@@ -111,10 +115,7 @@ impl World {
             "--source".into(),
             self.work.join("source.sock").display().to_string(),
             "--sinkprotocol".into(),
-            match cfg.sink {
-                Sink::Mqtt => "mqtt".into(),
-                Sink::Nats => "nats".into(),
-            },
+            cfg.sink.protocol().into(),
             "--qos".into(),
             "1".into(),
             "--buffer".into(),
@@ -129,6 +130,15 @@ impl World {
             // Both repeaters publish every event with the same Msg-Id
             // (SOURCE_ID:SSE_ID): the stream stores it once.
             args.extend(["--nats-replicas", "3", "--source-id", "chaos"].map(String::from));
+        }
+        if cfg.sink == Sink::RabbitmqStream {
+            // Both repeaters publish every event under one producer name
+            // (from --source-id) with its number as the publishing id: the
+            // stream stores it once.
+            let replicas = self.brokers.nodes.len().to_string();
+            args.extend(
+                ["--rabbitmq-replicas", &replicas, "--source-id", "chaos"].map(String::from),
+            );
         }
         let repeater = cfg.bin.join("app-event-repeater").display().to_string();
         let (program, args) = match &self.net {

@@ -1,0 +1,184 @@
+//! The RabbitMQ Streams sink when the broker fails (issue 32, item 5),
+//! against real nodes started here (tests/it/common/rabbitmq.rs): a
+//! 3-node cluster with a stream of 3 replicas loses the node the repeater
+//! is connected to (SIGKILL, mid-stream) and later gets it back, and a
+//! single node frozen (SIGSTOP) for longer than `--ack-timeout` and the
+//! stall check. Each time the stream, read back with `loadgen rmq-read`,
+//! holds every event exactly once.
+
+use std::time::{Duration, Instant};
+
+use crate::common;
+use common::rabbitmq::RabbitNode;
+use common::repeater::Repeater;
+use common::{free_port, wait_for, Sandbox};
+use serde_json::Value;
+
+use crate::nats::start_source;
+use crate::rabbitmq_stream::{args, read_all, wait_metric};
+
+/// The `--sink` node the repeater connected to last (its log says
+/// "connected to RabbitMQ at HOST:PORT"); its stream port.
+fn connected_port(rep: &Repeater) -> Option<u16> {
+    let log = rep.log();
+    let at = log.rfind("connected to RabbitMQ at ")?;
+    let rest = &log[at + "connected to RabbitMQ at ".len()..];
+    let addr = rest.split_whitespace().next()?;
+    addr.rsplit_once(':')?.1.parse().ok()
+}
+
+#[test]
+fn a_cluster_node_killed_under_the_repeater_loses_and_duplicates_nothing() {
+    let t0 = Instant::now();
+    let Some(mut nodes) = RabbitNode::cluster(3) else {
+        return;
+    };
+    eprintln!("3-node RabbitMQ cluster up in {:?}", t0.elapsed());
+    // The helper's positive control: one cluster of three, not three nodes.
+    let status = nodes[0]
+        .ctl(&["cluster_status", "--formatter", "json"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let status: Value = serde_json::from_str(&status).expect("cluster_status JSON");
+    let running = status["running_nodes"].as_array().map_or(0, Vec::len);
+    assert_eq!(running, 3, "{status}");
+
+    let sb = Sandbox::new();
+    let n = 5000;
+    let port = free_port();
+    let ready = sb.path().join("go");
+    let _src = start_source(port, 250, n, Some(&ready));
+    let sinks: Vec<String> = nodes.iter().map(RabbitNode::url).collect();
+    let rep = Repeater::builder(&sb, "event-repeater")
+        .args(args(&format!("http://127.0.0.1:{port}"), &sinks))
+        .args(["--allowall", "--rabbitmq-replicas", "3"])
+        .start();
+    wait_metric(&rep, "source_connected", 1, Duration::from_secs(20));
+    std::fs::write(&ready, "go").expect("ready file");
+    wait_metric(&rep, "events_acked_total", 1000, Duration::from_secs(60));
+    let members = nodes[1]
+        .ctl(&[
+            "list_queues",
+            "name",
+            "type",
+            "members",
+            "--formatter",
+            "json",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        members.matches("@localhost").count(),
+        3,
+        "bench/seq is not on 3 nodes: {members}"
+    );
+
+    // The node the repeater writes through (the stream's leader too, as
+    // RabbitMQ places a new stream's leader on the node the client is on).
+    let on = connected_port(&rep).unwrap_or_else(|| panic!("not connected: {}", rep.log()));
+    let victim = nodes
+        .iter()
+        .position(|x| x.stream_port == on)
+        .expect("connected to one of the nodes");
+    let before = rep.metric("events_acked_total") as u64;
+    let killed = Instant::now();
+    nodes[victim].kill();
+    // Failover: events are confirmed through another node while it is down.
+    wait_metric(
+        &rep,
+        "events_acked_total",
+        before + 1,
+        Duration::from_secs(60),
+    );
+    eprintln!("confirmed again {:?} after the kill", killed.elapsed());
+    wait_metric(
+        &rep,
+        "events_acked_total",
+        before + 1000,
+        Duration::from_secs(60),
+    );
+    let now_on = connected_port(&rep).unwrap_or_default();
+    assert_ne!(now_on, on, "still on the killed node: {}", rep.log());
+    nodes[victim].restart();
+    wait_metric(&rep, "events_acked_total", n, Duration::from_secs(120));
+    let survivor = &nodes[(victim + 1) % 3];
+    let v = read_all(survivor, n);
+    assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", rep.log());
+    assert_eq!(v["duplicates"], 0, "{v}\nlog:\n{}", rep.log());
+    assert_eq!(v["out_of_order"], 0, "{v}");
+    assert_eq!(v["distinct"], n, "{v}");
+    // The restarted node caught up: it holds the same, once each.
+    let back = read_all(&nodes[victim], n);
+    assert_eq!(
+        (back["missing"].clone(), back["duplicates"].clone()),
+        (0.into(), 0.into()),
+        "{back}"
+    );
+    assert!(
+        (rep.metric("sink_disconnects_total") as u64) >= 1,
+        "{}",
+        rep.log()
+    );
+    assert_eq!(
+        (rep.metric("events_dropped_total{reason=\"overflow\"}") as u64),
+        0
+    );
+}
+
+/// Waits up to `within` for `/healthz` to say the sink is `stalled` or
+/// not; the answer.
+fn wait_stalled(rep: &Repeater, stalled: bool, within: Duration) -> Value {
+    wait_for(within, || {
+        let h = rep.healthz();
+        (h["sink"]["stalled"] == stalled).then_some(h)
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "sink.stalled not {stalled} within {within:?}: {}\n{}",
+            rep.healthz(),
+            rep.log()
+        )
+    })
+}
+
+#[test]
+fn a_node_frozen_past_the_ack_timeout_is_reported_and_loses_and_duplicates_nothing() {
+    let Some(node) = RabbitNode::start() else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let n = 6000;
+    let port = free_port();
+    let _src = start_source(port, 200, n, None);
+    let rep = Repeater::builder(&sb, "event-repeater")
+        .args(args(&format!("http://127.0.0.1:{port}"), &[node.url()]))
+        .args(["--allowall"])
+        .start();
+    wait_metric(&rep, "events_acked_total", 500, Duration::from_secs(30));
+    // The positive control of "stalled" below.
+    let h = wait_stalled(&rep, false, Duration::from_secs(5));
+    assert_eq!(h["status"], "ok", "{h}");
+    node.pause();
+    // 3 s --ack-timeout, 10 s without a confirmation: stalled.
+    let h = wait_stalled(&rep, true, Duration::from_secs(30));
+    assert_eq!(h["status"], "degraded", "{h}");
+    let problem = h["sink"]["problem"].as_str().unwrap_or_default();
+    assert!(problem.contains("acknowledged none"), "{h}");
+    let frozen_at = rep.metric("events_acked_total") as u64;
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(rep.metric("events_acked_total") as u64, frozen_at);
+    node.resume();
+    let h = wait_stalled(&rep, false, Duration::from_secs(60));
+    assert_eq!(h["status"], "ok", "{h}");
+    wait_metric(&rep, "events_acked_total", n, Duration::from_secs(120));
+    let v = read_all(&node, n);
+    assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", rep.log());
+    assert_eq!(v["duplicates"], 0, "{v}\nlog:\n{}", rep.log());
+    assert_eq!(v["out_of_order"], 0, "{v}");
+    assert_eq!(v["distinct"], n, "{v}");
+    let log = rep.log();
+    assert!(log.contains("--ack-timeout"), "{log}");
+    assert!(
+        (rep.metric("events_republished_total") as u64) > 0,
+        "nothing was sent again after the pause: {log}"
+    );
+    assert_eq!((rep.metric("sink_stalls_total") as u64), 1);
+}
