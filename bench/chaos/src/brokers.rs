@@ -5,8 +5,9 @@
 //! `host`, the host end of their veth pair (127.0.0.1 without namespaces).
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::port::{free_port, wait_port};
 use crate::proc::{Proc, Spec};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,27 +36,6 @@ pub struct Brokers {
     pub host: String,
     /// RabbitMQ's `epmd`, dropped after the nodes.
     epmd: Option<Proc>,
-}
-
-/// A free TCP port on 127.0.0.1 (free now; the server binds it next).
-pub fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port: {e}"))
-}
-
-/// Waits (15 s at most) until `host:port` accepts a connection.
-pub fn wait_port(host: &str, port: u16) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let addr = format!("{host}:{port}");
-    while Instant::now() < deadline {
-        if std::net::TcpStream::connect(&addr).is_ok() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Err(format!("nothing listens on {addr} after 15 s"))
 }
 
 fn program(name: &str) -> Result<PathBuf, String> {

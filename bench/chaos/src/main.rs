@@ -16,6 +16,7 @@ mod config;
 mod disk;
 mod nemesis;
 mod net;
+mod port;
 mod proc;
 mod rabbitmq;
 mod record;

@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::brokers::{free_port, wait_port};
-use crate::proc::{Proc, Spec};
+use crate::port::{free_port, wait_port};
+use crate::proc::{tail, Proc, Spec};
 
 /// Nodes in the cluster: the stream keeps a majority (2) when one is down.
 pub const NODES: usize = 3;
@@ -86,7 +86,7 @@ pub fn wait_up(node: &mut Proc, port: u16, within: Duration) -> Result<(), Strin
             return Err(format!(
                 "{} exited with {status}: {}",
                 node.spec.name,
-                crate::world::tail(&node.log_path())
+                tail(&node.log_path())
             ));
         }
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
