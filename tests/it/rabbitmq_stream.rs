@@ -73,6 +73,21 @@ pub(crate) fn args(source: &str, sinks: &[String]) -> Vec<String> {
     a
 }
 
+/// A repeater named `event-repeater` from the source on 127.0.0.1:`port`
+/// into `sinks`, every topic relayed, with `extra` flags.
+pub(crate) fn relay<'a>(
+    sb: &'a Sandbox,
+    port: u16,
+    sinks: &[String],
+    extra: &[&str],
+) -> Repeater<'a> {
+    Repeater::builder(sb, "event-repeater")
+        .args(args(&format!("http://127.0.0.1:{port}"), sinks))
+        .args(["--allowall"])
+        .args(extra)
+        .start()
+}
+
 pub(crate) fn wait_metric(rep: &Repeater, name: &str, n: u64, within: Duration) {
     let done = wait_for(within, || (rep.metric(name) as u64 >= n).then_some(()));
     assert!(
@@ -151,10 +166,7 @@ fn a_repeater_sigkilled_while_events_flow_loses_and_duplicates_nothing() {
     let n = 6000;
     let port = free_port();
     let _src = start_source(port, 500, n, None);
-    let mut rep = Repeater::builder(&sb, "event-repeater")
-        .args(args(&format!("http://127.0.0.1:{port}"), &[node.url()]))
-        .args(["--allowall"])
-        .start();
+    let mut rep = relay(&sb, port, &[node.url()], &[]);
     let mut duplicates = 0;
     for _ in 0..5 {
         wait_metric(&rep, "events_acked_total", 300, Duration::from_secs(30));
@@ -182,10 +194,7 @@ fn a_node_killed_and_restarted_loses_and_duplicates_nothing() {
     let n = 4000;
     let port = free_port();
     let _src = start_source(port, 400, n, None);
-    let rep = Repeater::builder(&sb, "event-repeater")
-        .args(args(&format!("http://127.0.0.1:{port}"), &[node.url()]))
-        .args(["--allowall"])
-        .start();
+    let rep = relay(&sb, port, &[node.url()], &[]);
     wait_metric(&rep, "events_acked_total", 500, Duration::from_secs(30));
     node.kill();
     let down = wait_for(Duration::from_secs(15), || {

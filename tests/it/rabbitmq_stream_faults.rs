@@ -11,11 +11,12 @@ use std::time::{Duration, Instant};
 use crate::common;
 use common::rabbitmq::RabbitNode;
 use common::repeater::Repeater;
-use common::{free_port, wait_for, Sandbox};
+use common::{free_port, Sandbox};
 use serde_json::Value;
 
 use crate::nats::start_source;
-use crate::rabbitmq_stream::{args, read_all, wait_metric};
+use crate::rabbitmq_stream::{read_all, relay, wait_metric};
+use crate::sink_stall::wait_health;
 
 /// The `--sink` node the repeater connected to last (its log says
 /// "connected to RabbitMQ at HOST:PORT"); its stream port.
@@ -48,10 +49,7 @@ fn a_cluster_node_killed_under_the_repeater_loses_and_duplicates_nothing() {
     let ready = sb.path().join("go");
     let _src = start_source(port, 250, n, Some(&ready));
     let sinks: Vec<String> = nodes.iter().map(RabbitNode::url).collect();
-    let rep = Repeater::builder(&sb, "event-repeater")
-        .args(args(&format!("http://127.0.0.1:{port}"), &sinks))
-        .args(["--allowall", "--rabbitmq-replicas", "3"])
-        .start();
+    let rep = relay(&sb, port, &sinks, &["--rabbitmq-replicas", "3"]);
     wait_metric(&rep, "source_connected", 1, Duration::from_secs(20));
     std::fs::write(&ready, "go").expect("ready file");
     wait_metric(&rep, "events_acked_total", 1000, Duration::from_secs(60));
@@ -132,22 +130,6 @@ fn a_cluster_node_killed_under_the_repeater_loses_and_duplicates_nothing() {
     );
 }
 
-/// Waits up to `within` for `/healthz` to say the sink is `stalled` or
-/// not; the answer.
-fn wait_stalled(rep: &Repeater, stalled: bool, within: Duration) -> Value {
-    wait_for(within, || {
-        let h = rep.healthz();
-        (h["sink"]["stalled"] == stalled).then_some(h)
-    })
-    .unwrap_or_else(|| {
-        panic!(
-            "sink.stalled not {stalled} within {within:?}: {}\n{}",
-            rep.healthz(),
-            rep.log()
-        )
-    })
-}
-
 #[test]
 fn a_node_frozen_past_the_ack_timeout_is_reported_and_loses_and_duplicates_nothing() {
     let Some(node) = RabbitNode::start() else {
@@ -157,26 +139,20 @@ fn a_node_frozen_past_the_ack_timeout_is_reported_and_loses_and_duplicates_nothi
     let n = 6000;
     let port = free_port();
     let _src = start_source(port, 200, n, None);
-    let rep = Repeater::builder(&sb, "event-repeater")
-        .args(args(&format!("http://127.0.0.1:{port}"), &[node.url()]))
-        .args(["--allowall"])
-        .start();
+    let rep = relay(&sb, port, &[node.url()], &[]);
     wait_metric(&rep, "events_acked_total", 500, Duration::from_secs(30));
     // The positive control of "stalled" below.
-    let h = wait_stalled(&rep, false, Duration::from_secs(5));
-    assert_eq!(h["status"], "ok", "{h}");
+    wait_health(&rep, Duration::from_secs(5), "ok", false);
     node.pause();
     // 3 s --ack-timeout, 10 s without a confirmation: stalled.
-    let h = wait_stalled(&rep, true, Duration::from_secs(30));
-    assert_eq!(h["status"], "degraded", "{h}");
+    let h = wait_health(&rep, Duration::from_secs(30), "degraded", true);
     let problem = h["sink"]["problem"].as_str().unwrap_or_default();
     assert!(problem.contains("acknowledged none"), "{h}");
     let frozen_at = rep.metric("events_acked_total") as u64;
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(rep.metric("events_acked_total") as u64, frozen_at);
     node.resume();
-    let h = wait_stalled(&rep, false, Duration::from_secs(60));
-    assert_eq!(h["status"], "ok", "{h}");
+    wait_health(&rep, Duration::from_secs(60), "ok", false);
     wait_metric(&rep, "events_acked_total", n, Duration::from_secs(120));
     let v = read_all(&node, n);
     assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", rep.log());
