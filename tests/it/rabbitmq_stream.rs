@@ -73,6 +73,15 @@ pub(crate) fn args(source: &str, sinks: &[String]) -> Vec<String> {
     a
 }
 
+/// The stream's read-back `v` holds each of 1..=`n` once, in order; `log`
+/// (the repeater's) shown when not.
+pub(crate) fn assert_each_once(v: &Value, n: u64, log: &str) {
+    assert_eq!(v["missing"], 0, "{v}\nlog:\n{log}");
+    assert_eq!(v["duplicates"], 0, "{v}\nlog:\n{log}");
+    assert_eq!(v["out_of_order"], 0, "{v}");
+    assert_eq!(v["distinct"], n, "{v}");
+}
+
 /// A repeater named `event-repeater` from the source on 127.0.0.1:`port`
 /// into `sinks`, every topic relayed, with `extra` flags.
 pub(crate) fn relay<'a>(
@@ -128,10 +137,7 @@ fn events_reach_their_stream_in_order_and_a_reserved_name_is_refused_and_counted
     std::fs::write(&ready, "go").unwrap();
     wait_metric(&good, "events_acked_total", n, Duration::from_secs(60));
     let v = read_all(&node, n);
-    assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", good.log());
-    assert_eq!(v["duplicates"], 0, "{v}");
-    assert_eq!(v["out_of_order"], 0, "{v}");
-    assert_eq!(v["distinct"], n, "{v}");
+    assert_each_once(&v, n, &good.log());
     assert!(
         good.log().contains("created the stream bench/seq"),
         "{}",
@@ -176,10 +182,7 @@ fn a_repeater_sigkilled_while_events_flow_loses_and_duplicates_nothing() {
     }
     let v = read_all(&node, n);
     duplicates += rep.metric("events_duplicate_total") as u64;
-    assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", rep.log());
-    assert_eq!(v["duplicates"], 0, "{v}\nlog:\n{}", rep.log());
-    assert_eq!(v["out_of_order"], 0, "{v}");
-    assert_eq!(v["distinct"], n, "{v}");
+    assert_each_once(&v, n, &rep.log());
     // The restarts did send again events the stream held (from before the
     // checkpoint caught up), and the stream kept one copy of each.
     assert!(duplicates > 0, "no event was sent twice: {}", rep.log());

@@ -15,7 +15,7 @@ use common::{free_port, Sandbox};
 use serde_json::Value;
 
 use crate::nats::start_source;
-use crate::rabbitmq_stream::{read_all, relay, wait_metric};
+use crate::rabbitmq_stream::{assert_each_once, read_all, relay, wait_metric};
 use crate::sink_stall::wait_health;
 
 /// The `--sink` node the repeater connected to last (its log says
@@ -108,17 +108,9 @@ fn a_cluster_node_killed_under_the_repeater_loses_and_duplicates_nothing() {
     wait_metric(&rep, "events_acked_total", n, Duration::from_secs(120));
     let survivor = &nodes[(victim + 1) % 3];
     let v = read_all(survivor, n);
-    assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", rep.log());
-    assert_eq!(v["duplicates"], 0, "{v}\nlog:\n{}", rep.log());
-    assert_eq!(v["out_of_order"], 0, "{v}");
-    assert_eq!(v["distinct"], n, "{v}");
+    assert_each_once(&v, n, &rep.log());
     // The restarted node caught up: it holds the same, once each.
-    let back = read_all(&nodes[victim], n);
-    assert_eq!(
-        (back["missing"].clone(), back["duplicates"].clone()),
-        (0.into(), 0.into()),
-        "{back}"
-    );
+    assert_each_once(&read_all(&nodes[victim], n), n, &rep.log());
     assert!(
         (rep.metric("sink_disconnects_total") as u64) >= 1,
         "{}",
@@ -155,10 +147,7 @@ fn a_node_frozen_past_the_ack_timeout_is_reported_and_loses_and_duplicates_nothi
     wait_health(&rep, Duration::from_secs(60), "ok", false);
     wait_metric(&rep, "events_acked_total", n, Duration::from_secs(120));
     let v = read_all(&node, n);
-    assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", rep.log());
-    assert_eq!(v["duplicates"], 0, "{v}\nlog:\n{}", rep.log());
-    assert_eq!(v["out_of_order"], 0, "{v}");
-    assert_eq!(v["distinct"], n, "{v}");
+    assert_each_once(&v, n, &rep.log());
     let log = rep.log();
     assert!(log.contains("--ack-timeout"), "{log}");
     assert!(
