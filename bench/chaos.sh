@@ -4,7 +4,8 @@
 #
 # The driver (bench/chaos, binary `chaos`) starts a numbered source
 # (loadgen sse), one repeater into mosquitto or two into a 3-node NATS
-# JetStream cluster, each repeater in a network namespace of its own; then,
+# JetStream cluster or a 3-node RabbitMQ cluster (streams of 3 replicas),
+# each repeater in a network namespace of its own; then,
 # for CHAOS_SECONDS, applies faults drawn from a seeded random plan (SIGKILL
 # and SIGSTOP of the repeaters, the source and a broker node; a partition
 # or 30% packet loss between a repeater and the brokers; a full disk under
@@ -22,8 +23,11 @@
 # Environment (all optional):
 #   CHAOS_SECONDS   how long faults are applied (60)
 #   CHAOS_SEED      the plan's seed (default: fresh from the clock)
-#   CHAOS_SINK      mqtt or nats (mqtt)
-#   CHAOS_REPEATERS 1, or 2 with nats (nats: 2, active-active)
+#   CHAOS_SINK      mqtt, nats or rabbitmq-stream (mqtt); rabbitmq-stream
+#                   needs Debian's rabbitmq-server (its nodes are the run's
+#                   own, never the machine's)
+#   CHAOS_REPEATERS 1, or 2 with nats or rabbitmq-stream (there: 2,
+#                   active-active)
 #   CHAOS_RATE      events per second from the source (500)
 #   CHAOS_BUFFER    the repeaters' --buffer (1000)
 #   CHAOS_SETTLE    the end fails when the checkpoints stand still this long (120)

@@ -45,6 +45,7 @@ mod plugin_index_install;
 mod plugin_install;
 mod plugin_logs;
 mod rabbitmq_stream;
+mod rabbitmq_stream_faults;
 mod reliability;
 mod repeater;
 mod secrets;

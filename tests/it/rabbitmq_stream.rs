@@ -41,7 +41,7 @@ pub(crate) fn try_read(node: &RabbitNode, stream: &str, expect: u64) -> Result<V
 
 /// Reads until the `n` events are all there (or 90 s passed): the last
 /// summary.
-fn read_all(node: &RabbitNode, n: u64) -> Value {
+pub(crate) fn read_all(node: &RabbitNode, n: u64) -> Value {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         match try_read(node, STREAM, n) {
@@ -52,7 +52,7 @@ fn read_all(node: &RabbitNode, n: u64) -> Value {
     }
 }
 
-fn args(source: &str, sinks: &[String]) -> Vec<String> {
+pub(crate) fn args(source: &str, sinks: &[String]) -> Vec<String> {
     let mut a: Vec<String> = [
         "--source",
         source,
@@ -73,7 +73,31 @@ fn args(source: &str, sinks: &[String]) -> Vec<String> {
     a
 }
 
-fn wait_metric(rep: &Repeater, name: &str, n: u64, within: Duration) {
+/// The stream's read-back `v` holds each of 1..=`n` once, in order; `log`
+/// (the repeater's) shown when not.
+pub(crate) fn assert_each_once(v: &Value, n: u64, log: &str) {
+    assert_eq!(v["missing"], 0, "{v}\nlog:\n{log}");
+    assert_eq!(v["duplicates"], 0, "{v}\nlog:\n{log}");
+    assert_eq!(v["out_of_order"], 0, "{v}");
+    assert_eq!(v["distinct"], n, "{v}");
+}
+
+/// A repeater named `event-repeater` from the source on 127.0.0.1:`port`
+/// into `sinks`, every topic relayed, with `extra` flags.
+pub(crate) fn relay<'a>(
+    sb: &'a Sandbox,
+    port: u16,
+    sinks: &[String],
+    extra: &[&str],
+) -> Repeater<'a> {
+    Repeater::builder(sb, "event-repeater")
+        .args(args(&format!("http://127.0.0.1:{port}"), sinks))
+        .args(["--allowall"])
+        .args(extra)
+        .start()
+}
+
+pub(crate) fn wait_metric(rep: &Repeater, name: &str, n: u64, within: Duration) {
     let done = wait_for(within, || (rep.metric(name) as u64 >= n).then_some(()));
     assert!(
         done.is_some(),
@@ -113,10 +137,7 @@ fn events_reach_their_stream_in_order_and_a_reserved_name_is_refused_and_counted
     std::fs::write(&ready, "go").unwrap();
     wait_metric(&good, "events_acked_total", n, Duration::from_secs(60));
     let v = read_all(&node, n);
-    assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", good.log());
-    assert_eq!(v["duplicates"], 0, "{v}");
-    assert_eq!(v["out_of_order"], 0, "{v}");
-    assert_eq!(v["distinct"], n, "{v}");
+    assert_each_once(&v, n, &good.log());
     assert!(
         good.log().contains("created the stream bench/seq"),
         "{}",
@@ -151,10 +172,7 @@ fn a_repeater_sigkilled_while_events_flow_loses_and_duplicates_nothing() {
     let n = 6000;
     let port = free_port();
     let _src = start_source(port, 500, n, None);
-    let mut rep = Repeater::builder(&sb, "event-repeater")
-        .args(args(&format!("http://127.0.0.1:{port}"), &[node.url()]))
-        .args(["--allowall"])
-        .start();
+    let mut rep = relay(&sb, port, &[node.url()], &[]);
     let mut duplicates = 0;
     for _ in 0..5 {
         wait_metric(&rep, "events_acked_total", 300, Duration::from_secs(30));
@@ -164,10 +182,7 @@ fn a_repeater_sigkilled_while_events_flow_loses_and_duplicates_nothing() {
     }
     let v = read_all(&node, n);
     duplicates += rep.metric("events_duplicate_total") as u64;
-    assert_eq!(v["missing"], 0, "{v}\nlog:\n{}", rep.log());
-    assert_eq!(v["duplicates"], 0, "{v}\nlog:\n{}", rep.log());
-    assert_eq!(v["out_of_order"], 0, "{v}");
-    assert_eq!(v["distinct"], n, "{v}");
+    assert_each_once(&v, n, &rep.log());
     // The restarts did send again events the stream held (from before the
     // checkpoint caught up), and the stream kept one copy of each.
     assert!(duplicates > 0, "no event was sent twice: {}", rep.log());
@@ -182,10 +197,7 @@ fn a_node_killed_and_restarted_loses_and_duplicates_nothing() {
     let n = 4000;
     let port = free_port();
     let _src = start_source(port, 400, n, None);
-    let rep = Repeater::builder(&sb, "event-repeater")
-        .args(args(&format!("http://127.0.0.1:{port}"), &[node.url()]))
-        .args(["--allowall"])
-        .start();
+    let rep = relay(&sb, port, &[node.url()], &[]);
     wait_metric(&rep, "events_acked_total", 500, Duration::from_secs(30));
     node.kill();
     let down = wait_for(Duration::from_secs(15), || {

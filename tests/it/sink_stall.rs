@@ -20,7 +20,7 @@ use crate::nats_trouble::js_api;
 
 /// Waits up to `within` for `/healthz` to say `status` with the sink
 /// `stalled` or not; the answer.
-fn wait_health(r: &Repeater, within: Duration, status: &str, stalled: bool) -> Value {
+pub(crate) fn wait_health(r: &Repeater, within: Duration, status: &str, stalled: bool) -> Value {
     wait_for(within, || {
         let h = r.healthz();
         (h["status"] == status && h["sink"]["stalled"] == stalled).then_some(h)

@@ -1,17 +1,31 @@
-//! The brokers: one mosquitto with persistence, or a 3-node NATS JetStream
-//! cluster (routes on 127.0.0.1). Clients on the host use 127.0.0.1 (MQTT)
-//! or the brokers' address; the repeaters reach them on `host`, the host
-//! end of their veth pair (127.0.0.1 without namespaces).
+//! The brokers: one mosquitto with persistence, a 3-node NATS JetStream
+//! cluster (routes on 127.0.0.1), or a 3-node RabbitMQ cluster with the
+//! stream plugin ([`crate::rabbitmq`]). Clients on the host use 127.0.0.1
+//! (MQTT, RabbitMQ) or the brokers' address; the repeaters reach them on
+//! `host`, the host end of their veth pair (127.0.0.1 without namespaces).
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::port::{free_port, wait_port};
 use crate::proc::{Proc, Spec};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sink {
     Mqtt,
     Nats,
+    RabbitmqStream,
+}
+
+impl Sink {
+    /// The repeater's `--sinkprotocol` (and CHAOS_SINK's value).
+    pub fn protocol(self) -> &'static str {
+        match self {
+            Sink::Mqtt => "mqtt",
+            Sink::Nats => "nats",
+            Sink::RabbitmqStream => "rabbitmq-stream",
+        }
+    }
 }
 
 pub struct Brokers {
@@ -20,27 +34,8 @@ pub struct Brokers {
     /// Client ports, one per node.
     pub ports: Vec<u16>,
     pub host: String,
-}
-
-/// A free TCP port on 127.0.0.1 (free now; the server binds it next).
-pub fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("no free port: {e}"))
-}
-
-/// Waits (15 s at most) until `host:port` accepts a connection.
-pub fn wait_port(host: &str, port: u16) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let addr = format!("{host}:{port}");
-    while Instant::now() < deadline {
-        if std::net::TcpStream::connect(&addr).is_ok() {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Err(format!("nothing listens on {addr} after 15 s"))
+    /// RabbitMQ's `epmd`, dropped after the nodes.
+    epmd: Option<Proc>,
 }
 
 fn program(name: &str) -> Result<PathBuf, String> {
@@ -64,10 +59,15 @@ impl Brokers {
             nodes: Vec::new(),
             ports: Vec::new(),
             host: host.to_string(),
+            epmd: None,
         };
         match sink {
             Sink::Mqtt => b.start_mosquitto(work)?,
             Sink::Nats => b.start_nats(work)?,
+            Sink::RabbitmqStream => {
+                let c = crate::rabbitmq::start(host, work)?;
+                (b.nodes, b.ports, b.epmd) = (c.nodes, c.ports, Some(c.epmd));
+            }
         }
         for &port in &b.ports {
             wait_port(&b.client_host(), port)?;
@@ -145,11 +145,11 @@ impl Brokers {
         Ok(())
     }
 
-    /// Where clients on the host connect: 127.0.0.1 for mosquitto (it
-    /// listens there too), the brokers' address for NATS.
+    /// Where clients on the host connect: 127.0.0.1 for mosquitto and
+    /// RabbitMQ (they listen there too), the brokers' address for NATS.
     pub fn client_host(&self) -> String {
         match self.sink {
-            Sink::Mqtt => "127.0.0.1".into(),
+            Sink::Mqtt | Sink::RabbitmqStream => "127.0.0.1".into(),
             Sink::Nats => self.host.clone(),
         }
     }
@@ -159,6 +159,7 @@ impl Brokers {
         let scheme = match self.sink {
             Sink::Mqtt => "tcp",
             Sink::Nats => "nats",
+            Sink::RabbitmqStream => "rabbitmq-stream",
         };
         self.ports
             .iter()
@@ -171,28 +172,49 @@ impl Brokers {
             .collect()
     }
 
-    /// Takes node `n` down. NATS: SIGKILL (an acknowledged message is on a
-    /// majority of the nodes, on disk). mosquitto: SIGTERM, because it
+    /// Takes node `n` down. NATS and RabbitMQ: SIGKILL (an acknowledged
+    /// message is on a majority of the nodes). mosquitto: SIGTERM, because it
     /// acknowledges QoS 1 publishes before it writes them (every
     /// `autosave_interval`), so a SIGKILLed mosquitto loses what it
     /// acknowledged: a loss of the broker's, not the repeater's.
     pub fn take_down(&mut self, n: usize) {
         match self.sink {
-            Sink::Nats => self.nodes[n].kill(),
+            Sink::Nats | Sink::RabbitmqStream => self.nodes[n].kill(),
             Sink::Mqtt => self.nodes[n].stop(Duration::from_secs(10)),
         }
     }
 
-    /// Starts node `n` again on its port with its store.
+    /// Starts node `n` again on its port with its store. A RabbitMQ node
+    /// takes seconds to boot: not waited for here (the plan goes on; the
+    /// other two nodes carry the stream), but before the count
+    /// ([`Brokers::wait_all_up`]).
     pub fn bring_up(&mut self, n: usize) -> Result<(), String> {
         self.nodes[n].spawn()?;
-        wait_port(&self.client_host(), self.ports[n])
+        match self.sink {
+            Sink::RabbitmqStream => Ok(()),
+            _ => wait_port(&self.client_host(), self.ports[n]),
+        }
+    }
+
+    /// Every node answers (RabbitMQ: a node restarted by the plan finished
+    /// booting, or failed: an error).
+    pub fn wait_all_up(&mut self) -> Result<(), String> {
+        let (sink, host) = (self.sink, self.client_host());
+        for (node, &port) in self.nodes.iter_mut().zip(&self.ports) {
+            match sink {
+                Sink::RabbitmqStream => {
+                    crate::rabbitmq::wait_up(node, port, crate::rabbitmq::START_WITHIN)?
+                }
+                _ => wait_port(&host, port)?,
+            }
+        }
+        Ok(())
     }
 
     /// What the fault is called in the output.
     pub fn down_word(&self) -> &'static str {
         match self.sink {
-            Sink::Nats => "SIGKILL",
+            Sink::Nats | Sink::RabbitmqStream => "SIGKILL",
             Sink::Mqtt => "SIGTERM",
         }
     }

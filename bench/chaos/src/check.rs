@@ -12,9 +12,9 @@ use serde_json::Value;
 use crate::api;
 use crate::brokers::{Sink, SUB_WINDOW};
 use crate::config::Config;
-use crate::proc::{Proc, Spec};
+use crate::proc::{tail, Proc, Spec};
 use crate::record::Record;
-use crate::world::{self, tail, World};
+use crate::world::{self, World};
 
 pub struct Outcome {
     /// Distinct numbers in 1..=N the source really wrote to a reader.
@@ -79,7 +79,6 @@ fn settle(world: &mut World, cfg: &Config, failures: &mut Vec<String>) -> bool {
 /// The checker's summary (loadgen's JSON line).
 fn count(world: &mut World, cfg: &Config) -> Result<Value, String> {
     let n = cfg.count();
-    let logs = world.work.join("logs");
     match world.brokers.sink {
         Sink::Mqtt => {
             let sub = world.subscriber.as_mut().ok_or("no subscriber")?;
@@ -95,45 +94,60 @@ fn count(world: &mut World, cfg: &Config) -> Result<Value, String> {
             last_json(&world.work.join("checker.json"))
         }
         Sink::Nats => {
-            let out = world.work.join("nats-read.json");
-            // 2 minutes, or more for a long run's stream (read at about
-            // 10,000 messages/s here, slower on a loaded machine).
-            let read_s = (n / 2_000).max(120);
-            let mut reader = Proc::start(
-                Spec {
-                    name: "nats-read".into(),
-                    program: cfg.bin.join("loadgen"),
-                    args: [
-                        "nats-read",
-                        "--server",
-                        &format!("nats://{}:{}", world.brokers.host, world.brokers.ports[0]),
-                        "--stream",
-                        "EVENTS",
-                        "--expect",
-                        &n.to_string(),
-                        "--timeout",
-                        &read_s.to_string(),
-                    ]
-                    .map(String::from)
-                    .to_vec(),
-                    env: Vec::new(),
-                    stdout: Some(out.clone()),
-                },
-                &logs,
-            )?;
-            let deadline = Instant::now() + Duration::from_secs(read_s + 30);
-            while reader.exited().is_none() {
-                if Instant::now() > deadline {
-                    return Err(format!(
-                        "the stream could not be read within {} s",
-                        read_s + 30
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            last_json(&out).map_err(|e| format!("{e}; {}", tail(&reader.log_path())))
+            let server = format!("nats://{}:{}", world.brokers.host, world.brokers.ports[0]);
+            read_stream(
+                world,
+                cfg,
+                "nats-read",
+                &["--server", &server, "--stream", "EVENTS"],
+            )
+        }
+        Sink::RabbitmqStream => {
+            let port = world.brokers.ports[0].to_string();
+            let stream = world::RABBIT_STREAM;
+            read_stream(
+                world,
+                cfg,
+                "rmq-read",
+                &["--port", &port, "--stream", stream],
+            )
         }
     }
+}
+
+/// `loadgen MODE ARGS --expect N`: the whole stream read from its first
+/// message, its summary.
+fn read_stream(world: &World, cfg: &Config, mode: &str, args: &[&str]) -> Result<Value, String> {
+    let n = cfg.count();
+    let out = world.work.join(format!("{mode}.json"));
+    // 2 minutes, or more for a long run's stream (read at about 10,000
+    // messages/s here, slower on a loaded machine).
+    let read_s = (n / 2_000).max(120);
+    let (expect, timeout) = (n.to_string(), read_s.to_string());
+    let mut all = vec![mode];
+    all.extend(args);
+    all.extend(["--expect", &expect, "--timeout", &timeout]);
+    let mut reader = Proc::start(
+        Spec {
+            name: mode.into(),
+            program: cfg.bin.join("loadgen"),
+            args: all.into_iter().map(String::from).collect(),
+            env: Vec::new(),
+            stdout: Some(out.clone()),
+        },
+        &world.work.join("logs"),
+    )?;
+    let deadline = Instant::now() + Duration::from_secs(read_s + 30);
+    while reader.exited().is_none() {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the stream could not be read within {} s",
+                read_s + 30
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    last_json(&out).map_err(|e| format!("{e}; {}", tail(&reader.log_path())))
 }
 
 fn progress_distinct(sub: &Proc) -> u64 {
@@ -221,8 +235,10 @@ fn identities(world: &World, failures: &mut Vec<String>) {
 /// (`--inflight`, at most `--buffer`); per broker restart or pause, the
 /// broker's window to the checker. NATS: 0, the stream drops every resend
 /// within its 2-minute duplicate window, and no fault here lasts that long.
+/// RabbitMQ: 0, the stream drops every publishing id not above the highest
+/// it stored for the producer name, for as long as it keeps them.
 fn bound(cfg: &Config, rec: &Record) -> u64 {
-    if cfg.sink == Sink::Nats {
+    if matches!(cfg.sink, Sink::Nats | Sink::RabbitmqStream) {
         return 0;
     }
     let per_kill = cfg.buffer + (rec.peak_ack_rate * 0.1).ceil() as u64;
@@ -234,6 +250,11 @@ fn bound(cfg: &Config, rec: &Record) -> u64 {
 
 pub fn run(world: &mut World, cfg: &Config, rec: &Record) -> Outcome {
     let mut failures = rec.failures.clone();
+    // A broker node restarted by the plan has finished booting (RabbitMQ's
+    // restarts are not waited for during the faults).
+    if let Err(e) = world.brokers.wait_all_up() {
+        failures.push(format!("a broker node is not up after the faults: {e}"));
+    }
     let settled = settle(world, cfg, &mut failures);
     if settled {
         identities(world, &mut failures);

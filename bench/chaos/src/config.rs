@@ -73,14 +73,20 @@ pub fn from_env() -> Result<Config, String> {
     let sink = match var("CHAOS_SINK").as_deref() {
         None | Some("mqtt") => Sink::Mqtt,
         Some("nats") => Sink::Nats,
-        Some(other) => return Err(format!("CHAOS_SINK={other:?}: give mqtt or nats")),
+        Some("rabbitmq-stream") => Sink::RabbitmqStream,
+        Some(other) => {
+            return Err(format!(
+                "CHAOS_SINK={other:?}: give mqtt, nats or rabbitmq-stream"
+            ))
+        }
     };
     // MQTT: one repeater (two would publish every event twice, by design).
-    // NATS: two, active-active on one source (the stream stores each once).
-    let default_repeaters = if sink == Sink::Nats { 2 } else { 1 };
+    // NATS and RabbitMQ: two, active-active on one source (the stream
+    // stores each once).
+    let default_repeaters = if sink == Sink::Mqtt { 1 } else { 2 };
     let repeaters = number("CHAOS_REPEATERS", default_repeaters, 1..=2)? as usize;
     if sink == Sink::Mqtt && repeaters != 1 {
-        return Err("CHAOS_REPEATERS=2 needs CHAOS_SINK=nats (two repeaters into one MQTT broker deliver every event twice)".into());
+        return Err("CHAOS_REPEATERS=2 needs CHAOS_SINK=nats or rabbitmq-stream (two repeaters into one MQTT broker deliver every event twice)".into());
     }
     let bin = match var("CHAOS_BIN") {
         Some(dir) => PathBuf::from(dir),

@@ -158,3 +158,17 @@ impl Drop for Proc {
         self.kill();
     }
 }
+
+/// The last lines of a log, for an error message.
+pub fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines.len().saturating_sub(8);
+    // Our own children's logs, but they quote what peers sent.
+    let shown: String = lines[from..]
+        .join("\n")
+        .chars()
+        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
+        .collect();
+    format!("last lines of {}:\n{shown}", path.display())
+}

@@ -3,18 +3,25 @@
 //! `chaos/`, so no event may go unrouted. After each change, `GET /events`
 //! must list exactly what the change promised; a change refused because the
 //! disk is full (500) must have changed nothing.
+//!
+//! With RabbitMQ every change keeps the sink topic `chaos/a`: a topic is a
+//! stream there, and a stream deduplicates only what reaches it, so two
+//! repeaters (or one restarted from its checkpoint) routing an event to two
+//! streams would store it twice by design, not by fault.
 
 use app_event_repeater_api::path;
 use serde_json::{json, Value};
 
 use crate::api;
+use crate::brokers::Sink;
 use crate::record::Record;
-use crate::world::{World, SOURCE_TOPIC};
+use crate::world::{World, RABBIT_STREAM, SOURCE_TOPIC};
 
 type Table = Vec<(String, String)>;
 
 /// One change: method, path, body, and the table it should leave.
-fn pick_change(table: &Table, pick: u32) -> (&'static str, String, Value, Table) {
+fn pick_change(table: &Table, pick: u32, one_stream: bool) -> (&'static str, String, Value, Table) {
+    let sink = |t: &'static str| if one_stream { RABBIT_STREAM } else { t };
     let route = |s: &str, t: &str| (s.to_string(), t.to_string());
     let upsert = |mut t: Table, r: (String, String)| {
         t.retain(|(s, _)| *s != r.0);
@@ -33,14 +40,14 @@ fn pick_change(table: &Table, pick: u32) -> (&'static str, String, Value, Table)
         1 => (
             "PUT",
             path::events_replace(),
-            json!([{"sourcetopic": "bench/", "sinktopic": "chaos/b/{suffix}"}]),
-            vec![route("bench/", "chaos/b/{suffix}")],
+            json!([{"sourcetopic": "bench/", "sinktopic": sink("chaos/b/{suffix}")}]),
+            vec![route("bench/", sink("chaos/b/{suffix}"))],
         ),
         3 => (
             "PUT",
             path::EVENTS.into(),
-            json!([{"sourcetopic": ".", "sinktopic": "chaos/dot/{topic}"}]),
-            upsert(table.clone(), route(".", "chaos/dot/{topic}")),
+            json!([{"sourcetopic": ".", "sinktopic": sink("chaos/dot/{topic}")}]),
+            upsert(table.clone(), route(".", sink("chaos/dot/{topic}"))),
         ),
         4 if covered_elsewhere && table.iter().any(|(s, _)| s == SOURCE_TOPIC) => {
             let mut after = table.clone();
@@ -50,8 +57,8 @@ fn pick_change(table: &Table, pick: u32) -> (&'static str, String, Value, Table)
         _ => (
             "PUT",
             path::event(SOURCE_TOPIC),
-            json!({"sinktopic": "chaos/c/{topic}"}),
-            upsert(table.clone(), route(SOURCE_TOPIC, "chaos/c/{topic}")),
+            json!({"sinktopic": sink("chaos/c/{topic}")}),
+            upsert(table.clone(), route(SOURCE_TOPIC, sink("chaos/c/{topic}"))),
         ),
     }
 }
@@ -80,11 +87,12 @@ fn read_table(socket: &std::path::Path) -> Result<Table, String> {
 /// Applies change `pick` to repeater `i`, when its API can answer.
 pub fn change(world: &mut World, i: usize, pick: u32, t: f64, rec: &mut Record) {
     let full = world.disk.is_full();
+    let one_stream = world.brokers.sink == Sink::RabbitmqStream;
     let r = &mut world.repeaters[i];
     if !r.answering() {
         return;
     }
-    let (method, path, body, after) = pick_change(&r.routes, pick);
+    let (method, path, body, after) = pick_change(&r.routes, pick, one_stream);
     let body = (!body.is_null()).then(|| body.to_string());
     let answer = api::request(&r.socket, method, &path, body.as_deref());
     let table = match read_table(&r.socket) {
@@ -128,7 +136,7 @@ mod tests {
     fn every_change_leaves_the_topic_routed() {
         let mut table: Table = vec![(SOURCE_TOPIC.into(), "chaos/a".into())];
         for pick in [3, 4, 4, 1, 2, 4, 0, 4, 3, 2, 4, 1, 4] {
-            let (method, _, _, after) = pick_change(&table, pick);
+            let (method, _, _, after) = pick_change(&table, pick, false);
             assert!(
                 after
                     .iter()
@@ -143,6 +151,9 @@ mod tests {
         }
         // A delete is only chosen when another route covers the topic.
         let only: Table = vec![(SOURCE_TOPIC.into(), "chaos/a".into())];
-        assert_eq!(pick_change(&only, 4).0, "PUT");
+        assert_eq!(pick_change(&only, 4, false).0, "PUT");
+        // RabbitMQ: every change leaves one stream.
+        let (_, _, _, after) = pick_change(&only, 3, true);
+        assert!(after.iter().all(|(_, k)| k == RABBIT_STREAM), "{after:?}");
     }
 }

@@ -6,17 +6,22 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use app_event_repeater_api::path;
+use app_event_repeater_api::{metric, path};
 
 use crate::api;
 use crate::brokers::{Brokers, Sink};
 use crate::config::Config;
 use crate::disk::Disk;
 use crate::net::{LossBy, Net};
+use crate::proc::tail;
 use crate::proc::{Proc, Spec};
 
 /// The topic of the numbered events (loadgen's default).
 pub const SOURCE_TOPIC: &str = "bench/seq";
+
+/// The one stream of a RabbitMQ run: every route's sink topic (see
+/// `routes.rs`), the first one's included.
+pub const RABBIT_STREAM: &str = "chaos/a";
 
 pub struct Repeater {
     pub proc: Proc,
@@ -79,7 +84,7 @@ impl World {
         let brokers = Brokers::start(cfg.sink, &host, &work)?;
         let subscriber = match cfg.sink {
             Sink::Mqtt => Some(start_subscriber(cfg, &brokers, &work)?),
-            Sink::Nats => None,
+            Sink::Nats | Sink::RabbitmqStream => None,
         };
         let source = Proc::start(source_spec(cfg, &work), &work.join("logs"))?;
         let mut world = World {
@@ -96,7 +101,36 @@ impl World {
             let r = world.start_repeater(cfg, i)?;
             world.repeaters.push(r);
         }
+        if cfg.sink == Sink::RabbitmqStream {
+            world.release_source()?;
+        }
         Ok(world)
+    }
+
+    /// RabbitMQ: the numbered events start once every repeater is
+    /// subscribed, so both see event 1 on. A stream drops a publishing id
+    /// not above the highest it stored for the producer name: events only
+    /// the first repeater got (the second starting later, from the live
+    /// events) would be dropped once the second stored a higher one, which
+    /// is a deployment limit (docs/event-repeater.md), not a fault here.
+    fn release_source(&self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for r in &self.repeaters {
+            while !api::metrics(&r.socket)
+                .is_ok_and(|m| api::sum(&m, metric::SOURCE_CONNECTED) == 1.0)
+            {
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "{} did not subscribe to the source within 20 s: {}",
+                        r.name,
+                        tail(&r.proc.log_path())
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        let ready = ready_file(&self.work);
+        std::fs::write(&ready, "go").map_err(|e| format!("{}: {e}", ready.display()))
     }
 
     fn start_repeater(&self, cfg: &Config, i: usize) -> Result<Repeater, String> {
@@ -111,10 +145,7 @@ impl World {
             "--source".into(),
             self.work.join("source.sock").display().to_string(),
             "--sinkprotocol".into(),
-            match cfg.sink {
-                Sink::Mqtt => "mqtt".into(),
-                Sink::Nats => "nats".into(),
-            },
+            cfg.sink.protocol().into(),
             "--qos".into(),
             "1".into(),
             "--buffer".into(),
@@ -129,6 +160,15 @@ impl World {
             // Both repeaters publish every event with the same Msg-Id
             // (SOURCE_ID:SSE_ID): the stream stores it once.
             args.extend(["--nats-replicas", "3", "--source-id", "chaos"].map(String::from));
+        }
+        if cfg.sink == Sink::RabbitmqStream {
+            // Both repeaters publish every event under one producer name
+            // (from --source-id) with its number as the publishing id: the
+            // stream stores it once.
+            let replicas = self.brokers.nodes.len().to_string();
+            args.extend(
+                ["--rabbitmq-replicas", &replicas, "--source-id", "chaos"].map(String::from),
+            );
         }
         let repeater = cfg.bin.join("app-event-repeater").display().to_string();
         let (program, args) = match &self.net {
@@ -233,13 +273,18 @@ fn write_routes(data: &Path, name: &str, routes: &[(String, String)]) -> Result<
     .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// What the source waits for before its numbered events (RabbitMQ runs).
+fn ready_file(work: &Path) -> PathBuf {
+    work.join("source.ready")
+}
+
 /// Where the source records what it sent (`loadgen sse --sent-file`).
 pub fn sent_file(work: &Path) -> PathBuf {
     work.join("source.sent")
 }
 
 fn source_spec(cfg: &Config, work: &Path) -> Spec {
-    Spec {
+    let mut spec = Spec {
         name: "source".into(),
         program: cfg.bin.join("loadgen"),
         args: [
@@ -261,7 +306,13 @@ fn source_spec(cfg: &Config, work: &Path) -> Spec {
         .to_vec(),
         env: Vec::new(),
         stdout: None,
+    };
+    if cfg.sink == Sink::RabbitmqStream {
+        // Event 0 every 10 ms until it exists (a restarted source finds it).
+        let ready = ready_file(work).display().to_string();
+        spec.args.extend(["--ready-file".to_string(), ready]);
     }
+    spec
 }
 
 /// `loadgen subscribe` with a persistent session at QoS 1 on `chaos/#`,
@@ -312,18 +363,4 @@ fn start_subscriber(cfg: &Config, brokers: &Brokers, work: &Path) -> Result<Proc
         std::thread::sleep(Duration::from_millis(50));
     }
     Ok(proc)
-}
-
-/// The last lines of a log, for an error message.
-pub fn tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    let from = lines.len().saturating_sub(8);
-    // Our own children's logs, but they quote what peers sent.
-    let shown: String = lines[from..]
-        .join("\n")
-        .chars()
-        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
-        .collect();
-    format!("last lines of {}:\n{shown}", path.display())
 }

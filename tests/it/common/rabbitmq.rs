@@ -51,8 +51,6 @@ impl RabbitNode {
         Some(node)
     }
 
-    // For the 3-node replicated test, not written yet (issue 32 item 4).
-    #[allow(dead_code)]
     /// `n` nodes clustered (classic config peer discovery), all up when this
     /// returns. They share one `epmd` on a free port.
     pub fn cluster(n: usize) -> Option<Vec<RabbitNode>> {
@@ -199,6 +197,36 @@ impl RabbitNode {
         format!("rabbitmq-stream://127.0.0.1:{}", self.stream_port)
     }
 
+    /// `rabbitmqctl ARGS` against this node (its name, cookie and `epmd`):
+    /// what it printed, or why it failed. Bounded by `--timeout 30`.
+    pub fn ctl(&self, args: &[&str]) -> Result<String, String> {
+        let cookie = format!("app-test-{}", self.epmd_port);
+        let out = Command::new("rabbitmqctl")
+            .args([
+                "-n",
+                &self.node,
+                "--erlang-cookie",
+                &cookie,
+                "--timeout",
+                "30",
+            ])
+            .args(args)
+            .env("ERL_EPMD_PORT", self.epmd_port.to_string())
+            .env("HOME", self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("rabbitmqctl: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        match out.status.success() {
+            true => Ok(text),
+            false => Err(format!(
+                "rabbitmqctl {args:?}: {}\n{text}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )),
+        }
+    }
+
     /// What the node wrote (its log and its stdout), for a failure message.
     pub fn log(&self) -> String {
         let d = self.dir.path();
@@ -237,19 +265,19 @@ impl RabbitNode {
         self.reap(Duration::from_secs(10));
     }
 
-    #[allow(dead_code)] // for a broker-pause/clean-stop test, not written yet
-    /// Clean stop (SIGTERM: RabbitMQ shuts down in order), bounded.
-    pub fn stop(&mut self) {
-        self.signal(libc::SIGTERM);
-        self.reap(Duration::from_secs(30));
+    /// Freezes the node (SIGSTOP): its sockets stay open, it answers nothing.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Lets a frozen node go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
     }
 
     /// Starts again on the same ports with the same data (after kill or stop).
     pub fn restart(&mut self) {
-        assert!(
-            self.child.is_none(),
-            "restart() needs stop() or kill() first"
-        );
+        assert!(self.child.is_none(), "restart() needs kill() first");
         self.spawn();
         self.wait_ready();
     }
