@@ -2,7 +2,8 @@
 //! stream's `max_msg_size`), replayed once the limit is raised: every one
 //! stored, and a replay run again after a crash that left the file as it
 //! was (delivered but not yet removed) stores none twice, by the dedup
-//! key the letters keep.
+//! key the letters keep. And `sink_error`: events a stream the repeater did
+//! not create does not capture, replayed once its owner adds the subject.
 
 use crate::common;
 
@@ -101,4 +102,62 @@ fn letters_the_stream_refused_are_stored_once_each_however_often_they_are_replay
         rep.log()
     );
     stored_once_each(&read_stream(&server.url(), "SMALL", 10), "ids", 10);
+}
+
+#[test]
+fn events_a_foreign_stream_does_not_capture_are_kept_and_replayed_once_it_does() {
+    let Some(server) = NatsServer::start() else {
+        return;
+    };
+    let config = |subjects: &[&str]| json!({"name": "FOREIGN", "subjects": subjects, "storage": "memory", "num_replicas": 1});
+    let created = crate::nats_trouble::js_api(
+        server.port,
+        "$JS.API.STREAM.CREATE.FOREIGN",
+        &config(&["ids.>"]),
+    );
+    assert!(created["error"].is_null(), "{created}");
+    let sb = Sandbox::new();
+    let source = ScriptedSource::start();
+    source.push("1", &json!({"topic": "ids/1", "n": 1}).to_string());
+    source.push("2", &json!({"topic": "other/2", "n": 2}).to_string());
+    source.push("3", &json!({"topic": "ids/3", "n": 3}).to_string());
+    let rep = Repeater::builder(&sb, "foreign")
+        .source(&source.url())
+        .sinkprotocol("nats")
+        .sink(&server.url())
+        .args(["--allowall", "--qos", "1", "--nats-stream", "FOREIGN"])
+        .start();
+    let kept = wait_for(Duration::from_secs(20), || {
+        let l = letters(&file(&sb, &rep));
+        (l.len() == 1 && rep.metric("events_acked_total") == 2.0).then_some(l)
+    })
+    .unwrap_or_else(|| panic!("not 1 letter and 2 stored: {}", rep.log()));
+    assert_eq!(kept[0]["reason"], "sink_error", "{kept:?}");
+    assert_eq!(kept[0]["sink_topic"], "other/2");
+    assert_eq!(rep.metric("dead_letters_total{reason=\"sink_error\"}"), 1.0);
+    // The stream's owner adds the subject; the letter is replayed and stored.
+    let updated = crate::nats_trouble::js_api(
+        server.port,
+        "$JS.API.STREAM.UPDATE.FOREIGN",
+        &config(&["ids.>", "other.>"]),
+    );
+    assert!(updated["error"].is_null(), "{updated}");
+    let replayed = manage(
+        &sb,
+        &[
+            "dead-letters",
+            "replay",
+            "--name",
+            "foreign",
+            "--wait",
+            "10",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(replayed["delivered"], 1, "{replayed}\n{}", rep.log());
+    let stored = read_stream(&server.url(), "FOREIGN", 3);
+    let subjects = stored["subjects"].as_object().expect("subjects");
+    assert_eq!(subjects.get("other.2"), Some(&1.into()), "{stored}");
+    assert_eq!(stored["stream_messages"], 3, "{stored}");
 }
