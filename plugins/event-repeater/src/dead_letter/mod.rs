@@ -4,14 +4,14 @@
 //! the API.
 //!
 //! Keeping one never blocks the relay: the letter goes to the writer
-//! thread ([`writer`]) through a bounded queue, and when the queue is full
+//! thread (`writer`) through a bounded queue, and when the queue is full
 //! or the disk refuses the line, the letter is counted in
 //! `dead_letters_lost_total` and warned about (every 5 s), and delivery
-//! goes on. The files are bounded by `--dead-letter-max` ([`file`]).
+//! goes on. The files are bounded by `--dead-letter-max` (`file`).
 //!
-//! - [`book`]: what became of the letters a replay sent
-//! - [`file`]: the file and its `.1`: append, rotate, read, rewrite
-//! - [`writer`]: the thread that owns them
+//! - `book`: what became of the letters a replay sent
+//! - `file`: the file and its `.1`: append, rotate, read, rewrite
+//! - `writer`: the thread that owns them
 
 mod book;
 mod file;
