@@ -32,7 +32,14 @@ pub struct Link {
     /// A connection was lost on a refused burst; cleared once one
     /// acknowledges a full window.
     pub refused: bool,
+    /// When the last refused burst was: one soon after a window that was
+    /// acknowledged once belongs to the same episode (a broker's quota can
+    /// let one window through and refuse the next), said quietly.
+    pub last_refused: Option<Instant>,
 }
+
+/// How long after a refused burst another is the same episode.
+const REFUSAL_EPISODE: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Link {
     pub fn new() -> Link {
@@ -45,6 +52,7 @@ impl Link {
             acks: 0,
             progressed: false,
             refused: false,
+            last_refused: None,
         }
     }
 
@@ -147,7 +155,16 @@ impl Link {
         let sent = book.on_wire() + self.acks;
         let was = book.limit();
         let now = book.lower(self.acks);
-        if !self.refused {
+        let recent = self
+            .last_refused
+            .replace(Instant::now())
+            .is_some_and(|t| t.elapsed() < REFUSAL_EPISODE);
+        if !self.refused && recent {
+            // Warned already: the window that seemed to work did not.
+            self.refused = true;
+            self.down_since.get_or_insert_with(Instant::now);
+            info!("the broker {url} closed the connection again on a full window after taking one; window {was} -> {now}");
+        } else if !self.refused {
             warn!(
                 "the broker {url} closed the connection ({e}) with {sent} publishes sent and {} acknowledged: it may take fewer unacknowledged publishes than the window of {was} (mosquitto: max_inflight_messages); sending at most {now} at once from now on and backing off",
                 self.acks
