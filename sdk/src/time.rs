@@ -43,6 +43,27 @@ fn date_time(secs: u64) -> String {
     )
 }
 
+/// Days since 1970-01-01 of a (proleptic Gregorian) date, after Howard
+/// Hinnant's `days_from_civil`; `None` before 1970.
+///
+/// ```
+/// assert_eq!(app_plugin::time::days_from_civil(2000, 3, 1), Some(11_017));
+/// assert_eq!(app_plugin::time::days_from_civil(1969, 12, 31), None);
+/// ```
+pub fn days_from_civil(year: u64, month: u64, day: u64) -> Option<u64> {
+    let y = if month <= 2 {
+        year.checked_sub(1)?
+    } else {
+        year
+    };
+    let era = y / 400;
+    let yoe = y % 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    (era * 146_097 + doe).checked_sub(719_468)
+}
+
 /// Days since 1970-01-01 to (year, month, day), after Howard Hinnant's
 /// `civil_from_days` (proleptic Gregorian calendar).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {

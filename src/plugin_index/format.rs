@@ -291,24 +291,8 @@ pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
     if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || min > 59 || sec > 60 {
         return None;
     }
-    let days = days_from_civil(year, month, day)?;
+    let days = app_plugin::time::days_from_civil(year, month, day)?;
     Some(UNIX_EPOCH + Duration::from_secs(days * 86_400 + hour * 3600 + min * 60 + sec))
-}
-
-/// Days since 1970-01-01 of a (proleptic Gregorian) date, after Howard
-/// Hinnant's `days_from_civil`; `None` before 1970.
-fn days_from_civil(year: u64, month: u64, day: u64) -> Option<u64> {
-    let y = if month <= 2 {
-        year.checked_sub(1)?
-    } else {
-        year
-    };
-    let era = y / 400;
-    let yoe = y % 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    (era * 146_097 + doe).checked_sub(719_468)
 }
 
 #[cfg(test)]

@@ -102,6 +102,15 @@ pub mod query {
     pub const TIMEOUT: &str = "timeout";
 }
 
+/// Every dead letter's `reason` (the `reason` filter takes one of them).
+pub const REASONS: [&str; 5] = [
+    crate::metric::label::INVALID,
+    crate::metric::label::INVALID_TOPIC,
+    crate::metric::label::TOO_LARGE,
+    crate::metric::label::SINK_ERROR,
+    crate::metric::label::OVERFLOW,
+];
+
 /// The default and largest `limit` of `GET /dead-letters`.
 pub const DEFAULT_LIMIT: usize = 100;
 /// See [`DEFAULT_LIMIT`].

@@ -60,15 +60,9 @@ impl Values for Own<'_> {
             "name" => Some(plain(self.0.names())),
             "host" => Some(plain(self.0.host_names())),
             "reason" => Some(plain(
-                [
-                    "invalid",
-                    "invalid_topic",
-                    "too_large",
-                    "sink_error",
-                    "overflow",
-                ]
-                .map(String::from)
-                .to_vec(),
+                app_event_repeater_api::dead_letter::REASONS
+                    .map(String::from)
+                    .to_vec(),
             )),
             "path" | "sourcetopic" | "route" => {
                 let name = q.given("name").unwrap_or(crate::DEFAULT_NAME);

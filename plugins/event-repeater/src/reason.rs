@@ -58,6 +58,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_reasons_are_the_apis() {
+        let labels = Reason::ALL.map(Reason::label);
+        assert_eq!(labels, app_event_repeater_api::dead_letter::REASONS);
+    }
+
+    #[test]
     fn every_reason_has_its_own_label_and_index() {
         for (i, r) in Reason::ALL.into_iter().enumerate() {
             assert_eq!(r.index(), i);

@@ -36,16 +36,16 @@ impl ParseOutcome {
 /// The subcommand a mistyped one most likely meant: one slip (a letter
 /// wrong, missing, extra, or two swapped: `gte`), or 70% alike. clap's own
 /// measure (Jaro) misses a swap in a word of three letters.
-fn similar_command(e: &clap::Error) -> Option<&'static str> {
+fn similar_command(e: &clap::Error) -> Option<String> {
     use clap::error::{ContextKind, ContextValue};
     let Some(ContextValue::String(typed)) = e.get(ContextKind::InvalidSubcommand) else {
         return None;
     };
-    COMMANDS
-        .iter()
+    commands()
+        .into_iter()
         .map(|c| {
-            let slips = strsim::damerau_levenshtein(typed, c);
-            (strsim::normalized_damerau_levenshtein(typed, c), slips, *c)
+            let slips = strsim::damerau_levenshtein(typed, &c);
+            (strsim::normalized_damerau_levenshtein(typed, &c), slips, c)
         })
         .filter(|(score, slips, _)| *score >= 0.7 || *slips <= 1)
         .map(|(score, _, c)| (score, c))
@@ -53,18 +53,14 @@ fn similar_command(e: &clap::Error) -> Option<&'static str> {
         .map(|(_, c)| c)
 }
 
-/// The subcommands of `manage`.
-const COMMANDS: &[&str] = &[
-    "get",
-    "post",
-    "put",
-    "delete",
-    "apply",
-    "status",
-    "top",
-    "tap",
-    "dead-letters",
-];
+/// The subcommands of `manage`, from its clap definition (one list, so a
+/// new command cannot be left out of the suggestions and help pointers).
+fn commands() -> Vec<String> {
+    super::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect()
+}
 
 /// A usage error found after clap, pointing at `help` unless it already
 /// names a help to read; other errors as they are.
@@ -77,11 +73,12 @@ pub(super) fn with_help(e: Error, help: &str) -> ParseOutcome {
 
 /// `app event-repeater manage [COMMAND] --help` for the command in `argv`.
 pub(super) fn help_command(argv: &[OsString]) -> String {
+    let commands = commands();
     let command = argv
         .iter()
         .skip(1)
         .filter_map(|a| a.to_str())
-        .find(|a| COMMANDS.contains(a));
+        .find(|a| commands.iter().any(|c| c == a));
     match command {
         Some(c) => format!("app event-repeater manage {c} --help"),
         None => "app event-repeater manage --help".to_string(),

@@ -69,7 +69,9 @@ impl Refused<'_> {
             seq: 0,
             time: String::new(),
             reason: self.reason.label().to_string(),
-            why: app_plugin::text::shorten(self.why, 1024).into_owned(),
+            // A broker's error can quote a URL: stored through the one
+            // redaction, like every other line the repeater writes.
+            why: app_plugin::text::shorten(&app_plugin::redact::words(self.why), 1024).into_owned(),
             route: self.route.map(str::to_string),
             source_topic: self.source_topic.map(str::to_string),
             id,
@@ -219,5 +221,39 @@ impl DeadLetters {
     /// Removes the letters `filter` matches: (removed, left).
     pub async fn purge(&self, filter: Filter) -> Result<(u64, u64), Error> {
         Ok(self.ask(|r| Command::Purge(filter, r)).await??)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_letter_keeps_the_data_exactly_and_no_secret_of_the_why() {
+        let data = "{\"a\":\"x\\u001b\"}\nline two";
+        let r = Refused {
+            reason: Reason::SinkError,
+            why: "publish to mqtt://user:hunter2@h:1883/?token=t0k failed",
+            route: Some("a/"),
+            source_topic: Some("a/b"),
+            key: None,
+            event: None,
+            sink_topic: Some("x/b"),
+            data: data.as_bytes(),
+        };
+        let l = r.letter();
+        assert_eq!(l.data, data);
+        assert_eq!(l.reason, "sink_error");
+        assert!(
+            !l.why.contains("hunter2") && !l.why.contains("t0k"),
+            "{}",
+            l.why
+        );
+        // The positive control: the rest of the words stay.
+        assert!(
+            l.why.contains("publish to") && l.why.contains("failed"),
+            "{}",
+            l.why
+        );
     }
 }

@@ -80,7 +80,7 @@ impl Writer {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
         letter.seq = micros.max(self.files.last_seq + 1);
-        letter.time = humantime::format_rfc3339_millis(now).to_string();
+        letter.time = app_plugin::time::rfc3339_millis(now);
         let mut line = serde_json::to_vec(&letter).map_err(std::io::Error::other)?;
         line.push(b'\n');
         let cut = self.files.append(&line)?;

@@ -82,25 +82,9 @@ fn time(tag: u8, text: &[u8]) -> Option<SystemTime> {
         return None;
     }
     // Dates before 1970 are as good as any past date: the epoch.
-    let days = days_from_civil(year, month, day)?;
+    let days = crate::time::days_from_civil(year, month, day).unwrap_or(0);
     let secs = days * 86_400 + hour * 3600 + minute * 60 + second;
     Some(UNIX_EPOCH + Duration::from_secs(secs))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// `days_from_civil`); 0 for a date before 1970.
-fn days_from_civil(year: u64, month: u64, day: u64) -> Option<u64> {
-    let y = if month <= 2 {
-        year.checked_sub(1)?
-    } else {
-        year
-    };
-    let era = y / 400;
-    let yoe = y % 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Some((era * 146_097 + doe).saturating_sub(719_468))
 }
 
 #[cfg(test)]
