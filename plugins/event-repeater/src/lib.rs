@@ -40,6 +40,7 @@ pub mod event_key;
 pub mod files;
 pub mod first_checkpoint;
 pub mod flag_values;
+pub mod kind_flags;
 pub mod ledger;
 pub mod lock;
 pub mod metrics;

@@ -115,9 +115,7 @@ fn read_password(path: &Path) -> Result<String, String> {
 }
 
 /// A sink without flags of its own.
-#[derive(Debug, Clone, Copy, clap::Args)]
-#[group(skip)]
-pub struct NoFlags {}
+pub use crate::kind_flags::NoFlags;
 
 /// The sink flags: [`Common`], and every sink's own as clap matched them.
 #[derive(Debug, Clone)]

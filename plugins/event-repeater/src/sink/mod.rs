@@ -91,14 +91,6 @@ impl Kind {
             configure: configure_as::<K>,
         }
     }
-
-    /// The ids and long names of its flags.
-    fn own_flags(&self) -> Vec<(String, String)> {
-        (self.flags)(clap::Command::new(self.name))
-            .get_arguments()
-            .filter_map(|a| Some((a.get_id().to_string(), a.get_long()?.to_string())))
-            .collect()
-    }
 }
 
 fn configure_as<K: SinkKind>(matches: &clap::ArgMatches, setup: &Setup) -> Configured {
@@ -215,14 +207,7 @@ pub fn configure(
     let kind = protocol(&args.common)?;
     let wanted = kind.name;
     for other in KINDS.iter().filter(|k| k.name != wanted) {
-        for (id, long) in other.own_flags() {
-            let given = match args.matches.value_source(&id) {
-                Some(clap::parser::ValueSource::CommandLine) => format!("--{long}"),
-                Some(clap::parser::ValueSource::EnvVariable) => {
-                    format!("{} (--{long})", env_of(other, &id).unwrap_or_default())
-                }
-                _ => continue,
-            };
+        if let Some(given) = crate::kind_flags::first_given(&args.matches, other.flags) {
             return Err(format!(
                 "{given} only applies to a {} sink ({}), not {wanted}",
                 other.name,
@@ -268,13 +253,6 @@ fn choose(kind: &Kind) -> String {
             kind.name
         ),
     }
-}
-
-/// The environment variable of a sink's flag `id`.
-fn env_of(kind: &Kind, id: &str) -> Option<String> {
-    let cmd = (kind.flags)(clap::Command::new(kind.name));
-    let arg = cmd.get_arguments().find(|a| a.get_id() == id)?;
-    Some(arg.get_env()?.to_string_lossy().into_owned())
 }
 
 fn hostname() -> String {
