@@ -39,8 +39,8 @@ pub struct ApiState {
     pub metrics: Arc<Metrics>,
     pub buffer: Arc<Buffer>,
     pub source: String,
-    /// Where the source is, for `GET /source/topics`.
-    pub source_addr: crate::config::SourceAddr,
+    /// The source's configuration, for `GET /source/topics`.
+    pub source_config: std::sync::Arc<dyn crate::source::SourceConfig>,
     pub sink: String,
     /// When the repeater started, for uptime and the start time.
     pub started: Started,
@@ -357,7 +357,7 @@ async fn delete_one(State(st): St, topic: Topic, uri: Uri) -> Result<Response, A
 /// against it, also from machines that cannot reach the source.
 async fn source_topics(State(st): St, uri: Uri) -> Result<Response, ApiError> {
     no_query(&uri)?;
-    let topics = crate::source::topics(&st.source_addr).await.map_err(|e| {
+    let topics = st.source_config.topics().await.map_err(|e| {
         ApiError::new(
             StatusCode::BAD_GATEWAY,
             format!("cannot ask the source {} for its topics: {e}", st.source),

@@ -7,18 +7,17 @@ use std::time::Duration;
 use app_plugin::context::Context;
 
 use crate::cli::RunArgs;
+use app_plugin::net::is_loopback_host as is_loopback;
+
 use crate::sink::{Setup, SinkConfig};
-/// The source's address, a field of [`Config`].
-pub use crate::source::addr::SourceAddr;
-use crate::source::addr::{is_loopback, split_host_port};
-use crate::source::SourceConfig;
+use crate::source::Source;
 
 /// What `run` does, checked: see [`Config::new`].
 #[derive(Debug)]
 pub struct Config {
     pub name: String,
     /// Where events come from and how they are read (see [`crate::source`]).
-    pub source: SourceConfig,
+    pub source: Source,
     /// The sink `--sinkprotocol` chose (see [`crate::sink`]).
     pub sink: Box<dyn SinkConfig>,
     /// Its `--sinkprotocol` value, which the checkpoint records.
@@ -71,11 +70,11 @@ impl Config {
         check_listen(args, token.is_some())?;
         // The source's address names the NATS sink's messages by default,
         // so it is checked first; its limit follows the sink's.
-        let source = SourceConfig::new(&args.source, &dirs.plugin_runtime_dir())?;
+        let source = Source::new(&args.source, &dirs.plugin_runtime_dir())?;
         let setup = Setup {
             sink: &args.sink.common,
             name: &name,
-            source: source.addr.to_string(),
+            source: source.config.to_string(),
             password: args.sink.password(env_password)?,
             text_payload: args.source.text_payload(),
         };
@@ -186,6 +185,20 @@ fn check_listen(args: &RunArgs, has_token: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// `host:port` or `[v6]:port`.
+fn split_host_port(text: &str) -> Option<(String, u16)> {
+    let (host, port) = text.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let host = if let Some(h) = host.strip_prefix('[') {
+        h.strip_suffix(']')?.to_string()
+    } else if host.contains(':') {
+        return None;
+    } else {
+        host.to_string()
+    };
+    (!host.is_empty()).then_some((host, port))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,8 +219,8 @@ mod tests {
     fn defaults_resolve_under_the_app_dirs() {
         let c = config(&[]).unwrap();
         assert_eq!(
-            c.source.addr,
-            SourceAddr::Unix("/run/app/plugins/event-time.sock".into())
+            c.source.config.to_string(),
+            "unix:/run/app/plugins/event-time.sock"
         );
         assert_eq!(
             c.socket_path(),
@@ -223,6 +236,14 @@ mod tests {
         assert_eq!(c.sink.url(), "mqtt://localhost:1883");
         let letters = PathBuf::from("/data/event-repeater/event-repeater.dead-letters");
         assert_eq!(c.dead_letter, Some((letters, 64 << 20)));
+    }
+
+    #[test]
+    fn loopback() {
+        assert!(is_loopback("127.0.0.1") && is_loopback("::1") && is_loopback("localhost"));
+        assert!(!is_loopback("0.0.0.0") && !is_loopback("example.org"));
+        assert!(is_loopback("127.1") && is_loopback("127.0.0.9"));
+        assert!(!is_loopback("128.1") && !is_loopback("127.") && !is_loopback("1.127"));
     }
 
     #[test]

@@ -33,7 +33,6 @@ use crate::replay::Replayer;
 use crate::resume::Start;
 use crate::routes::{RouteStore, Routes};
 use crate::sink::{Drain, Rules, Sink};
-use crate::source::Source;
 
 /// Runs the repeater; `Err` is a start-up failure (exit 1).
 pub fn run(cfg: Config) -> Result<(), Error> {
@@ -196,8 +195,8 @@ fn api_state(cfg: &Config, core: &Core, sink_url: String) -> Arc<ApiState> {
         routes: core.routes.clone(),
         metrics: core.metrics.clone(),
         buffer: core.buffer.clone(),
-        source: cfg.source.addr.to_string(),
-        source_addr: cfg.source.addr.clone(),
+        source: cfg.source.config.to_string(),
+        source_config: cfg.source.config.clone(),
         sink: sink_url,
         started: api::Started::now(),
         body_timeout: cfg.request_timeout,
@@ -293,7 +292,7 @@ async fn announce(cfg: &Config, state: &ApiState, files: &InstanceFiles, api: &A
     notice!(
         "event repeater {:?} running: reads {}, publishes to {} ({routes} route{plural}{}); API on {}{}",
         cfg.name,
-        cfg.source.addr,
+        cfg.source.config,
         state.sink,
         if cfg.allowall { ", --allowall" } else { "" },
         files.socket().display(),
@@ -306,7 +305,7 @@ async fn announce(cfg: &Config, state: &ApiState, files: &InstanceFiles, api: &A
     }
     app_plugin::notify::ready(&format!(
         "relaying from {} to {} ({routes} route{plural}); API on {}",
-        cfg.source.addr,
+        cfg.source.config,
         state.sink,
         files.socket().display()
     ));
@@ -351,17 +350,16 @@ impl Tasks {
             relay = relay
                 .with_first_checkpoint(crate::first_checkpoint::FirstCheckpoint::new(file.clone()));
         }
-        let source = Source {
-            addr: cfg.source.addr.clone(),
+        let rt = crate::source::Runtime {
             relay: Arc::new(relay),
             metrics: core.metrics.clone(),
             max_event: cfg.max_source_event(),
+            idle_timeout: cfg.source.idle_timeout,
             resume_after: start.resume_after,
             replay: start.replay,
-            idle_timeout: cfg.source.idle_timeout,
         };
         let stop = Shutdown::new();
-        let source = tokio::spawn(source.run(stop.clone()));
+        let source = tokio::spawn(cfg.source.config.clone().run(rt, stop.clone()));
         let checkpoint = start.file.map(|file| {
             let b = core.buffer.clone();
             let on_disk = b.checkpoint().0;

@@ -48,7 +48,7 @@ pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
     }
     let file = CheckpointFile::beside(
         &cfg.state_file,
-        cfg.source.addr.to_string(),
+        cfg.source.config.to_string(),
         cfg.sink_protocol,
     )
     .holding_events_of(cfg.max_source_event());
@@ -100,7 +100,7 @@ pub fn open(cfg: &crate::config::Config) -> Result<Start, String> {
             app_plugin::warn!(
                 "the checkpoint {} is for the source {other}, not {}; starting from the source's live events",
                 file.path().display(),
-                cfg.source.addr
+                cfg.source.config
             );
             how = Some(LIVE_OTHER);
             None

@@ -1,24 +1,123 @@
-//! The source's flags (declared in [`super::flags`]) and their checks: where events come from
-//! (`--source`, `--source-kind`), its limits (`--max-event-size`,
-//! `--source-idle-timeout`), a plain feed's headers, token and CA, and how
-//! an event is read (`--topic-from`, `--payload`). `run --help` shows
-//! them under "Source"; [`SourceConfig::new`] turns them into what the
-//! reader needs before anything connects.
+//! The source flags of `run`: those every kind reads ([`Common`], under
+//! "Source" in `run --help`: where events come from, which kind it is, its
+//! limits, how an event is read), then each registered kind's own, under
+//! its own heading, kept as clap matched them until the chosen kind reads
+//! its own ([`super::configure`]). [`Source::new`] checks them all and
+//! holds what the daemon needs before anything connects.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::decode::Decoder;
-use crate::source::addr::{parse_source, SourceAddr};
-use crate::source::feed::{is_feed, Feed};
+use crate::flag_values::{parse_limit_timeout, parse_size};
+use crate::source::{SourceConfig, KINDS};
 
-pub use super::flags::{PayloadKind, SourceArgs, SourceKind};
+/// `--payload`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PayloadKind {
+    Json,
+    Text,
+}
 
-/// The source as configured, checked.
+/// The flags every kind of source reads.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Source")]
+#[group(skip)]
+pub struct Common {
+    /// Event source: a plugin name (its socket in APP_RUNTIME_DIR/plugins/), a socket path, http://HOST:PORT, or any SSE feed's http(s):// URL with its path and query.
+    #[arg(long, default_value = "event-time")]
+    pub source: String,
+
+    // Its help and values are the registered kinds' (`source::KINDS`).
+    #[arg(
+        long,
+        value_name = "KIND",
+        value_parser = super::kind_values(),
+        help = super::kind_help()
+    )]
+    pub source_kind: Option<String>,
+
+    /// A source that sends nothing, not even a keep-alive, for this long is
+    /// reported as stalled and subscribed to again (event-time sends a
+    /// keep-alive every 15s; at most 1h).
+    #[arg(long, value_name = "DURATION", default_value = "40s", value_parser = parse_limit_timeout)]
+    pub source_idle_timeout: Duration,
+
+    /// Largest SSE line or event read from the source; a bigger one is discarded and counted (default: twice the sink's largest event, MQTT's --max-packet-size, RabbitMQ Streams' 1000000 or 1MiB, plus 64KiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_event_size: Option<usize>,
+
+    /// Where an event's topic comes from: field:/json/pointer, event (the SSE event name) or const:NAME.
+    #[arg(long, value_name = "SPEC", default_value = "field:/topic")]
+    pub topic_from: String,
+
+    /// The events' data: json (checked, relayed on one line) or text (relayed as it came).
+    #[arg(long, value_enum, value_name = "KIND", default_value = "json")]
+    pub payload: PayloadKind,
+}
+
+impl Common {
+    /// Whether the payload is text (not JSON), for the sinks that show it.
+    pub fn text_payload(&self) -> bool {
+        self.payload == PayloadKind::Text
+    }
+}
+
+/// The source flags: [`Common`], and every kind's own as clap matched them.
+#[derive(Debug, Clone)]
+pub struct SourceArgs {
+    pub common: Common,
+    /// `run`'s matches, for the chosen kind's flags.
+    pub(super) matches: clap::ArgMatches,
+}
+
+impl std::ops::Deref for SourceArgs {
+    type Target = Common;
+
+    fn deref(&self) -> &Common {
+        &self.common
+    }
+}
+
+impl clap::FromArgMatches for SourceArgs {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(SourceArgs {
+            common: Common::from_arg_matches(matches)?,
+            matches: matches.clone(),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.common.update_from_arg_matches(matches)?;
+        self.matches = matches.clone();
+        Ok(())
+    }
+}
+
+impl clap::Args for SourceArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        // Each part sets its own heading; flags added after these are
+        // under the default one again.
+        let cmd = KINDS
+            .iter()
+            .fold(Common::augment_args(cmd), |cmd, kind| (kind.flags)(cmd));
+        cmd.next_help_heading(None::<&'static str>)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// The source as configured, checked: the chosen kind's configuration and
+/// what every kind shares.
 #[derive(Debug)]
-pub struct SourceConfig {
-    pub addr: SourceAddr,
+pub struct Source {
+    /// Its `--source-kind` value.
+    pub kind: &'static str,
+    /// The kind's own: shown, asked for topics, run.
+    pub config: Arc<dyn SourceConfig>,
     /// `--topic-from` and `--payload`.
     pub decoder: Decoder,
     /// `--source-idle-timeout`: silence after which the source is stalled.
@@ -34,11 +133,18 @@ pub fn default_max_event(sink_max: Option<usize>) -> usize {
     sink_max.unwrap_or(1 << 20).saturating_mul(2).max(1 << 20) + 64 * 1024
 }
 
-impl SourceConfig {
-    /// Checks the flags. An `Err` is a usage error (exit 2).
-    pub fn new(args: &SourceArgs, plugin_dir: &Path) -> Result<SourceConfig, String> {
-        Ok(SourceConfig {
-            addr: source_addr(args, plugin_dir)?,
+impl Source {
+    /// Checks the flags: the kind's first, then how events are read. An
+    /// `Err` is a usage error (exit 2).
+    pub fn new(args: &SourceArgs, plugin_dir: &Path) -> Result<Source, String> {
+        let setup = super::Setup {
+            source: &args.source,
+            plugin_dir,
+        };
+        let (kind, config) = super::configure(args, &setup)?;
+        Ok(Source {
+            kind,
+            config,
             decoder: decoder(args)?,
             idle_timeout: args.source_idle_timeout,
             max_event: args
@@ -49,7 +155,7 @@ impl SourceConfig {
 
     /// Without `--max-event-size`, the limit follows `sink_max`, the
     /// sink's largest event ([`crate::sink::SinkConfig::max_event`]).
-    pub fn follow_sink(mut self, args: &SourceArgs, sink_max: Option<usize>) -> SourceConfig {
+    pub fn follow_sink(mut self, args: &SourceArgs, sink_max: Option<usize>) -> Source {
         if args.max_event_size.is_none() {
             self.max_event = default_max_event(sink_max);
         }
@@ -57,35 +163,8 @@ impl SourceConfig {
     }
 }
 
-impl SourceArgs {
-    /// Whether the payload is text (not JSON), for the sinks that show it.
-    pub fn text_payload(&self) -> bool {
-        self.payload == PayloadKind::Text
-    }
-}
-
-/// `--source`: a plain SSE feed (by `--source-kind` or its URL), or an
-/// event plugin's address.
-fn source_addr(a: &SourceArgs, plugin_dir: &Path) -> Result<SourceAddr, String> {
-    if is_feed(&a.source, a.source_kind) {
-        return Ok(SourceAddr::Feed(Arc::new(Feed::new(&a.source, a)?)));
-    }
-    for (flag, set) in [
-        ("--source-header", !a.source_header.is_empty()),
-        ("--source-token-file", a.source_token_file.is_some()),
-        ("--source-ca-file", a.source_ca_file.is_some()),
-    ] {
-        if set {
-            return Err(format!(
-                "{flag} is for a plain SSE feed (an http(s):// URL with a path, or --source-kind sse), not an event plugin"
-            ));
-        }
-    }
-    parse_source(&a.source, plugin_dir)
-}
-
 /// `--topic-from` and `--payload`.
-fn decoder(a: &SourceArgs) -> Result<Decoder, String> {
+fn decoder(a: &Common) -> Result<Decoder, String> {
     use crate::decode::{parse_topic_from, Payload};
     let payload = match a.payload {
         PayloadKind::Json => Payload::Json,
@@ -98,9 +177,9 @@ fn decoder(a: &SourceArgs) -> Result<Decoder, String> {
 mod tests {
     use super::*;
 
-    fn config(args: &[&str], sink_max: Option<usize>) -> Result<SourceConfig, String> {
+    fn config(args: &[&str], sink_max: Option<usize>) -> Result<Source, String> {
         let run = crate::sink::run_args(args);
-        let c = SourceConfig::new(&run.source, Path::new("/p"))?;
+        let c = Source::new(&run.source, Path::new("/p"))?;
         Ok(c.follow_sink(&run.source, sink_max))
     }
 

@@ -1,154 +1,167 @@
-//! The SSE reader: subscribes to every topic of the event source
-//! (`GET /events?topic=.`), feeds the stream through the SSE parser into the
-//! router, and reconnects with capped exponential backoff and jitter when the
-//! source goes away, sending `Last-Event-ID` so that a source which keeps
-//! history can replay what was missed. A lost source is logged once, and its
-//! return once, however many retries lie between; a source not there yet in
-//! the first 3 s after the start (`STARTUP_GRACE`) is retried at info level.
+//! Sources: where events come from, behind one trait and chosen once.
 //!
-//! The first subscription sends the checkpoint loaded at start (see
-//! [`crate::checkpoint`]); later ones the last id received. A source that
-//! answers a resume with an id that is not newer (it restarted, or its ids
-//! are unrelated) is followed anyway, with one warning. A comment in which
-//! the source says it skipped events (`events A..B are no longer held`, as
-//! event-time writes for a slow or late reader) is counted in
-//! `events_missed_total` and warned about once.
-//!
-//! A source that keeps its connection open but sends nothing, not even a
-//! keep-alive comment, for `--source-idle-timeout` (a frozen or hung
-//! process: event-time sends a keep-alive every 15 s) is reported as
-//! stalled (`/healthz`, the log, `source_stalled`), counted
-//! (`source_stalls_total`) and left: the repeater subscribes again with
-//! `Last-Event-ID`, so what the source sends once it moves again is not
-//! lost. The stall ends when the source sends something (an event or a
-//! keep-alive), not when a subscription's headers arrive: a source that
-//! answers every subscription and then says nothing looked healthy 49
-//! times in 50 (issue 30).
+//! Each kind of source is a directory that implements [`SourceKind`]: its
+//! `--source-kind` value, whether it claims a `--source` text when
+//! `--source-kind` is not given, its own flags (a clap `Args` struct shown
+//! under its own heading in `run --help`), and the function that checks
+//! them and makes its [`SourceConfig`]. It is registered by one line in
+//! [`KINDS`]; `--source-kind`'s values, its help, the guess, and which
+//! flags belong to which kind are derived from that list. The flags every
+//! kind shares (`--source`, its limits, how an event is read) are in
+//! [`args`]. The rest of the repeater holds the configuration as an
+//! `Arc<dyn SourceConfig>`: it shows it, asks it for its topics and runs
+//! it once; nothing outside this module names a kind. Both kinds today
+//! speak SSE over HTTP and share [`reader`]; a kind that does not (an
+//! MQTT subscription) runs a loop of its own. Adding a source is
+//! described in `docs/repeater-design.md`.
 
-use app_plugin::log::{info, warn};
-use app_plugin::text::escape_for_terminal;
-use std::sync::atomic::Ordering;
+pub mod args;
+pub mod feed;
+pub mod plugin;
+pub mod reader;
+
+use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use app_plugin::daemon::Shutdown;
-use http_body_util::BodyExt;
-use hyper::body::Incoming;
+use futures_util::future::BoxFuture;
 
 use crate::checkpoint::Held;
 use crate::event_key::EventKey;
-use crate::metrics::{inc, Metrics};
+use crate::metrics::Metrics;
 use crate::relay::Relay;
-use crate::source::addr::SourceAddr;
-use crate::sse::{Item, Parser};
 
-pub mod addr;
-pub mod args;
-mod connect;
-pub mod feed;
-pub mod flags;
-mod pace;
+pub use crate::kind_flags::NoFlags;
+pub use args::{default_max_event, Common, PayloadKind, Source, SourceArgs};
 
-pub use args::{SourceArgs, SourceConfig};
+/// Every kind of source; the first is the one a `--source` no kind claims
+/// is (a plugin name, a socket, a bare `http://HOST:PORT`).
+pub const KINDS: &[Kind] = &[Kind::of::<plugin::Plugin>(), Kind::of::<feed::Feed>()];
 
-use connect::{get, Refused};
-use pace::Pace;
+/// A kind of source, registered by its line in [`KINDS`].
+pub trait SourceKind {
+    /// Its `--source-kind` value.
+    const NAME: &'static str;
+    /// The value's line in `run --help`.
+    const ABOUT: &'static str;
+    /// What it is, in a few words, in `--source-kind`'s own help.
+    const BRIEF: &'static str;
+    /// What it is in messages: `an event plugin`.
+    const WHAT: &'static str;
+    /// Which `--source` texts choose it, in messages: `an http(s):// URL
+    /// with a path`.
+    const CHOSEN_BY: &'static str;
+    /// The texts [`SourceKind::claims`] takes, in `--source-kind`'s help
+    /// (`for https:// and …`); empty for a kind that claims none.
+    const CLAIMED: &'static str = "";
+    /// Its own flags (`NoFlags` for none), with a `next_help_heading`.
+    type Args: clap::Args + clap::FromArgMatches;
 
-/// How a connection attempt or stream ended.
-enum End {
-    /// Could not connect or the source refused the subscription.
-    Failed(Refused),
-    /// The stream was open and then ended or broke.
-    Lost(String),
-    /// The stream was open and then silent past the idle timeout.
-    Stalled,
-    Cancelled,
+    /// Whether a `--source` text is this kind's when `--source-kind` is
+    /// not given; the first kind in [`KINDS`] that claims it is chosen,
+    /// else the first kind.
+    fn claims(_source: &str) -> bool {
+        false
+    }
+
+    /// Checks its flags and makes its configuration; an `Err` is a usage
+    /// error (exit 2).
+    fn configure(args: Self::Args, setup: &Setup) -> Result<Arc<dyn SourceConfig>, String>;
 }
 
-pub struct Source {
-    pub addr: SourceAddr,
+/// A [`SourceKind`] as the list holds it.
+pub struct Kind {
+    /// [`SourceKind::NAME`].
+    pub name: &'static str,
+    /// [`SourceKind::ABOUT`].
+    pub about: &'static str,
+    brief: &'static str,
+    what: &'static str,
+    chosen_by: &'static str,
+    claimed: &'static str,
+    claims: fn(&str) -> bool,
+    /// Adds its flags to `run`.
+    pub flags: fn(clap::Command) -> clap::Command,
+    configure: fn(&clap::ArgMatches, &Setup) -> Configured,
+}
+
+/// A source's configuration, or the usage error that refused it.
+type Configured = Result<Arc<dyn SourceConfig>, String>;
+
+impl Kind {
+    /// The entry of `K` in [`KINDS`].
+    pub const fn of<K: SourceKind>() -> Kind {
+        Kind {
+            name: K::NAME,
+            about: K::ABOUT,
+            brief: K::BRIEF,
+            what: K::WHAT,
+            chosen_by: K::CHOSEN_BY,
+            claimed: K::CLAIMED,
+            claims: K::claims,
+            flags: <K::Args as clap::Args>::augment_args,
+            configure: configure_as::<K>,
+        }
+    }
+}
+
+fn configure_as<K: SourceKind>(matches: &clap::ArgMatches, setup: &Setup) -> Configured {
+    let args = <K::Args as clap::FromArgMatches>::from_arg_matches(matches)
+        .map_err(|e| app_plugin::usage::one_line(&e))?;
+    K::configure(args, setup)
+}
+
+/// What a source's configuration is made from, besides its own flags.
+pub struct Setup<'a> {
+    /// `--source` as given.
+    pub source: &'a str,
+    /// Where plugins' sockets are (`APP_RUNTIME_DIR/plugins`).
+    pub plugin_dir: &'a Path,
+}
+
+/// A source as configured, before anything connects. Its `Display` is how
+/// it is shown (the log, `/healthz`, the default `--source-id`): never
+/// with a secret.
+pub trait SourceConfig: std::fmt::Display + std::fmt::Debug + Send + Sync {
+    /// Reads events into `rt.relay` until `cancel` fires, reconnecting as
+    /// the kind does; it calls [`Runtime::begin`] first. The one dynamic
+    /// call: the loop inside is the kind's own, so no event pays for it.
+    fn run(self: Arc<Self>, rt: Runtime, cancel: Shutdown) -> BoxFuture<'static, ()>;
+
+    /// The topics the source serves now, for the API's
+    /// `GET /source/topics`; an `Err` says why there are none to give.
+    fn topics(&self) -> BoxFuture<'_, Result<Vec<String>, String>>;
+}
+
+/// What a running source is given.
+pub struct Runtime {
+    /// Where events go.
     pub relay: Arc<Relay>,
     pub metrics: Arc<Metrics>,
-    /// Largest SSE line / event accepted from the source.
+    /// The largest line or event read (`--max-event-size`, checked).
     pub max_event: usize,
+    /// `--source-idle-timeout`: silence after which the source is stalled.
+    pub idle_timeout: Duration,
     /// The checkpoint to resume after, from the file.
     pub resume_after: Option<EventKey>,
     /// The earlier run's first event (id `resume_after`), kept in the
-    /// checkpoint because it was not done: relayed again before resuming.
+    /// checkpoint because it was not done: relayed again by
+    /// [`Runtime::begin`].
     pub replay: Option<Held>,
-    /// `--source-idle-timeout`: silence after which the source is stalled.
-    pub idle_timeout: Duration,
 }
 
-/// The events a source comment says were skipped: `… events A..B are no
-/// longer held …` → `B - A + 1`.
-pub fn skipped_in_comment(comment: &str) -> Option<u64> {
-    let at = comment.find("events ")?;
-    let rest = &comment[at + "events ".len()..];
-    let (range, tail) = rest.split_once(' ')?;
-    if !tail.starts_with("are no longer held") {
-        return None;
-    }
-    let (a, b) = range.split_once("..")?;
-    let (a, b): (u64, u64) = (a.parse().ok()?, b.parse().ok()?);
-    (b >= a).then(|| b - a + 1)
-}
-
-/// Whether `got` answers a resume after `asked` with an id that is not
-/// newer: both numbers and `got <= asked`, or one a number and the other not.
-fn not_newer(asked: &str, got: &str) -> bool {
-    match (asked.parse::<u64>(), got.parse::<u64>()) {
-        (Ok(a), Ok(g)) => g <= a,
-        (Ok(_), Err(_)) | (Err(_), Ok(_)) => true,
-        (Err(_), Err(_)) => false,
-    }
-}
-
-/// Warnings given at most once per process.
-#[derive(Default)]
-struct Once {
-    resume: bool,
-    missed: bool,
-    gone: bool,
-}
-
-/// How long after the start a source that is not there yet is only
-/// retried, not warned about: a source started in the same breath (the
-/// tour's `app event-time & app event-repeater run &`) needs a moment to
-/// open its socket. After that the first failure is a warning, as before.
-const STARTUP_GRACE: Duration = Duration::from_secs(3);
-
-/// The connection to the source over time, so that each loss and each
-/// return is logged once however many retries lie between.
-struct Link {
-    started: Instant,
-    ever_connected: bool,
-    down_since: Option<Instant>,
-}
-
-impl Source {
-    /// Runs until `cancel` fires.
-    pub async fn run(self, cancel: Shutdown) {
-        let mut parser = Parser::new(self.max_event, self.max_event);
-        let resume_after = self.resume_after.clone();
-        parser.set_last_id(
-            resume_after
-                .as_ref()
-                .map(|k| k.last_event_id_shared().clone()),
-        );
-        let mut once = Once::default();
-        let mut pace = Pace::default();
-        let mut link = Link {
-            started: Instant::now(),
-            ever_connected: false,
-            down_since: None,
-        };
+impl Runtime {
+    /// What every kind does before it reads: a fresh start's first
+    /// checkpoint marked, then the event an earlier run left undone relayed
+    /// again. `false`: stopped meanwhile.
+    pub async fn begin(&self, cancel: &Shutdown) -> bool {
         if let Some(first) = self.relay.first_checkpoint() {
             let problem = |p: Option<&str>| {
                 crate::metrics::set_problem(&self.metrics.source_problem, p.unwrap_or(""));
             };
-            if !first.mark(problem, &cancel).await {
-                return;
+            if !first.mark(problem, cancel).await {
+                return false;
             }
         }
         if let Some(event) = &self.replay {
@@ -157,321 +170,75 @@ impl Source {
                 .handle(
                     event.data.as_str().into(),
                     name,
-                    resume_after.as_ref(),
-                    &cancel,
+                    self.resume_after.as_ref(),
+                    cancel,
                 )
                 .await;
         }
-        loop {
-            parser.reset();
-            let asked = parser.last_id().map(str::to_string);
-            let response = tokio::select! {
-                r = self.subscribe(parser.last_id()) => r,
-                _ = cancel.recv() => return,
-            };
-            let end = match response {
-                Err(why) => End::Failed(why),
-                Ok(body) => {
-                    self.connected(&mut link, parser.last_id());
-                    pace.connected();
-                    self.stream(body, &mut parser, asked, &mut once, &mut pace, &cancel)
-                        .await
-                }
-            };
-            self.metrics
-                .source_connected
-                .store(false, Ordering::Relaxed);
-            let delay = match &end {
-                End::Cancelled => return,
-                End::Failed(Refused::NoContent) => {
-                    self.stopped_by_source();
-                    cancel.recv().await;
-                    return;
-                }
-                End::Failed(Refused::Status { retry_after, .. }) => pace.after_failed(*retry_after),
-                End::Failed(_) => pace.after_failed(None),
-                End::Lost(_) | End::Stalled => pace.after_lost(),
-            };
-            self.ended(&mut link, end, parser.last_id());
-            tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
-                _ = cancel.recv() => return,
-            }
-        }
-    }
-
-    /// A subscription was answered: the source is connected, and back if
-    /// it was lost.
-    fn connected(&self, link: &mut Link, last_id: Option<&str>) {
-        self.metrics.source_connected.store(true, Ordering::Relaxed);
-        // A refusal's problem ends here; a stall's only once the source
-        // sends something.
-        if !self.metrics.source_stalled.load(Ordering::Relaxed) {
-            crate::metrics::set_problem(&self.metrics.source_problem, "");
-        }
-        match link.down_since.take() {
-            Some(t) => warn!(
-                "event source {} is back after {:.1}s; resuming{}",
-                self.addr,
-                t.elapsed().as_secs_f64(),
-                last_id
-                    .map(|id| format!(" after event id {}", escape_for_terminal(id)))
-                    .unwrap_or_default()
-            ),
-            None if !link.ever_connected => {
-                info!("subscribed to event source {}", self.addr)
-            }
-            None => {}
-        }
-        link.ever_connected = true;
-    }
-
-    /// A subscription failed or a stream ended: counted, and logged once
-    /// per outage.
-    fn ended(&self, link: &mut Link, end: End, last_id: Option<&str>) {
-        match end {
-            End::Cancelled => {}
-            End::Lost(why) => {
-                inc(&self.metrics.source_disconnects);
-                if link.down_since.is_none() {
-                    warn!("lost the event source {}: {why}; reconnecting", self.addr);
-                    link.down_since = Some(Instant::now());
-                }
-            }
-            End::Stalled => {
-                inc(&self.metrics.source_disconnects);
-                self.stalled(last_id);
-                link.down_since.get_or_insert_with(Instant::now);
-            }
-            // A source that answered (with a refusal) is there: only an
-            // unreachable one is given the grace.
-            End::Failed(why @ Refused::Unreachable(_))
-                if !link.ever_connected && link.started.elapsed() < STARTUP_GRACE =>
-            {
-                // Started together with its source (`app event-time &
-                // app event-repeater run &`): not worth a warning yet.
-                info!(
-                    "the event source {} is not there yet: {why}; retrying",
-                    self.addr
-                );
-            }
-            End::Failed(why) => {
-                crate::metrics::set_problem(
-                    &self.metrics.source_problem,
-                    &format!("cannot subscribe: {why}; retrying"),
-                );
-                if link.down_since.is_none() {
-                    let hint = match self.addr {
-                        SourceAddr::Feed(_) => "",
-                        _ => " (start it with `app event-time`, or see --source)",
-                    };
-                    warn!(
-                        "cannot subscribe to the event source {}: {why}; retrying with backoff{hint}",
-                        self.addr
-                    );
-                    link.down_since = Some(Instant::now());
-                }
-            }
-        }
-    }
-
-    async fn stream(
-        &self,
-        mut body: Incoming,
-        parser: &mut Parser,
-        mut asked: Option<String>,
-        once: &mut Once,
-        pace: &mut Pace,
-        cancel: &Shutdown,
-    ) -> End {
-        let mut items = Vec::new();
-        let mut heard = false;
-        loop {
-            // Only the wait for the source is timed: time spent relaying
-            // (a full buffer under --overflow block) is not its silence.
-            let frame = tokio::select! {
-                f = tokio::time::timeout(self.idle_timeout, body.frame()) => match f {
-                    Ok(f) => f,
-                    Err(_) => return End::Stalled,
-                },
-                _ = cancel.recv() => return End::Cancelled,
-            };
-            let chunk = match frame {
-                None => return End::Lost("the stream ended".into()),
-                Some(Err(e)) => return End::Lost(e.to_string()),
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => data,
-                    Err(_) => continue, // trailers
-                },
-            };
-            if !heard && !chunk.is_empty() {
-                heard = true;
-                self.stall_ended();
-            }
-            parser.feed(&chunk, &mut items);
-            for item in items.drain(..) {
-                match item {
-                    Item::Event(ev) => {
-                        // Only an id of its own says where the source resumed.
-                        let own = ev.id.as_ref().filter(|k| k.is_own());
-                        if let (Some(a), Some(got)) = (&asked, own) {
-                            let got = got.last_event_id();
-                            if !once.resume && not_newer(a, got) {
-                                once.resume = true;
-                                warn!(
-                                    "the event source {} answered a resume after event id {} with event id {}, which is not newer (did it restart, or change its ids?); relaying from there",
-                                    self.addr,
-                                    escape_for_terminal(a),
-                                    escape_for_terminal(got)
-                                );
-                            }
-                            asked = None;
-                        }
-                        self.relay
-                            .handle(ev.data, ev.event.as_deref(), ev.id.as_ref(), cancel)
-                            .await;
-                        if cancel.is_shutdown() {
-                            return End::Cancelled;
-                        }
-                    }
-                    Item::Oversized(key) => self.relay.discarded(
-                        &format!("a line or event over {} bytes", self.max_event),
-                        key.as_ref(),
-                    ),
-                    Item::InvalidUtf8(key) => {
-                        self.relay.discarded("the data is not UTF-8", key.as_ref())
-                    }
-                    Item::IdRefused(why) => self.relay.id_refused(why),
-                    Item::Retry(ms) => pace.set_retry(ms),
-                    Item::Comment(text) => {
-                        if let Some(n) = skipped_in_comment(&text) {
-                            self.metrics.missed.fetch_add(n, Ordering::Relaxed);
-                            if !once.missed {
-                                once.missed = true;
-                                warn!(
-                                    "the event source {} skipped events for this repeater: {text:?}; see events_missed_total in /metrics",
-                                    self.addr
-                                );
-                            }
-                        } else if text.contains("no longer held") && !once.gone {
-                            // Skipped, but the source cannot say how many.
-                            once.gone = true;
-                            warn!("the event source {} says: {text:?}", self.addr);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// The source went silent: reported until a subscription is answered.
-    fn stalled(&self, last_id: Option<&str>) {
-        inc(&self.metrics.source_stalls);
-        self.metrics.source_stalled.store(true, Ordering::Relaxed);
-        let timeout = humantime::format_duration(self.idle_timeout);
-        crate::metrics::set_problem(
-            &self.metrics.source_problem,
-            &format!(
-                "stalled: nothing received, not even a keep-alive, for {timeout} (--source-idle-timeout); subscribing again"
-            ),
-        );
-        warn!(
-            "the event source {} sent nothing, not even a keep-alive, for {timeout} (--source-idle-timeout): it looks stalled (stopped, or hung); subscribing again{}",
-            self.addr,
-            last_id
-                .map(|id| format!(" to resume after event id {}", escape_for_terminal(id)))
-                .unwrap_or_default()
-        );
-    }
-
-    fn stall_ended(&self) {
-        if self.metrics.source_stalled.swap(false, Ordering::Relaxed) {
-            crate::metrics::set_problem(&self.metrics.source_problem, "");
-        }
-    }
-
-    /// The source answered 204: it asks not to be asked again.
-    fn stopped_by_source(&self) {
-        let text = format!(
-            "the event source {} answered 204 No Content, which asks clients not to reconnect: not subscribing again until the repeater is restarted",
-            self.addr
-        );
-        warn!("{text}");
-        crate::metrics::set_problem(&self.metrics.source_problem, &text);
-    }
-
-    /// Opens the connection and sends the subscription; `Ok` is a 200 stream.
-    async fn subscribe(&self, last_id: Option<&str>) -> Result<Incoming, Refused> {
-        let mut headers = vec![
-            ("accept", "text/event-stream"),
-            ("cache-control", "no-cache"),
-            // Proxies that gzip a stream buffer it (a known SSE trap).
-            ("accept-encoding", "identity"),
-        ];
-        if let Some(id) = last_id {
-            headers.push(("last-event-id", id));
-        }
-        let target = match &self.addr {
-            SourceAddr::Feed(feed) => feed.target.as_str(),
-            _ => "/events?topic=.",
-        };
-        get(&self.addr, target, &headers, true)
-            .await
-            .map(hyper::Response::into_body)
+        true
     }
 }
 
-/// The longest `GET /topics` answer read from a source.
-const MAX_TOPICS_BODY: usize = 256 * 1024;
-
-/// The source's `GET /topics`: the topics it serves now. For the API's
-/// `GET /source/topics`, so that a manager on another machine can check a
-/// route against the source only the repeater can reach.
-pub async fn topics(addr: &SourceAddr) -> Result<Vec<String>, String> {
-    if let SourceAddr::Feed(_) = addr {
-        return Err("a plain SSE feed (--source-kind sse) has no topic list".into());
+/// The kind to use: `--source-kind` when given, else the first of
+/// [`KINDS`] that claims the `--source` text, else the first.
+pub fn kind(args: &Common) -> Result<&'static Kind, String> {
+    match args.source_kind.as_deref() {
+        Some(name) => KINDS.iter().find(|k| k.name == name).ok_or_else(|| {
+            format!("internal: no source kind is registered for {name:?} (please report)")
+        }),
+        None => Ok(KINDS
+            .iter()
+            .find(|k| (k.claims)(&args.source))
+            .unwrap_or(&KINDS[0])),
     }
-    let body = get(addr, "/topics", &[("accept", "application/json")], false)
-        .await
-        .map_err(|e| e.to_string())?
-        .into_body();
-    let limited = http_body_util::Limited::new(body, MAX_TOPICS_BODY);
-    let bytes = tokio::time::timeout(Duration::from_secs(2), limited.collect())
-        .await
-        .map_err(|_| "the source's GET /topics did not finish within 2s".to_string())?
-        .map_err(|e| format!("cannot read the source's GET /topics: {e}"))?
-        .to_bytes();
-    serde_json::from_slice(&bytes)
-        .map_err(|e| format!("the source's GET /topics is not a JSON array of strings: {e}"))
+}
+
+/// The kind [`kind`] chooses, configured from its flags, with its name; a
+/// flag of another kind given on the command line (or in its environment
+/// variable) is a usage error naming that kind, as is any the kind refuses.
+pub fn configure(
+    args: &SourceArgs,
+    setup: &Setup,
+) -> Result<(&'static str, Arc<dyn SourceConfig>), String> {
+    let kind = kind(&args.common)?;
+    for other in KINDS.iter().filter(|k| k.name != kind.name) {
+        if let Some(given) = crate::kind_flags::first_given(&args.matches, other.flags) {
+            return Err(format!(
+                "{given} is for {} ({}, or --source-kind {}), not {}",
+                other.what, other.chosen_by, other.name, kind.what
+            ));
+        }
+    }
+    Ok((kind.name, (kind.configure)(&args.matches, setup)?))
+}
+
+/// `--source-kind`'s help: `What --source is: plugin (…) or sse (…);
+/// default: sse for https:// and …`, from [`KINDS`].
+fn kind_help() -> String {
+    let kinds: Vec<String> = KINDS
+        .iter()
+        .map(|k| format!("{} ({})", k.name, k.brief))
+        .collect();
+    let claims: Vec<String> = KINDS
+        .iter()
+        .filter(|k| !k.claimed.is_empty())
+        .map(|k| format!("{} {}", k.name, k.claimed))
+        .collect();
+    format!(
+        "What --source is: {}; default: {}",
+        kinds.join(" or "),
+        claims.join(", ")
+    )
+}
+
+/// `--source-kind`'s values: the registered kinds, each with its line.
+fn kind_values() -> clap::builder::PossibleValuesParser {
+    KINDS
+        .iter()
+        .map(|k| clap::builder::PossibleValue::new(k.name).help(k.about))
+        .collect::<Vec<_>>()
+        .into()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn skip_notices_from_event_time_are_counted() {
-        assert_eq!(
-            skipped_in_comment("lagged: events 3..7 are no longer held and were skipped"),
-            Some(5)
-        );
-        assert_eq!(
-            skipped_in_comment(
-                "events 10..10 are no longer held; replaying from the oldest held event"
-            ),
-            Some(1)
-        );
-        assert_eq!(skipped_in_comment("keep-alive"), None);
-        assert_eq!(skipped_in_comment("events 9..3 are no longer held"), None);
-        assert_eq!(skipped_in_comment("events a..b are no longer held"), None);
-    }
-
-    #[test]
-    fn resumes_answered_with_older_or_unrelated_ids() {
-        assert!(not_newer("100", "100"));
-        assert!(not_newer("100", "5"));
-        assert!(!not_newer("100", "101"));
-        assert!(not_newer("100", "abc"));
-        assert!(!not_newer("abc", "abd"));
-    }
-}
+mod tests;

@@ -1,26 +1,110 @@
-//! A plain SSE feed (`--source https://host/path?query`): one `GET` of that
-//! URL, with the headers, token and CA the flags give, read as a plain
-//! event stream (no `/topics`, no `?topic=`). The event-plugin dialect
-//! (`app event-time`: a plugin name, a socket, a bare `http://HOST:PORT`)
-//! is the other kind; `--source-kind` overrides the guess.
+//! A plain SSE feed (`--source https://host/path?query`, `--source-kind
+//! sse`): one `GET` of that URL, with the headers, token and CA its own
+//! flags give, read as a plain event stream (no `/topics`, no `?topic=`).
+//! It claims `https://` URLs and `http://` ones with a path or a query;
+//! the event-plugin dialect takes the rest.
 //!
 //! Header values may be secrets: they are kept as header values only and
 //! never shown (`Debug` and `Display` name the headers, not their values);
 //! the URL is shown with its userinfo and every query value masked.
 
-use std::path::Path;
+mod headers;
+
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use app_plugin::address::{Rules, Scheme};
+use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
 use hyper::header::{HeaderName, HeaderValue};
 
 use crate::basic_auth::BasicAuth;
-use crate::source::flags::{SourceArgs, SourceKind};
+use crate::source::reader::{self, Dialect, Peer, Via};
+use crate::source::{Runtime, Setup, SourceConfig, SourceKind};
 
-/// Most `--source-header` flags.
-pub const MAX_HEADERS: usize = 64;
-/// Largest `--source-header` (name and value), and token file.
-pub const MAX_HEADER_BYTES: usize = 8 * 1024;
+pub use headers::{MAX_HEADERS, MAX_HEADER_BYTES};
+
+/// A feed's own flags.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "SSE feed source (--source-kind sse)")]
+#[group(skip)]
+pub struct FeedArgs {
+    /// A header sent to an SSE feed, 'Name: value' (repeatable; never shown).
+    #[arg(long, value_name = "HEADER")]
+    pub source_header: Vec<String>,
+
+    /// A file holding a token sent to the feed as 'Authorization: Bearer TOKEN'.
+    #[arg(long, value_name = "FILE")]
+    pub source_token_file: Option<PathBuf>,
+
+    /// CA certificates (PEM) to trust for an https:// feed instead of the system's.
+    #[arg(long, value_name = "FILE")]
+    pub source_ca_file: Option<PathBuf>,
+}
+
+impl SourceKind for Feed {
+    const NAME: &'static str = "sse";
+    const ABOUT: &'static str = "Any SSE feed: one `GET` of the URL as given";
+    const BRIEF: &'static str = "any feed, the URL as given";
+    const WHAT: &'static str = "a plain SSE feed";
+    const CHOSEN_BY: &'static str = "an http(s):// URL with a path";
+    const CLAIMED: &'static str = "for https:// and for http:// URLs with a path or query";
+    type Args = FeedArgs;
+
+    /// `https://`, or `http://` with a path or a query: the event plugin's
+    /// `http://HOST:PORT` has neither.
+    fn claims(source: &str) -> bool {
+        if source.starts_with("https://") {
+            return true;
+        }
+        match url::Url::parse(source) {
+            Ok(u) if u.scheme() == "http" => u.path() != "/" || u.query().is_some(),
+            _ => false,
+        }
+    }
+
+    fn configure(args: FeedArgs, setup: &Setup) -> Result<Arc<dyn SourceConfig>, String> {
+        Ok(Arc::new(Feed::new(setup.source, &args)?))
+    }
+}
+
+impl std::fmt::Display for Feed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl SourceConfig for Feed {
+    fn run(
+        self: Arc<Self>,
+        rt: Runtime,
+        cancel: app_plugin::daemon::Shutdown,
+    ) -> BoxFuture<'static, ()> {
+        reader::run(self, rt, cancel).boxed()
+    }
+
+    fn topics(&self) -> BoxFuture<'_, Result<Vec<String>, String>> {
+        async { Err("a plain SSE feed (--source-kind sse) has no topic list".to_string()) }.boxed()
+    }
+}
+
+impl Dialect for Feed {
+    fn peer(&self) -> Peer<'_> {
+        Peer {
+            via: Via::Tcp {
+                host: &self.host,
+                port: self.port,
+                tls: self.tls.as_ref(),
+            },
+            auth: self.auth.as_ref(),
+            headers: &self.headers,
+        }
+    }
+
+    fn stream_target(&self) -> &str {
+        &self.target
+    }
+}
 
 /// A plain SSE feed, checked.
 #[derive(Clone)]
@@ -45,14 +129,6 @@ impl std::fmt::Debug for Feed {
     }
 }
 
-impl PartialEq for Feed {
-    fn eq(&self, other: &Feed) -> bool {
-        self.shown == other.shown && self.target == other.target
-    }
-}
-
-impl Eq for Feed {}
-
 /// What `--source` takes for a plain feed: `http://` or `https://`, with a
 /// path and query, and a user and password sent as HTTP Basic.
 const FEED_URLS: Rules = Rules {
@@ -62,25 +138,10 @@ const FEED_URLS: Rules = Rules {
     credentials: None,
 };
 
-/// Whether `--source` names a plain feed, by `--source-kind` or by its
-/// shape: `https://`, or `http://` with a path or a query.
-pub fn is_feed(source: &str, kind: Option<SourceKind>) -> bool {
-    if let Some(kind) = kind {
-        return kind == SourceKind::Sse;
-    }
-    if source.starts_with("https://") {
-        return true;
-    }
-    match url::Url::parse(source) {
-        Ok(u) if u.scheme() == "http" => u.path() != "/" || u.query().is_some(),
-        _ => false,
-    }
-}
-
 impl Feed {
     /// The feed `source` names, with the flags of `args`; an `Err` is a
     /// usage error that shows no secret.
-    pub fn new(source: &str, args: &SourceArgs) -> Result<Feed, String> {
+    pub fn new(source: &str, args: &FeedArgs) -> Result<Feed, String> {
         let shown = app_plugin::text::mask_url(source);
         let a = FEED_URLS
             .parse(source)
@@ -115,94 +176,30 @@ impl Feed {
             port,
             target,
             auth,
-            headers: headers(args)?,
+            headers: headers::headers(args)?,
         })
     }
-}
-
-/// The headers of every request: `User-Agent: app-event-repeater/VERSION`
-/// unless a `--source-header` sets one, the token, then the flags'.
-fn headers(args: &SourceArgs) -> Result<Vec<(HeaderName, HeaderValue)>, String> {
-    if args.source_header.len() > MAX_HEADERS {
-        return Err(format!("more than {MAX_HEADERS} --source-header flags"));
-    }
-    let mut out = Vec::new();
-    for (i, h) in args.source_header.iter().enumerate() {
-        // The value may be a secret: messages name the flag's position
-        // and the header's name, never the value.
-        let n = i + 1;
-        if h.len() > MAX_HEADER_BYTES {
-            return Err(format!(
-                "--source-header number {n} is over {MAX_HEADER_BYTES} bytes"
-            ));
-        }
-        let (name, value) = h
-            .split_once(':')
-            .ok_or_else(|| format!("--source-header number {n} is not 'Name: value' (no ':')"))?;
-        let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
-            format!(
-                "--source-header number {n}: {} is not a header name",
-                app_plugin::text::escape_for_terminal(name.trim())
-            )
-        })?;
-        let mut value = HeaderValue::from_str(value.trim()).map_err(|_| {
-            format!("--source-header {name}: the value holds a character no header may hold")
-        })?;
-        value.set_sensitive(true);
-        out.push((name, value));
-    }
-    if let Some(file) = &args.source_token_file {
-        let token = read_token(file)?;
-        let mut value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
-            format!(
-                "--source-token-file {}: the token holds a character no header may hold",
-                file.display()
-            )
-        })?;
-        value.set_sensitive(true);
-        out.push((hyper::header::AUTHORIZATION, value));
-    }
-    if !out.iter().any(|(n, _)| n == hyper::header::USER_AGENT) {
-        let agent = concat!("app-event-repeater/", env!("CARGO_PKG_VERSION"));
-        out.push((hyper::header::USER_AGENT, HeaderValue::from_static(agent)));
-    }
-    Ok(out)
-}
-
-/// The token in `file`: a regular file of at most 8 KiB, one line.
-fn read_token(file: &Path) -> Result<String, String> {
-    // A secret: warned about once when others can read it, like --password-file.
-    let bytes =
-        crate::files::read_secret_file(file, "--source-token-file", MAX_HEADER_BYTES as u64)?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| format!("--source-token-file {} is not UTF-8", file.display()))?;
-    let token = text.trim();
-    if token.is_empty() {
-        return Err(format!("--source-token-file {} is empty", file.display()));
-    }
-    Ok(token.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn args(extra: &[&str]) -> SourceArgs {
-        crate::sink::run_args(extra).source
+    fn args(extra: &[&str]) -> FeedArgs {
+        let run = crate::sink::run_args(extra);
+        <FeedArgs as clap::FromArgMatches>::from_arg_matches(&run.source.matches).unwrap()
     }
 
+    /// Given `--source-kind`, the claim is not asked: `source::tests`.
     #[test]
-    fn the_kind_follows_the_url_unless_told() {
-        assert!(is_feed("https://stream.example/v2/stream/x", None));
-        assert!(is_feed(
-            "http://127.0.0.1:8080/.well-known/mercure?topic=a",
-            None
+    fn it_claims_https_and_http_with_a_path_or_query() {
+        assert!(Feed::claims("https://stream.example/v2/stream/x"));
+        assert!(Feed::claims(
+            "http://127.0.0.1:8080/.well-known/mercure?topic=a"
         ));
-        assert!(!is_feed("http://127.0.0.1:8080", None));
-        assert!(!is_feed("http://127.0.0.1:8080/", None));
-        assert!(!is_feed("event-time", None));
-        assert!(is_feed("http://127.0.0.1:8080", Some(SourceKind::Sse)));
-        assert!(!is_feed("http://h/x", Some(SourceKind::Plugin)));
+        assert!(!Feed::claims("http://127.0.0.1:8080"));
+        assert!(!Feed::claims("http://127.0.0.1:8080/"));
+        assert!(!Feed::claims("event-time"));
     }
 
     #[test]

@@ -1,20 +1,47 @@
-//! One HTTP request to the source: over its socket, TCP, or TLS for an
-//! `https://` feed; connecting, the TLS handshake and the answer's head
-//! each within 5 s. What is not a 2xx event stream comes back as a
-//! [`Refused`] the reader acts on: a 204 stops it (the SSE standard), a
-//! 429 or 503 with `Retry-After` is waited out, anything else is reported
-//! with the status and the start of the body (escaped).
+//! One HTTP request to the source, at the [`Peer`] its kind gives: over a
+//! Unix socket, TCP, or TLS (an `https://` feed); connecting, the TLS
+//! handshake and the answer's head each within 5 s. What is not a 2xx
+//! event stream comes back as a [`Refused`] the reader acts on: a 204
+//! stops it (the SSE standard), a 429 or 503 with `Retry-After` is waited
+//! out, anything else is reported with the status and the start of the
+//! body (escaped).
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpStream, UnixStream};
 
-use crate::source::addr::{join_host_port, SourceAddr};
+use app_plugin::address::join_host_port;
+
+use crate::basic_auth::BasicAuth;
+
+/// Where a kind's requests go and what each one carries.
+pub struct Peer<'a> {
+    pub via: Via<'a>,
+    /// Sent as `Authorization: Basic …`.
+    pub auth: Option<&'a BasicAuth>,
+    /// Sent with every request, after the reader's own.
+    pub headers: &'a [(HeaderName, HeaderValue)],
+}
+
+/// How a source is reached.
+pub enum Via<'a> {
+    /// A Unix socket (an event plugin's).
+    Unix(&'a Path),
+    /// TCP, with TLS when given a client configuration (an `https://` feed).
+    Tcp {
+        host: &'a str,
+        port: u16,
+        tls: Option<&'a Arc<rustls::ClientConfig>>,
+    },
+}
 
 /// How long connecting, the TLS handshake and the answer's head may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -55,39 +82,35 @@ fn reason(status: u16) -> &'static str {
 /// `GET target` with `headers`; `Ok` is a 2xx answer (and, with
 /// `event_stream`, one whose `Content-Type` is `text/event-stream`).
 pub async fn get(
-    addr: &SourceAddr,
+    peer: &Peer<'_>,
     target: &str,
     headers: &[(&str, &str)],
     event_stream: bool,
 ) -> Result<hyper::Response<Incoming>, Refused> {
     let unreachable = |e: &dyn std::fmt::Display| Refused::Unreachable(e.to_string());
     let timed_out = |what: &str| Refused::Unreachable(format!("{what} timed out"));
-    let (host, io, auth): (String, Box<dyn IoStream>, _) = match addr {
-        SourceAddr::Unix(path) => {
+    let (host, io): (String, Box<dyn IoStream>) = match peer.via {
+        Via::Unix(path) => {
             let s = tokio::time::timeout(CONNECT_TIMEOUT, UnixStream::connect(path))
                 .await
                 .map_err(|_| timed_out("connect"))?
                 .map_err(|e| unreachable(&e))?;
-            ("localhost".into(), Box::new(s), None)
+            ("localhost".into(), Box::new(s))
         }
-        SourceAddr::Tcp { host, port, auth } => {
-            let s = tcp(host, *port).await?;
-            (join_host_port(host, *port), Box::new(s), auth.as_ref())
-        }
-        SourceAddr::Feed(feed) => {
-            let s = tcp(&feed.host, feed.port).await?;
-            let host = join_host_port(&feed.host, feed.port);
-            match &feed.tls {
-                None => (host, Box::new(s), feed.auth.as_ref()),
+        Via::Tcp { host, port, tls } => {
+            let s = tcp(host, port).await?;
+            let shown = join_host_port(host, port);
+            match tls {
+                None => (shown, Box::new(s)),
                 Some(config) => {
-                    let name = rustls::pki_types::ServerName::try_from(feed.host.clone())
+                    let name = rustls::pki_types::ServerName::try_from(host.to_string())
                         .map_err(|e| unreachable(&e))?;
                     let tls = tokio_rustls::TlsConnector::from(config.clone());
                     let s = tokio::time::timeout(CONNECT_TIMEOUT, tls.connect(name, s))
                         .await
                         .map_err(|_| timed_out("the TLS handshake"))?
                         .map_err(|e| Refused::Unreachable(format!("TLS: {e}")))?;
-                    (host, Box::new(s), feed.auth.as_ref())
+                    (shown, Box::new(s))
                 }
             }
         }
@@ -100,16 +123,14 @@ pub async fn get(
         let _ = conn.await;
     });
     let mut req = Request::get(target).header("host", host);
-    if let Some(auth) = auth {
+    if let Some(auth) = peer.auth {
         req = req.header("authorization", auth.header());
     }
     for (name, value) in headers {
         req = req.header(*name, *value);
     }
-    if let SourceAddr::Feed(feed) = addr {
-        for (name, value) in &feed.headers {
-            req = req.header(name, value);
-        }
+    for (name, value) in peer.headers {
+        req = req.header(name, value);
     }
     let req = req
         .body(Empty::<Bytes>::new())

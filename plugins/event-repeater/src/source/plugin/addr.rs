@@ -1,15 +1,14 @@
-//! Addresses as the flags give them: the event source's (`--source`, with
-//! HTTP Basic credentials masked wherever it is shown) and `HOST:PORT`
-//! split and joined (IPv6 in brackets). A leaf: the configuration, the SSE
-//! reader, the sinks and the daemon all read addresses.
+//! An event plugin's address as `--source` gives it: its instance name,
+//! a socket, or `http://[USER:PASSWORD@]HOST:PORT`, with the HTTP Basic
+//! credentials masked wherever it is shown.
 
 use std::path::{Path, PathBuf};
 
-use app_plugin::address::{Rules, Scheme};
+use app_plugin::address::{join_host_port, Rules, Scheme};
 
 pub use crate::basic_auth::BasicAuth;
 
-/// Where the events come from.
+/// Where an event plugin is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SourceAddr {
     Unix(PathBuf),
@@ -19,8 +18,6 @@ pub enum SourceAddr {
         /// From `http://USER:PASSWORD@…`: sent as HTTP Basic authentication.
         auth: Option<BasicAuth>,
     },
-    /// Any SSE feed, read as a plain stream (`--source-kind sse`).
-    Feed(std::sync::Arc<crate::source::feed::Feed>),
 }
 
 impl std::fmt::Display for SourceAddr {
@@ -31,7 +28,6 @@ impl std::fmt::Display for SourceAddr {
                 let user = auth.as_ref().map(|a| format!("{a:?}@")).unwrap_or_default();
                 write!(f, "http://{user}{}", join_host_port(host, *port))
             }
-            SourceAddr::Feed(feed) => f.write_str(&feed.shown),
         }
     }
 }
@@ -102,24 +98,6 @@ const PLUGIN_URLS: Rules = Rules {
     credentials: None,
 };
 
-/// `host:port` or `[v6]:port`.
-pub fn split_host_port(text: &str) -> Option<(String, u16)> {
-    let (host, port) = text.rsplit_once(':')?;
-    let port: u16 = port.parse().ok()?;
-    let host = if let Some(h) = host.strip_prefix('[') {
-        h.strip_suffix(']')?.to_string()
-    } else if host.contains(':') {
-        return None;
-    } else {
-        host.to_string()
-    };
-    (!host.is_empty()).then_some((host, port))
-}
-
-pub use app_plugin::address::join_host_port;
-
-pub use app_plugin::net::is_loopback_host as is_loopback;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,13 +144,5 @@ mod tests {
             "{err}"
         );
         assert!(parse_source("https://x", d).is_err());
-    }
-
-    #[test]
-    fn loopback() {
-        assert!(is_loopback("127.0.0.1") && is_loopback("::1") && is_loopback("localhost"));
-        assert!(!is_loopback("0.0.0.0") && !is_loopback("example.org"));
-        assert!(is_loopback("127.1") && is_loopback("127.0.0.9"));
-        assert!(!is_loopback("128.1") && !is_loopback("127.") && !is_loopback("1.127"));
     }
 }
