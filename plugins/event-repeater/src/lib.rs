@@ -3,13 +3,16 @@
 //! REST API.
 //!
 //! Data flows through one module per step:
-//! [`source`] (SSE reader, with [`sse`] parsing and [`event`] decoding) →
+//! [`source`] (one trait; the event plugin or a plain SSE feed, chosen
+//! once from [`source::KINDS`], read with [`sse`] parsing and [`event`]
+//! decoding) →
 //! [`relay`] (routing by [`routes`]) → [`buffer`] (bounded, with an
 //! [`overflow`] policy) → [`sink`] (one trait; [`sink::mqtt`], [`sink::nats`]
 //! or [`sink::stderr`], chosen once from [`sink::KINDS`]); the buffer's
 //! [`ledger`] computes the checkpoint, which [`checkpoint`] keeps on disk to
 //! resume from after a restart. `docs/repeater-design.md` describes the
-//! pipeline and how to add a sink.
+//! pipeline and how to add a sink or a source (one trait each,
+//! [`sink::KINDS`] and [`source::KINDS`]).
 //! Around it: [`api`] (REST: the types, paths and metric names both it and
 //! the manager use are the [`app_event_repeater_api`] crate's; bodies read
 //! by [`api_body`], errors in [`api_error`]), [`state`] (the routes

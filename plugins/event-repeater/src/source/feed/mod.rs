@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use app_plugin::address::{Rules, Scheme};
+use app_plugin::daemon::Shutdown;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use hyper::header::{HeaderName, HeaderValue};
@@ -75,11 +76,7 @@ impl std::fmt::Display for Feed {
 }
 
 impl SourceConfig for Feed {
-    fn run(
-        self: Arc<Self>,
-        rt: Runtime,
-        cancel: app_plugin::daemon::Shutdown,
-    ) -> BoxFuture<'static, ()> {
+    fn run(self: Arc<Self>, rt: Runtime, cancel: Shutdown) -> BoxFuture<'static, ()> {
         reader::run(self, rt, cancel).boxed()
     }
 

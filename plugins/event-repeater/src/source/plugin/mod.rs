@@ -9,6 +9,7 @@ mod addr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use app_plugin::daemon::Shutdown;
 use futures_util::future::BoxFuture;
 use futures_util::FutureExt;
 use http_body_util::BodyExt;
@@ -47,11 +48,7 @@ impl std::fmt::Display for Plugin {
 }
 
 impl SourceConfig for Plugin {
-    fn run(
-        self: Arc<Self>,
-        rt: Runtime,
-        cancel: app_plugin::daemon::Shutdown,
-    ) -> BoxFuture<'static, ()> {
+    fn run(self: Arc<Self>, rt: Runtime, cancel: Shutdown) -> BoxFuture<'static, ()> {
         reader::run(self, rt, cancel).boxed()
     }
 
