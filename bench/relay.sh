@@ -123,6 +123,11 @@ cpu_s() {
     awk -v tck="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / tck }' "/proc/$1/stat"
 }
 
+# The "cpu_s" a loadgen wrote in the last line of JSON file $1 (empty if none).
+json_cpu() {
+    tail -n 1 "$1" 2>/dev/null | sed -n 's/.*"cpu_s":\([0-9.]*\).*/\1/p'
+}
+
 # Peak resident set size of process $1, in kB.
 rss_kb() {
     awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"
@@ -152,10 +157,11 @@ run_one() {
         if [ "$qos" = 0 ]; then count=$SAT_QOS0; else count=$SAT_QOS1; fi
     fi
     local gen=(--count "$count" --rate "$rate" --warmup "$WARMUP" --size "$SIZE" --ready-file "$dir/ready")
-    local port_b relay_pid
+    local port_b relay_pid broker_b gen_pid others=()
     port_b=$($LOADGEN port)
     start_broker "$dir" broker-b "$port_b"
     relay_pid=$LAST_PID
+    broker_b=$LAST_PID
 
     "$LOADGEN" subscribe --broker "127.0.0.1:$port_b" --qos "$qos" --expect "$count" \
         --ready-file "$dir/ready" --idle 5 --timeout 300 >"$dir/sub.json" 2>"$dir/sub.err" &
@@ -167,6 +173,7 @@ run_one() {
         direct)
             "$LOADGEN" publish --broker "127.0.0.1:$port_b" --qos "$qos" "${gen[@]}" \
                 >"$dir/pub.json" 2>"$dir/pub.err" &
+            gen_pid=$!
             PIDS+=($!)
             ;;
         bridge)
@@ -174,8 +181,10 @@ run_one() {
             port_a=$($LOADGEN port)
             start_broker "$dir" broker-a "$port_a" "$port_b" "$qos"
             relay_pid=$LAST_PID
+            others+=($LAST_PID)
             "$LOADGEN" publish --broker "127.0.0.1:$port_a" --qos "$qos" "${gen[@]}" \
                 >"$dir/pub.json" 2>"$dir/pub.err" &
+            gen_pid=$!
             PIDS+=($!)
             ;;
         repeater | repeater-text)
@@ -187,6 +196,7 @@ run_one() {
             sse_port=$($LOADGEN port)
             "$LOADGEN" sse --listen "127.0.0.1:$sse_port" "${gen[@]}" "${feed_sse[@]}" \
                 >"$dir/sse.json" 2>"$dir/sse.err" &
+            gen_pid=$!
             PIDS+=($!)
             wait_port "$sse_port"
             APP_RUNTIME_DIR=$dir/run APP_DATA_DIR=$dir/data APP_CONFIG_DIR=$dir \
@@ -195,6 +205,7 @@ run_one() {
                 "${feed_run[@]}" $REPEATER_ARGS \
                 2>"$dir/repeater.err" &
             relay_pid=$!
+            others+=($relay_pid)
             PIDS+=($relay_pid)
             ;;
     esac
@@ -205,15 +216,28 @@ run_one() {
     wait "$sub_pid" || true
     cpu1=$(cpu_s "$relay_pid")
     rss=$(rss_kb "$relay_pid")
+    # Every process of the path, over its whole life (start-up and
+    # warm-up included): the subscriber and an exited publisher say
+    # theirs ("cpu_s" in their JSON); null if one cannot be read.
+    local parts=() p
+    for p in "$broker_b" "${others[@]}"; do parts+=("$(cpu_s "$p")"); done
+    if kill -0 "$gen_pid" 2>/dev/null; then
+        parts+=("$(cpu_s "$gen_pid")")
+    else
+        parts+=("$(json_cpu "$dir/pub.json")")
+    fi
+    parts+=("$(json_cpu "$dir/sub.json")")
+    local path_cpu
+    path_cpu=$(printf '%s\n' "${parts[@]}" | awk '/^[0-9.]+$/ { t += $1; next } { bad = 1 } END { if (bad) print "null"; else printf "%.3f", t }')
     stop_all
 
     local sub
     sub=$(tail -n 1 "$dir/sub.json")
     [ -n "$sub" ] || sub=null
-    printf '{"path":"%s","qos":%s,"kind":"%s","run":%s,"count":%s,"lat_rate":%s,"sub":%s,"relay":{"rss_kb":%s,"cpu_s":%s,"events":%s}}\n' \
+    printf '{"path":"%s","qos":%s,"kind":"%s","run":%s,"count":%s,"lat_rate":%s,"sub":%s,"relay":{"rss_kb":%s,"cpu_s":%s,"events":%s},"path_cpu_s":%s}\n' \
         "$path" "$qos" "$kind" "$run" "$count" "$LAT_RATE" "$sub" "$rss" \
         "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.3f", b - a }')" \
-        "$((count + WARMUP))" >>"$OUT"
+        "$((count + WARMUP))" "$path_cpu" >>"$OUT"
     echo "relay.sh: $path qos $qos $kind run $run: rss ${rss} kB, cpu $cpu0..$cpu1 s: $sub" >&2
 }
 

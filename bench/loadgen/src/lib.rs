@@ -21,6 +21,22 @@ pub mod tally;
 
 use clap::Parser;
 
+/// The CPU time (user + system, every thread) this process has used so
+/// far, from `/proc/self/stat`; `None` where that cannot be read. For
+/// bench/relay.sh, which adds up what every process of a path spent
+/// (a process that has exited can no longer be read from outside).
+pub fn own_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name, in parentheses, may hold spaces: count fields
+    // from after its closing one (utime and stime are fields 14 and 15).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ').skip(11);
+    let utime: f64 = fields.next()?.parse().ok()?;
+    let stime: f64 = fields.next()?.parse().ok()?;
+    // /proc counts in USER_HZ, which Linux fixes at 100 for user space.
+    Some((utime + stime) / 100.0)
+}
+
 /// Runs the command line `args`; returns the exit code.
 pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
     let cli = match cli::Cli::try_parse_from(args) {

@@ -176,6 +176,7 @@ fn print_summary(
             "queued_s": queued.as_secs_f64(),
             "span_s": span.as_secs_f64(),
             "rate": (count as f64 / span.as_secs_f64()).round(),
+            "cpu_s": crate::own_cpu_s(),
         })
     );
 }

@@ -2,7 +2,9 @@
 //! check against issue 6's targets.
 //!
 //! Each line: `{"path":"direct|bridge|repeater|repeater-text","qos":0,"kind":"saturate|latency","lat_rate":1000,
-//! "run":1,"sub":{subscriber summary},"relay":{"rss_kb":…,"cpu_s":…,"events":…}}`.
+//! "run":1,"sub":{subscriber summary},"relay":{"rss_kb":…,"cpu_s":…,"events":…},
+//! "path_cpu_s":…}`: `path_cpu_s` is what every process of the path (generator, relay,
+//! brokers, subscriber) spent over its life, null where one could not be read.
 
 use std::fmt::Write as _;
 
@@ -56,6 +58,8 @@ struct Figures {
     dup: u64,
     rss_kb: f64,
     cpu_us: f64,
+    /// Every process of the path, per event (saturation runs).
+    path_cpu_us: f64,
 }
 
 fn figures(rows: &[Value], path: &str, qos: u64) -> Option<Figures> {
@@ -100,6 +104,11 @@ fn figures(rows: &[Value], path: &str, qos: u64) -> Option<Figures> {
                 .map(|r| f(&r["relay"]["cpu_s"]) * 1e6 / f(&r["relay"]["events"]))
                 .collect(),
         ),
+        path_cpu_us: median(
+            sat.iter()
+                .map(|r| f(&r["path_cpu_s"]) * 1e6 / f(&r["relay"]["events"]))
+                .collect(),
+        ),
     })
 }
 
@@ -118,13 +127,14 @@ fn render(rows: &[Value]) -> String {
     let _ = writeln!(out, "Payload: {bytes} bytes on every hop.\n");
     let _ = writeln!(
         out,
-        "| QoS | path | events/s (median) | vs direct | latency at {lat_rate}/s p50 / p99 / p99.9 (ms) | p99 added vs direct (ms) | lost | duplicated | relay peak RSS (MB) | relay CPU per event (µs) |"
+        "| QoS | path | events/s (median) | vs direct | latency at {lat_rate}/s p50 / p99 / p99.9 (ms) | p99 added vs direct (ms) | lost | duplicated | relay peak RSS (MB) | relay CPU per event (µs) | all processes' CPU per event (µs) |"
     );
     let _ = writeln!(
         out,
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
     let mut checks = Vec::new();
+    let mut ceilings = Vec::new();
     for qos in [0u64, 1] {
         let direct = figures(rows, "direct", qos);
         let bridge = figures(rows, "bridge", qos);
@@ -149,9 +159,22 @@ fn render(rows: &[Value]) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {qos} | {label} | {:.0}{mbps} ({} runs) | {vs:.0}% | {:.2} / {:.2} / {:.2} | {added:+.2} | {} | {} | {:.1}{relay_note} | {:.1}{relay_note} |",
-                x.rate, x.runs, x.p50, x.p99, x.p999, x.lost, x.dup, x.rss_kb / 1024.0, x.cpu_us
+                "| {qos} | {label} | {:.0}{mbps} ({} runs) | {vs:.0}% | {:.2} / {:.2} / {:.2} | {added:+.2} | {} | {} | {:.1}{relay_note} | {:.1}{relay_note} | {:.1} |",
+                x.rate, x.runs, x.p50, x.p99, x.p999, x.lost, x.dup, x.rss_kb / 1024.0, x.cpu_us,
+                x.path_cpu_us
             );
+            // With every core busy, a path's rate is at most the cores'
+            // time over what its processes spend per event; against direct
+            // that is direct's CPU per event over this path's.
+            if let Some(d) = direct.filter(|_| *name != "direct") {
+                let ceiling = d.path_cpu_us / x.path_cpu_us * 100.0;
+                if ceiling.is_finite() {
+                    ceilings.push(format!(
+                        "- QoS {qos}, {label}: {:.1} µs of CPU per event in all against direct's {:.1}: with every core busy, at most {ceiling:.0}% of direct's rate (measured {vs:.0}%)",
+                        x.path_cpu_us, d.path_cpu_us
+                    ));
+                }
+            }
         }
         if let (Some(d), Some(b), Some(r)) = (direct, bridge, repeater) {
             checks.push((
@@ -204,6 +227,12 @@ fn render(rows: &[Value]) -> String {
             ));
         }
     }
+    if !ceilings.is_empty() {
+        let _ = writeln!(out, "\nWhat the CPU allows:\n");
+        for line in ceilings {
+            let _ = writeln!(out, "{line}");
+        }
+    }
     if !checks.is_empty() {
         let _ = writeln!(out, "\nTargets (issues 6 and 29):\n");
         for (what, ok) in checks {
@@ -222,7 +251,8 @@ mod tests {
         json!({"path": path, "qos": qos, "kind": kind, "run": 1,
             "sub": {"rate": rate, "missing": missing, "duplicates": 0, "payload_bytes": [150, 150],
                     "latency_us": {"p50": 100.0, "p99": p99, "p999": p99 * 2.0}},
-            "relay": {"rss_kb": 8192.0, "cpu_s": 1.0, "events": 100000.0}})
+            "relay": {"rss_kb": 8192.0, "cpu_s": 1.0, "events": 100000.0},
+            "path_cpu_s": if path == "direct" { 3.0 } else { 4.0 }})
     }
 
     #[test]
@@ -262,6 +292,11 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| 10.0 |"), "cpu µs/event: {text}");
+        assert!(text.contains("| 10.0 | 40.0 |"), "path cpu µs/event: {text}");
+        assert!(
+            text.contains("- QoS 0, app event-repeater: 40.0 µs of CPU per event in all against direct's 30.0: with every core busy, at most 75% of direct's rate (measured 85%)"),
+            "{text}"
+        );
         assert!(text.contains("latency at 1000/s"), "{text}");
         assert!(!text.contains("MB/s"), "{text}");
         assert!(

@@ -188,6 +188,7 @@ impl<'a> Subscriber<'a> {
         summary["stopped"] = json!(reason);
         summary["connects"] = json!(self.connects);
         summary["connection_errors"] = json!(self.disconnects);
+        summary["cpu_s"] = json!(crate::own_cpu_s());
         println!("{summary}");
     }
 }
