@@ -1,7 +1,7 @@
 //! Data a stranger controls must not stop, lose or corrupt what the
 //! repeater relays (issue 19): topics a sink cannot take, an empty
 //! checkpoint, over-long SSE ids (the start-up checks of its files are in
-//! `startup.rs`).
+//! `repeater/startup.rs`).
 //!
 //! Events come from a scripted source (`common::sse_source`) that replays
 //! after `Last-Event-ID` and records what it was asked for; the sinks are a
