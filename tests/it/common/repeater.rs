@@ -255,6 +255,44 @@ impl<'a> Repeater<'a> {
             .collect()
     }
 
+    /// Waits up to 10 s until the stderr sink printed an event on `topic`;
+    /// panics with the log.
+    pub fn wait_relayed(&self, topic: &str) {
+        let relayed = wait_for(Duration::from_secs(10), || {
+            self.sink_topics().iter().any(|t| t == topic).then_some(())
+        });
+        assert!(relayed.is_some(), "{topic} not relayed:\n{}", self.log());
+    }
+
+    /// `<data>/event-repeater/NAME.checkpoint`.
+    pub fn checkpoint_file(&self) -> PathBuf {
+        self.sb
+            .data_dir()
+            .join(format!("event-repeater/{}.checkpoint", self.name))
+    }
+
+    /// Waits up to 10 s until the checkpoint file names `id` (the repeater
+    /// writes it every 100 ms while it moves); panics with the start of the
+    /// file and the log.
+    pub fn wait_checkpoint(&self, id: &str) {
+        let file = self.checkpoint_file();
+        let want = format!("\"last_event_id\":\"{id}\"");
+        let seen = wait_for(Duration::from_secs(10), || {
+            std::fs::read_to_string(&file)
+                .ok()
+                .filter(|t| t.contains(&want))
+        });
+        if seen.is_none() {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            let start: String = text.chars().take(200).collect();
+            panic!(
+                "the checkpoint never reached {id}: {} bytes, {start:?}…\n{}",
+                text.len(),
+                self.log()
+            );
+        }
+    }
+
     pub fn pid(&self) -> i32 {
         self.proc.as_ref().expect("started").pid()
     }

@@ -16,7 +16,7 @@ use common::{wait_for, Sandbox};
 use serde_json::json;
 
 use super::{file, letters, manage, stored_once_each};
-use crate::nats::read_stream;
+use crate::sinks::nats::read_stream;
 
 #[test]
 fn letters_the_stream_refused_are_stored_once_each_however_often_they_are_replayed() {
@@ -28,8 +28,11 @@ fn letters_the_stream_refused_are_stored_once_each_however_often_they_are_replay
                "num_replicas": 1, "max_msg_size": max_msg_size,
                "duplicate_window": 120_000_000_000u64})
     };
-    let created =
-        crate::nats_trouble::js_api(server.port, "$JS.API.STREAM.CREATE.SMALL", &config(200));
+    let created = crate::sinks::nats_trouble::js_api(
+        server.port,
+        "$JS.API.STREAM.CREATE.SMALL",
+        &config(200),
+    );
     assert!(created["error"].is_null(), "{created}");
     let sb = Sandbox::new();
     let source = ScriptedSource::start();
@@ -69,8 +72,11 @@ fn letters_the_stream_refused_are_stored_once_each_however_often_they_are_replay
 
     // The limit is raised; a copy of the file stands for a crash after
     // the replay delivered and before it removed the letters.
-    let updated =
-        crate::nats_trouble::js_api(server.port, "$JS.API.STREAM.UPDATE.SMALL", &config(10_000));
+    let updated = crate::sinks::nats_trouble::js_api(
+        server.port,
+        "$JS.API.STREAM.UPDATE.SMALL",
+        &config(10_000),
+    );
     assert!(updated["error"].is_null(), "{updated}");
     let before = std::fs::read(file(&sb, &rep)).expect("the letters");
     let replayed = manage(&sb, &["dead-letters", "replay", "--name", "js"])
@@ -110,7 +116,7 @@ fn events_a_foreign_stream_does_not_capture_are_kept_and_replayed_once_it_does()
         return;
     };
     let config = |subjects: &[&str]| json!({"name": "FOREIGN", "subjects": subjects, "storage": "memory", "num_replicas": 1});
-    let created = crate::nats_trouble::js_api(
+    let created = crate::sinks::nats_trouble::js_api(
         server.port,
         "$JS.API.STREAM.CREATE.FOREIGN",
         &config(&["ids.>"]),
@@ -136,7 +142,7 @@ fn events_a_foreign_stream_does_not_capture_are_kept_and_replayed_once_it_does()
     assert_eq!(kept[0]["sink_topic"], "other/2");
     assert_eq!(rep.metric("dead_letters_total{reason=\"sink_error\"}"), 1.0);
     // The stream's owner adds the subject; the letter is replayed and stored.
-    let updated = crate::nats_trouble::js_api(
+    let updated = crate::sinks::nats_trouble::js_api(
         server.port,
         "$JS.API.STREAM.UPDATE.FOREIGN",
         &config(&["ids.>", "other.>"]),

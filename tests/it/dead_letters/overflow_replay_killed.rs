@@ -15,7 +15,7 @@ use common::sse_source::ScriptedSource;
 use common::{plugin_bin, wait_for, Sandbox};
 
 use super::{file, letters, manage, stored_once_each};
-use crate::nats::read_stream;
+use crate::sinks::nats::read_stream;
 
 fn wait(rep: &Repeater, what: &str, pred: impl Fn(&Repeater) -> bool) {
     let ok = wait_for(Duration::from_secs(20), || pred(rep).then_some(()));

@@ -15,7 +15,7 @@ use common::{wait_for, Sandbox};
 use serde_json::json;
 
 use super::{file, letters, manage};
-use crate::rabbitmq_stream::try_read;
+use crate::sinks::rabbitmq_stream::try_read;
 
 #[test]
 fn letters_replayed_into_a_stream_that_went_on_are_stored_not_dropped() {

@@ -11,7 +11,7 @@ use crate::common::process::Proc;
 use crate::common::repeater::Repeater;
 use crate::common::tools::{require_tool, skip, REQUIRE_ALL};
 use crate::common::{free_port, wait_for, Sandbox};
-use crate::nats::read_stream;
+use crate::sinks::nats::read_stream;
 
 const SERVER: &str = include_str!("starlette_server.py");
 

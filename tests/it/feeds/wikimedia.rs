@@ -10,7 +10,7 @@ use super::{pki, Feed};
 use crate::common::nats::NatsServer;
 use crate::common::repeater::Repeater;
 use crate::common::{wait_for, Sandbox};
-use crate::nats::read_stream;
+use crate::sinks::nats::read_stream;
 use serde_json::Value;
 
 const TOKEN: &str = "tok-8f3a1c-SECRET";

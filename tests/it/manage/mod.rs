@@ -18,6 +18,7 @@ use serde_json::Value;
 mod commands;
 mod errors;
 mod events;
+mod input;
 mod reach;
 mod top;
 

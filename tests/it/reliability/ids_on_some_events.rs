@@ -17,7 +17,7 @@ use common::repeater::Repeater;
 use common::sse_source::ScriptedSource;
 use common::{wait_for, Sandbox};
 
-use crate::nats::read_stream;
+use crate::sinks::nats::read_stream;
 
 /// The stream: `id: 1` + 1, 2 and 3 without ids, an empty `id:` +
 /// 4, 5 and 6, `id: 7` + 7, 8; each on topic `ids/N`.

@@ -32,6 +32,7 @@ use serde_json::{json, Value};
 mod broker;
 mod chaos_source;
 mod crashes;
+mod fresh_start;
 mod hardening;
 mod hostile_api;
 mod ids_on_some_events;

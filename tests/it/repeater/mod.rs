@@ -5,7 +5,10 @@
 //! events flow, every bad-input case of the API, routes surviving restart
 //! and kill -9, the runtime files, the stderr sink, and the faults of issue 6
 //! (broker paused, stopped, killed; buffer smaller than the outage; source
-//! restarted).
+//! restarted). Beside them: the API's limits against clients that stall or
+//! send what it does not serve (`api_limits`), what it checks about its
+//! files at start (`startup`), state files an earlier release wrote
+//! (`upgrade`), and what its libraries log (`library_logs`).
 
 use crate::common;
 
@@ -21,9 +24,13 @@ use common::Sandbox;
 use serde_json::{json, Value};
 
 mod api;
+mod api_limits;
 mod cli;
+mod library_logs;
 mod mqtt;
+mod startup;
 mod state;
+mod upgrade;
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
 

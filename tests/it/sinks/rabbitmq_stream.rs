@@ -20,7 +20,7 @@ use common::repeater::Repeater;
 use common::{free_port, wait_for, Sandbox};
 use serde_json::{json, Value};
 
-use crate::nats::{loadgen, start_source};
+use super::nats::{loadgen, start_source};
 
 /// The stream `loadgen sse` events go to: their topic, verbatim.
 const STREAM: &str = "bench/seq";

@@ -14,9 +14,9 @@ use common::repeater::Repeater;
 use common::{free_port, Sandbox};
 use serde_json::Value;
 
-use crate::nats::start_source;
-use crate::rabbitmq_stream::{assert_each_once, read_all, relay, wait_metric};
-use crate::sink_stall::wait_health;
+use super::nats::start_source;
+use super::rabbitmq_stream::{assert_each_once, read_all, relay, wait_metric};
+use super::stall::wait_health;
 
 /// The `--sink` node the repeater connected to last (its log says
 /// "connected to RabbitMQ at HOST:PORT"); its stream port.

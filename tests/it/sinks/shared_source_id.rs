@@ -18,8 +18,8 @@ use common::repeater::Repeater;
 use common::{free_port, wait_for, Sandbox};
 use serde_json::json;
 
-use crate::nats::{loadgen, nats_args};
-use crate::nats_trouble::js_api;
+use super::nats::{loadgen, nats_args};
+use super::nats_trouble::js_api;
 
 /// `loadgen sse` with events 1..=`count` on `topic`, on a free port.
 fn source(topic: &str, count: u64) -> (Proc, String) {

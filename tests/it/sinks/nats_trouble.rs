@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::nats::{nats_args, read_stream, start_source};
+use super::nats::{nats_args, read_stream, start_source};
 use common::nats::NatsServer;
 use common::repeater::Repeater;
 use common::{free_port, plugin_bin, wait_for, Sandbox};

@@ -15,8 +15,8 @@ use common::repeater::{status_rows, Repeater};
 use common::{free_port, wait_for, Sandbox};
 use serde_json::{json, Value};
 
-use crate::nats::{nats_args, start_source};
-use crate::nats_trouble::js_api;
+use super::nats::{nats_args, start_source};
+use super::nats_trouble::js_api;
 
 /// Waits up to `within` for `/healthz` to say `status` with the sink
 /// `stalled` or not; the answer.

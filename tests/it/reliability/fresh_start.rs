@@ -9,9 +9,9 @@
 
 use std::time::Duration;
 
+use super::{m, start_loadgen_source, start_repeater, wait_metrics, Counter};
 use crate::common::broker::Broker;
 use crate::common::{free_port, Sandbox};
-use crate::reliability::{m, start_loadgen_source, start_repeater, wait_metrics, Counter};
 
 #[test]
 fn a_fresh_repeater_killed_before_any_delivery_loses_nothing() {

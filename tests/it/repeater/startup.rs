@@ -1,7 +1,8 @@
 //! What a repeater checks at start about its files (issue 19): a second
 //! repeater on the same state file or checkpoint is refused naming the
 //! holder, an unusable `--ca-file` for an `mqtts://` sink is a usage error,
-//! and temp files a killed repeater left are removed.
+//! temp files a killed repeater left are removed, and an empty checkpoint
+//! is refused saying what to do.
 
 use crate::common;
 
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use common::process::Proc;
 use common::repeater::{run_to_exit, Repeater};
+use common::sse_source::ScriptedSource;
 use common::{plugin_bin, wait_for, Sandbox};
 
 /// Issue 19 item 6, first case: `--name a` and `--name b` with one
@@ -321,4 +323,64 @@ fn a_tls_cert_outside_its_dates_is_refused_at_start_with_them() {
         .args(["--listen", &listen, "--tls-cert", &cert, "--tls-key", &key])
         .start();
     assert_eq!(rep.url(), format!("https://{listen}"));
+}
+
+/// Issue 19 item 2: a checkpoint truncated to 0 bytes while the repeater
+/// was down read as "no checkpoint": it started from the source's live
+/// events and the ones sent meanwhile were lost without a word. Now the
+/// start is refused (exit 1, the code for an unusable state or checkpoint
+/// file), saying what to do; nothing is read from the source.
+#[test]
+fn an_empty_checkpoint_is_refused_at_start_with_what_to_do() {
+    let sb = Sandbox::new();
+    let source = ScriptedSource::start();
+    for id in 1..=3 {
+        source.push_topic(id, "t/a");
+    }
+    let stderr_sink = |sb| {
+        Repeater::builder(sb, "event-repeater")
+            .source(&source.url())
+            .sinkprotocol("stderr")
+            .args(["--allowall"])
+    };
+    let mut rep = stderr_sink(&sb).start();
+    rep.wait_checkpoint("3");
+    rep.kill9();
+    let checkpoint = sb
+        .data_dir()
+        .join("event-repeater/event-repeater.checkpoint");
+    std::fs::write(&checkpoint, "").unwrap();
+    source.push_topic(4, "t/a");
+
+    let (code, err) = run_to_exit(
+        &sb,
+        &[
+            "--name",
+            "event-repeater",
+            "--source",
+            &source.url(),
+            "--sinkprotocol",
+            "stderr",
+            "--allowall",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the checkpoint file {} is empty",
+            checkpoint.display()
+        )) && err.contains("remove it to start from the source's live events"),
+        "{err}"
+    );
+    assert_eq!(std::fs::metadata(&checkpoint).unwrap().len(), 0);
+    assert_eq!(source.asked(), vec![None], "it subscribed to the source");
+
+    // What the message says to do works: without the file it starts.
+    std::fs::remove_file(&checkpoint).unwrap();
+    rep.restart();
+    let seen = wait_for(Duration::from_secs(10), || {
+        (source.asked().len() == 2).then_some(())
+    });
+    assert!(seen.is_some(), "{}", rep.log());
 }
