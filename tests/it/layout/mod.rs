@@ -84,6 +84,9 @@ fn no_import_cycles_between_modules() {
         "#[cfg(test)]\nmod tests { use crate::a::g; }",
     )
     .expect("write");
+    // Test code in a file of its own is test code too.
+    fs::create_dir_all(src.join("c")).expect("mkdir");
+    fs::write(src.join("c/tests.rs"), "use crate::a::g;").expect("write");
     let graph = graph_of(src);
     assert_eq!(
         cycles(&graph),

@@ -236,6 +236,11 @@ pub fn graph_of(src: &Path) -> Graph {
         let Some(from) = module_of(src, file) else {
             continue;
         };
+        // A `tests.rs` (declared `#[cfg(test)] mod tests;`) is test code, as
+        // an inline `#[cfg(test)] mod tests { … }` is: its uses are not edges.
+        if from.last().is_some_and(|m| m == "tests") {
+            continue;
+        }
         let Ok(text) = fs::read_to_string(file) else {
             continue;
         };
