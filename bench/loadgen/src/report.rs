@@ -292,7 +292,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| 10.0 |"), "cpu µs/event: {text}");
-        assert!(text.contains("| 10.0 | 40.0 |"), "path cpu µs/event: {text}");
+        assert!(
+            text.contains("| 10.0 | 40.0 |"),
+            "path cpu µs/event: {text}"
+        );
         assert!(
             text.contains("- QoS 0, app event-repeater: 40.0 µs of CPU per event in all against direct's 30.0: with every core busy, at most 75% of direct's rate (measured 85%)"),
             "{text}"
