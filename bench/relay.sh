@@ -234,10 +234,10 @@ run_one() {
     local sub
     sub=$(tail -n 1 "$dir/sub.json")
     [ -n "$sub" ] || sub=null
-    printf '{"path":"%s","qos":%s,"kind":"%s","run":%s,"count":%s,"lat_rate":%s,"sub":%s,"relay":{"rss_kb":%s,"cpu_s":%s,"events":%s},"path_cpu_s":%s}\n' \
+    printf '{"path":"%s","qos":%s,"kind":"%s","run":%s,"count":%s,"lat_rate":%s,"sub":%s,"relay":{"rss_kb":%s,"cpu_s":%s,"events":%s},"path_cpu_s":%s,"cores":%s}\n' \
         "$path" "$qos" "$kind" "$run" "$count" "$LAT_RATE" "$sub" "$rss" \
         "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.3f", b - a }')" \
-        "$((count + WARMUP))" "$path_cpu" >>"$OUT"
+        "$((count + WARMUP))" "$path_cpu" "$(nproc)" >>"$OUT"
     echo "relay.sh: $path qos $qos $kind run $run: rss ${rss} kB, cpu $cpu0..$cpu1 s: $sub" >&2
 }
 

@@ -3,8 +3,9 @@
 //!
 //! Each line: `{"path":"direct|bridge|repeater|repeater-text","qos":0,"kind":"saturate|latency","lat_rate":1000,
 //! "run":1,"sub":{subscriber summary},"relay":{"rss_kb":…,"cpu_s":…,"events":…},
-//! "path_cpu_s":…}`: `path_cpu_s` is what every process of the path (generator, relay,
-//! brokers, subscriber) spent over its life, null where one could not be read.
+//! "path_cpu_s":…,"cores":2}`: `path_cpu_s` is what every process of the path (generator,
+//! relay, brokers, subscriber) spent over its life, null where one could not be read;
+//! `cores` is the machine's.
 
 use std::fmt::Write as _;
 
@@ -60,6 +61,8 @@ struct Figures {
     cpu_us: f64,
     /// Every process of the path, per event (saturation runs).
     path_cpu_us: f64,
+    /// The machine's cores.
+    cores: f64,
 }
 
 fn figures(rows: &[Value], path: &str, qos: u64) -> Option<Figures> {
@@ -109,6 +112,7 @@ fn figures(rows: &[Value], path: &str, qos: u64) -> Option<Figures> {
                 .map(|r| f(&r["path_cpu_s"]) * 1e6 / f(&r["relay"]["events"]))
                 .collect(),
         ),
+        cores: median(sat.iter().map(|r| f(&r["cores"])).collect()),
     })
 }
 
@@ -163,15 +167,20 @@ fn render(rows: &[Value]) -> String {
                 x.rate, x.runs, x.p50, x.p99, x.p999, x.lost, x.dup, x.rss_kb / 1024.0, x.cpu_us,
                 x.path_cpu_us
             );
-            // With every core busy, a path's rate is at most the cores'
-            // time over what its processes spend per event; against direct
-            // that is direct's CPU per event over this path's.
+            // However the work is scheduled, a path cannot relay more
+            // events per second than its cores' time over the CPU its
+            // processes spend per event.
             if let Some(d) = direct.filter(|_| *name != "direct") {
-                let ceiling = d.path_cpu_us / x.path_cpu_us * 100.0;
-                if ceiling.is_finite() {
+                let most = x.cores * 1e6 / x.path_cpu_us;
+                if most.is_finite() {
                     ceilings.push(format!(
-                        "- QoS {qos}, {label}: {:.1} µs of CPU per event in all against direct's {:.1}: with every core busy, at most {ceiling:.0}% of direct's rate (measured {vs:.0}%)",
-                        x.path_cpu_us, d.path_cpu_us
+                        "- QoS {qos}, {label}: {:.1} µs of CPU per event in all (direct: {:.1}); with all {} cores busy at most {most:.0}/s, {:.0}% of direct's measured rate (measured {vs:.0}%; direct kept {:.1} cores busy, this path {:.1})",
+                        x.path_cpu_us,
+                        d.path_cpu_us,
+                        x.cores,
+                        most / d.rate * 100.0,
+                        d.rate * d.path_cpu_us / 1e6,
+                        x.rate * x.path_cpu_us / 1e6
                     ));
                 }
             }
@@ -252,7 +261,7 @@ mod tests {
             "sub": {"rate": rate, "missing": missing, "duplicates": 0, "payload_bytes": [150, 150],
                     "latency_us": {"p50": 100.0, "p99": p99, "p999": p99 * 2.0}},
             "relay": {"rss_kb": 8192.0, "cpu_s": 1.0, "events": 100000.0},
-            "path_cpu_s": if path == "direct" { 3.0 } else { 4.0 }})
+            "path_cpu_s": if path == "direct" { 3.0 } else { 4.0 }, "cores": 2})
     }
 
     #[test]
@@ -297,7 +306,7 @@ mod tests {
             "path cpu µs/event: {text}"
         );
         assert!(
-            text.contains("- QoS 0, app event-repeater: 40.0 µs of CPU per event in all against direct's 30.0: with every core busy, at most 75% of direct's rate (measured 85%)"),
+            text.contains("- QoS 0, app event-repeater: 40.0 µs of CPU per event in all (direct: 30.0); with all 2 cores busy at most 50000/s, 50000% of direct's measured rate (measured 85%; direct kept 0.0 cores busy, this path 0.0)"),
             "{text}"
         );
         assert!(text.contains("latency at 1000/s"), "{text}");
