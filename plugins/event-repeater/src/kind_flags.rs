@@ -2,7 +2,10 @@
 //! declares for every kind and only the chosen one reads: none
 //! ([`NoFlags`]), and which of another kind's were given
 //! ([`first_given`]), so that such a flag is refused naming its kind
-//! without a hand-kept list. A leaf: `sink` and `source` both use it.
+//! without a hand-kept list; and [`KindArgs`], one side's flags as `run`
+//! holds them. A leaf: `sink` and `source` both use it.
+
+use std::marker::PhantomData;
 
 /// A kind without flags of its own.
 #[derive(Debug, Clone, Copy, clap::Args)]
@@ -32,4 +35,57 @@ pub fn first_given(
         }
     });
     given
+}
+
+/// A list of registered kinds (the sinks', the sources'), as
+/// [`KindArgs`] needs it: each kind's flags.
+pub trait Registry {
+    /// Adds every kind's own flags, in the list's order.
+    fn add_flags(cmd: clap::Command) -> clap::Command;
+}
+
+/// One side's flags: those every kind of it reads (`C`), and every kind's
+/// own as clap matched them, kept until the chosen kind reads its own.
+#[derive(Debug, Clone)]
+pub struct KindArgs<C, R> {
+    pub common: C,
+    /// `run`'s matches, for the chosen kind's flags.
+    pub(crate) matches: clap::ArgMatches,
+    registry: PhantomData<R>,
+}
+
+impl<C, R> std::ops::Deref for KindArgs<C, R> {
+    type Target = C;
+
+    fn deref(&self) -> &C {
+        &self.common
+    }
+}
+
+impl<C: clap::FromArgMatches, R> clap::FromArgMatches for KindArgs<C, R> {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(KindArgs {
+            common: C::from_arg_matches(matches)?,
+            matches: matches.clone(),
+            registry: PhantomData,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.common.update_from_arg_matches(matches)?;
+        self.matches = matches.clone();
+        Ok(())
+    }
+}
+
+impl<C: clap::Args, R: Registry> clap::Args for KindArgs<C, R> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        // Each part sets its own heading; flags added after these are
+        // under the default one again.
+        R::add_flags(C::augment_args(cmd)).next_help_heading(None::<&'static str>)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
 }

@@ -37,6 +37,8 @@ pub mod config;
 pub mod daemon;
 pub mod dead_letter;
 pub mod decode;
+#[cfg(test)]
+mod doc_quotes;
 pub mod error;
 pub mod event;
 pub mod event_key;

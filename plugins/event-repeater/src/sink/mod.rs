@@ -392,35 +392,6 @@ mod tests {
         assert!(configured(&["--sinkprotocol", "stderr"]).is_ok());
     }
 
-    /// The code blocks of a section of a Markdown file, each dedented by
-    /// the indentation of its opening fence.
-    fn rust_blocks(doc: &str, section: &str) -> Vec<String> {
-        let start = doc.find(section).expect("the section is in the doc");
-        let mut blocks = Vec::new();
-        let mut open: Option<(usize, String)> = None;
-        for line in doc[start..].lines().skip(1) {
-            if open.is_none() && line.starts_with('#') {
-                break;
-            }
-            let trimmed = line.trim_start();
-            match &mut open {
-                None if trimmed == "```rust" => {
-                    open = Some((line.len() - trimmed.len(), String::new()))
-                }
-                None => {}
-                Some((_, block)) if trimmed == "```" => {
-                    blocks.push(std::mem::take(block));
-                    open = None;
-                }
-                Some((indent, block)) => {
-                    block.push_str(line.get(*indent..).unwrap_or(""));
-                    block.push('\n');
-                }
-            }
-        }
-        blocks
-    }
-
     #[test]
     fn the_design_doc_quotes_the_stderr_sink() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -429,7 +400,7 @@ mod tests {
             std::fs::read_to_string(root.join("src/sink/stderr.rs")).unwrap(),
             std::fs::read_to_string(root.join("src/sink/mod.rs")).unwrap(),
         ];
-        let blocks = rust_blocks(&doc, "### Adding a sink");
+        let blocks = crate::doc_quotes::rust_blocks(&doc, "### Adding a sink");
         assert_eq!(blocks.len(), 5, "{blocks:#?}");
         for block in &blocks {
             assert!(

@@ -65,48 +65,15 @@ impl Common {
 }
 
 /// The source flags: [`Common`], and every kind's own as clap matched them.
+pub type SourceArgs = crate::kind_flags::KindArgs<Common, Registered>;
+
+/// [`KINDS`], for [`SourceArgs`].
 #[derive(Debug, Clone)]
-pub struct SourceArgs {
-    pub common: Common,
-    /// `run`'s matches, for the chosen kind's flags.
-    pub(super) matches: clap::ArgMatches,
-}
+pub struct Registered;
 
-impl std::ops::Deref for SourceArgs {
-    type Target = Common;
-
-    fn deref(&self) -> &Common {
-        &self.common
-    }
-}
-
-impl clap::FromArgMatches for SourceArgs {
-    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        Ok(SourceArgs {
-            common: Common::from_arg_matches(matches)?,
-            matches: matches.clone(),
-        })
-    }
-
-    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
-        self.common.update_from_arg_matches(matches)?;
-        self.matches = matches.clone();
-        Ok(())
-    }
-}
-
-impl clap::Args for SourceArgs {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        // Each part sets its own heading; flags added after these are
-        // under the default one again.
-        let cmd = KINDS
-            .iter()
-            .fold(Common::augment_args(cmd), |cmd, kind| (kind.flags)(cmd));
-        cmd.next_help_heading(None::<&'static str>)
-    }
-
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        Self::augment_args(cmd)
+impl crate::kind_flags::Registry for Registered {
+    fn add_flags(cmd: clap::Command) -> clap::Command {
+        KINDS.iter().fold(cmd, |cmd, kind| (kind.flags)(cmd))
     }
 }
 

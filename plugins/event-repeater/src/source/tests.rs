@@ -105,35 +105,6 @@ fn a_flag_of_another_kind_is_refused_naming_its_kind() {
     );
 }
 
-/// The code blocks of a section of a Markdown file, each dedented by the
-/// indentation of its opening fence.
-fn rust_blocks(doc: &str, section: &str) -> Vec<String> {
-    let start = doc.find(section).expect("the section is in the doc");
-    let mut blocks = Vec::new();
-    let mut open: Option<(usize, String)> = None;
-    for line in doc[start..].lines().skip(1) {
-        if open.is_none() && line.starts_with('#') {
-            break;
-        }
-        let trimmed = line.trim_start();
-        match &mut open {
-            None if trimmed == "```rust" => {
-                open = Some((line.len() - trimmed.len(), String::new()))
-            }
-            None => {}
-            Some((_, block)) if trimmed == "```" => {
-                blocks.push(std::mem::take(block));
-                open = None;
-            }
-            Some((indent, block)) => {
-                block.push_str(line.get(*indent..).unwrap_or(""));
-                block.push('\n');
-            }
-        }
-    }
-    blocks
-}
-
 #[test]
 fn the_design_doc_quotes_the_plugin_source() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -142,7 +113,7 @@ fn the_design_doc_quotes_the_plugin_source() {
         std::fs::read_to_string(root.join("src/source/plugin/mod.rs")).unwrap(),
         std::fs::read_to_string(root.join("src/source/mod.rs")).unwrap(),
     ];
-    let blocks = rust_blocks(&doc, "### Adding a source");
+    let blocks = crate::doc_quotes::rust_blocks(&doc, "### Adding a source");
     assert_eq!(blocks.len(), 4, "{blocks:#?}");
     for block in &blocks {
         assert!(
