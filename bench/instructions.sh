@@ -86,6 +86,7 @@ wait_until() {
 }
 
 # The JetStream server holds every event (the warm-up ones are stored once).
+# shellcheck disable=SC2317 # called through wait_until
 stream_full() {
     local n
     n=$(curl -s --max-time 2 "http://127.0.0.1:$1/jsz" | jq -r '.messages // 0')
@@ -112,7 +113,7 @@ measure() {
             "$LOADGEN" subscribe --broker "127.0.0.1:$port" --qos "${sink#mqtt}" --expect "$COUNT" \
                 --idle 600 --timeout 3600 >"$dir/sub.json" 2>"$dir/sub.err" &
             local sub=$!
-            PIDS+=($sub)
+            PIDS+=("$sub")
             sleep 0.3 # the subscription is in place before anything is published
             args+=(--sink "tcp://127.0.0.1:$port" --qos "${sink#mqtt}")
             ;;
@@ -125,9 +126,9 @@ measure() {
             ;;
         rmq1)
             rabbitmq_start "$dir/rabbitmq"
-            # The stream exists before its reader subscribes (the repeater
-            # uses it as it is): an empty run of the direct publisher.
-            "$LOADGEN" rmq-publish --port "$RMQ_PORT" --count 0 --warmup 0 >/dev/null 2>"$dir/create.err"
+            # The reader waits for the repeater to create the stream (made
+            # here with other arguments, it would refuse every event:
+            # RabbitMQ answers its create with a precondition failure).
             "$LOADGEN" rmq-read --port "$RMQ_PORT" --stream bench/seq --expect "$COUNT" --idle 3600 \
                 --timeout 3600 >"$dir/read.json" 2>"$dir/read.err" &
             PIDS+=($!)
@@ -156,7 +157,7 @@ measure() {
             pid=$!
             ;;
     esac
-    PIDS+=($pid)
+    PIDS+=("$pid")
     local ok=1
     case $sink in
         # The subscriber prints its summary once every event arrived.
@@ -190,7 +191,7 @@ measure() {
     esac
     if [ -n "$KEEP" ] && [ "$TOOL" = callgrind ]; then
         mkdir -p "$KEEP"
-        cp "$dir/callgrind.out" "$KEEP/callgrind.$sink.out"
+        cp "$dir/callgrind.out" "$KEEP/callgrind.$1.out"
     fi
 }
 

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench/lib.sh: what the benchmarks share. Source it after setting WORK
 # (a temp dir, removed at exit).
 #
@@ -22,8 +23,7 @@ stop_all() {
 trap 'stop_all; rabbitmq_stop; rm -rf "$WORK"' EXIT
 
 wait_port() {
-    local i
-    for i in $(seq 1 500); do
+    for _ in $(seq 1 500); do
         if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
         sleep 0.02
     done
@@ -72,7 +72,7 @@ need_rabbitmq() {
 }
 
 rabbitmq_start() {
-    local dir=$1 amqp dist epmd tag i as=()
+    local dir=$1 amqp dist epmd tag as=()
     need_rabbitmq
     mkdir -p "$dir/mnesia" "$dir/log"
     amqp=$($LOADGEN port)
@@ -109,7 +109,7 @@ rabbitmq_start() {
     # Not in PIDS: stop_all (between runs) leaves the node up.
     RMQ_PID=$!
     # About 7 s on a quiet 2-core machine, 25 s on a loaded one.
-    for i in $(seq 1 1200); do
+    for _ in $(seq 1 1200); do
         if ! kill -0 "$RMQ_PID" 2>/dev/null; then
             echo "$(basename "$0"): the RabbitMQ node exited while starting:" >&2
             tail -n 20 "$dir/stdout.txt" "$dir"/log/*.log >&2 2>/dev/null || true
@@ -126,10 +126,9 @@ rabbitmq_start() {
 # Stops the node (SIGTERM: it shuts down cleanly; SIGKILL after 30 s) and
 # its epmd, each waited for.
 rabbitmq_stop() {
-    local i
     if [ -n "$RMQ_PID" ]; then
         kill "$RMQ_PID" 2>/dev/null || true
-        for i in $(seq 1 300); do kill -0 "$RMQ_PID" 2>/dev/null || break; sleep 0.1; done
+        for _ in $(seq 1 300); do kill -0 "$RMQ_PID" 2>/dev/null || break; sleep 0.1; done
         kill -KILL "$RMQ_PID" 2>/dev/null || true
         wait "$RMQ_PID" 2>/dev/null || true
     fi
@@ -137,5 +136,5 @@ rabbitmq_stop() {
         kill "$RMQ_EPMD_PID" 2>/dev/null || true
         wait "$RMQ_EPMD_PID" 2>/dev/null || true
     fi
-    RMQ_PID= RMQ_EPMD_PID=
+    RMQ_PID='' RMQ_EPMD_PID=''
 }

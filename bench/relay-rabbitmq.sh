@@ -128,10 +128,11 @@ run_repeater() {
     # Events numbered 0 every 10 ms until the ready file exists (the
     # repeater has one confirmed: source, repeater and stream are up),
     # then the warm-up, then the numbered ones.
+    # shellcheck disable=SC2086 # FEED_SSE is a word or none
     "$LOADGEN" sse --listen "127.0.0.1:$port" --count "$count" --warmup "$WARMUP" --topic "$3" \
         --size "$4" --ready-file "$dir/ready" ${FEED_SSE:-} >/dev/null 2>"$dir/sse.err" &
     local sse=$!
-    PIDS+=($sse)
+    PIDS+=("$sse")
     wait_port "$port"
     # shellcheck disable=SC2086 # REPEATER_ARGS and FEED_RUN are lists of words
     APP_RUNTIME_DIR=$dir/run APP_DATA_DIR=$dir/data APP_CONFIG_DIR=$dir "$REPEATER" run --name bench \
@@ -139,7 +140,7 @@ run_repeater() {
         --sink "rabbitmq-stream://127.0.0.1:$RMQ_PORT" --inflight "$INFLIGHT" --overflow block \
         --allowall --checkpoint off ${FEED_RUN:-} $REPEATER_ARGS 2>"$dir/repeater.err" &
     pid=$!
-    PIDS+=($pid)
+    PIDS+=("$pid")
     local sock=$dir/run/plugins/bench.sock acked received last=-1 deadline
     deadline=$(($(date +%s) + 60))
     until [ "$(metric "$sock" events_acked_total 2>/dev/null || echo 0)" -ge 1 ] 2>/dev/null; do

@@ -25,6 +25,9 @@ use crate::tally::Tally;
 /// Chunks RabbitMQ may send ahead of the reader.
 const CREDIT: u16 = 10;
 
+/// RabbitMQ's response code for a stream that is not there.
+const STREAM_DOES_NOT_EXIST: u16 = 2;
+
 async fn connect(port: u16, name: &str) -> Result<(Client, mpsc::Receiver<Event>), String> {
     let mut o = Options::new("127.0.0.1", port);
     o.connection_name = name;
@@ -40,9 +43,21 @@ async fn connect(port: u16, name: &str) -> Result<(Client, mpsc::Receiver<Event>
 pub async fn read(args: RmqReadArgs) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs_f64(args.timeout.max(0.0));
     let (client, mut events) = connect(args.port, "loadgen rmq-read").await?;
-    match client.subscribe(1, &args.stream, CREDIT).await? {
-        code::OK => {}
-        c => return Err(format!("stream {}: {}", args.stream, code_name(c))),
+    // A stream not there yet is waited for, --idle seconds at most: a
+    // reader started before its publisher (bench/instructions.sh) cannot
+    // create the stream itself, as RabbitMQ then refuses the publisher's
+    // create with other arguments (max-age) as a precondition failure.
+    let wait_until = Instant::now()
+        + Duration::from_secs_f64(args.idle.max(0.0))
+            .min(deadline.saturating_duration_since(Instant::now()));
+    loop {
+        match client.subscribe(1, &args.stream, CREDIT).await? {
+            code::OK => break,
+            STREAM_DOES_NOT_EXIST if Instant::now() < wait_until => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            c => return Err(format!("stream {}: {}", args.stream, code_name(c))),
+        }
     }
     let mut tally = Tally::with_capacity(args.expect.max(1024));
     let mut messages = 0u64;
