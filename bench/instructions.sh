@@ -11,13 +11,17 @@
 # but the count moves a few % with how events batch under the load of the
 # moment). The end of a run is seen from outside the repeater (the MQTT
 # subscriber has every event; the JetStream server's /jsz holds every
-# event), then the repeater gets SIGTERM and drains. The figure is the whole
+# event; the RabbitMQ stream's reader has every event), then the repeater
+# gets SIGTERM and drains. The figure is the whole
 # process's instructions (start-up and drain included, under 1% at 100,000
 # events) divided by the events relayed.
 #
 #   mqtt0   --sink tcp://… --qos 0 (mosquitto; a loadgen subscriber counts)
 #   mqtt1   --sink tcp://… --qos 1
 #   nats1   --sinkprotocol nats --qos 1 (nats-server -js, JetStream acks)
+#   rmq1    --sinkprotocol rabbitmq-stream (a private RabbitMQ node,
+#           bench/lib.sh's rabbitmq_start; publisher confirms; a loadgen
+#           rmq-read subscriber counts)
 #   SINK-text  the same, the source naming each event (`event: bench/seq`)
 #              and the repeater taking it as is: --topic-from event
 #              --payload text (no JSON pass; issue 29)
@@ -82,6 +86,7 @@ wait_until() {
 }
 
 # The JetStream server holds every event (the warm-up ones are stored once).
+# shellcheck disable=SC2317 # called through wait_until
 stream_full() {
     local n
     n=$(curl -s --max-time 2 "http://127.0.0.1:$1/jsz" | jq -r '.messages // 0')
@@ -108,7 +113,7 @@ measure() {
             "$LOADGEN" subscribe --broker "127.0.0.1:$port" --qos "${sink#mqtt}" --expect "$COUNT" \
                 --idle 600 --timeout 3600 >"$dir/sub.json" 2>"$dir/sub.err" &
             local sub=$!
-            PIDS+=($sub)
+            PIDS+=("$sub")
             sleep 0.3 # the subscription is in place before anything is published
             args+=(--sink "tcp://127.0.0.1:$port" --qos "${sink#mqtt}")
             ;;
@@ -119,7 +124,17 @@ measure() {
             wait_port "$port"
             args+=(--sinkprotocol nats --sink "nats://127.0.0.1:$port" --qos 1)
             ;;
-        *) echo "instructions.sh: unknown sink '$1' (mqtt0, mqtt1 or nats1, each also with -text)" >&2; exit 2 ;;
+        rmq1)
+            rabbitmq_start "$dir/rabbitmq"
+            # The reader waits for the repeater to create the stream (made
+            # here with other arguments, it would refuse every event:
+            # RabbitMQ answers its create with a precondition failure).
+            "$LOADGEN" rmq-read --port "$RMQ_PORT" --stream bench/seq --expect "$COUNT" --idle 3600 \
+                --timeout 3600 >"$dir/read.json" 2>"$dir/read.err" &
+            PIDS+=($!)
+            args+=(--sinkprotocol rabbitmq-stream --sink "rabbitmq-stream://127.0.0.1:$RMQ_PORT")
+            ;;
+        *) echo "instructions.sh: unknown sink '$1' (mqtt0, mqtt1, nats1 or rmq1, each also with -text)" >&2; exit 2 ;;
     esac
     sse_port=$($LOADGEN port)
     "$LOADGEN" sse --listen "127.0.0.1:$sse_port" --count "$COUNT" --rate 0 --warmup "$WARMUP" \
@@ -142,12 +157,14 @@ measure() {
             pid=$!
             ;;
     esac
-    PIDS+=($pid)
+    PIDS+=("$pid")
     local ok=1
     case $sink in
         # The subscriber prints its summary once every event arrived.
         mqtt*) wait_until 3600 test -s "$dir/sub.json" || ok=0 ;;
         nats1) wait_until 3600 stream_full "$mport" "$((COUNT + 1))" || ok=0 ;;
+        # The reader prints its summary once every event arrived.
+        rmq1) wait_until 3600 test -s "$dir/read.json" || ok=0 ;;
     esac
     # SIGTERM to the repeater itself (perf's child), so that it drains and
     # the tool writes its count.
@@ -156,14 +173,16 @@ measure() {
     kill -TERM "$target" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     stop_all
+    rabbitmq_stop
     if [ "$ok" = 0 ]; then
         echo "instructions.sh: $sink: the events did not all arrive within an hour" >&2
         tail -n 5 "$dir/repeater.err" >&2
         return 1
     fi
-    if [ "${sink%?}" = mqtt ]; then
-        local missing
-        missing=$(jq -r '.missing' "$dir/sub.json")
+    if [ "${sink%?}" = mqtt ] || [ "$sink" = rmq1 ]; then
+        local missing counted=$dir/sub.json
+        [ "$sink" = rmq1 ] && counted=$dir/read.json
+        missing=$(jq -r '.missing' "$counted")
         [ "$missing" = 0 ] || { echo "instructions.sh: $sink: $missing events missing" >&2; return 1; }
     fi
     case $TOOL in
@@ -172,7 +191,7 @@ measure() {
     esac
     if [ -n "$KEEP" ] && [ "$TOOL" = callgrind ]; then
         mkdir -p "$KEEP"
-        cp "$dir/callgrind.out" "$KEEP/callgrind.$sink.out"
+        cp "$dir/callgrind.out" "$KEEP/callgrind.$1.out"
     fi
 }
 

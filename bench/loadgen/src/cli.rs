@@ -82,12 +82,21 @@ pub struct RmqReadArgs {
     pub stream: String,
     /// Count the numbered events 1..=EXPECT (missing, duplicated); the read
     /// ends once all are there and nothing more came for a second, or
-    /// nothing came for 3 s.
+    /// nothing came for --idle seconds.
     #[arg(long, default_value_t = 0)]
     pub expect: u64,
+    /// End the read after this many seconds with nothing new (before all
+    /// EXPECT are there); more for a reader that starts before the
+    /// publisher does.
+    #[arg(long, default_value_t = 3.0)]
+    pub idle: f64,
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 60.0)]
     pub timeout: f64,
+    /// Delete the stream once read (a benchmark's run leaves nothing
+    /// behind on the node).
+    #[arg(long)]
+    pub delete: bool,
 }
 
 #[derive(Debug, Args)]

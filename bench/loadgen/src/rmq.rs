@@ -1,7 +1,10 @@
 //! RabbitMQ Streams modes, through the repeater's own stream protocol
 //! client (`app_event_repeater::sink::rabbitmq_stream::client`, the code
 //! the sink publishes with): `rmq-read` reads a stream from its first
-//! message and counts the numbered events (missing, duplicated);
+//! message and counts the numbered events (missing, duplicated), with the
+//! rate and latency as the node stored them (each chunk's timestamp, the
+//! writer's clock in ms: read once at the end, the same for every
+//! publisher, so the timing loads neither path);
 //! `rmq-publish` publishes numbered events straight into a stream with the
 //! repeater's window (one connection, a named producer, batches of up to
 //! 256 KiB), the direct path of the RabbitMQ bench.
@@ -22,10 +25,16 @@ use crate::tally::Tally;
 /// Chunks RabbitMQ may send ahead of the reader.
 const CREDIT: u16 = 10;
 
+/// RabbitMQ's response code for a stream that is not there.
+const STREAM_DOES_NOT_EXIST: u16 = 2;
+
 async fn connect(port: u16, name: &str) -> Result<(Client, mpsc::Receiver<Event>), String> {
     let mut o = Options::new("127.0.0.1", port);
     o.connection_name = name;
     o.timeout = Duration::from_secs(10);
+    // RabbitMQ delivers chunks over the tuned frame size (1 MiB and more
+    // with 16 KiB events); only this process's memory is at stake.
+    o.read_max = 64 << 20;
     client::connect(&o)
         .await
         .map_err(|e| format!("cannot connect to RabbitMQ on {port}: {e}"))
@@ -34,9 +43,21 @@ async fn connect(port: u16, name: &str) -> Result<(Client, mpsc::Receiver<Event>
 pub async fn read(args: RmqReadArgs) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs_f64(args.timeout.max(0.0));
     let (client, mut events) = connect(args.port, "loadgen rmq-read").await?;
-    match client.subscribe(1, &args.stream, CREDIT).await? {
-        code::OK => {}
-        c => return Err(format!("stream {}: {}", args.stream, code_name(c))),
+    // A stream not there yet is waited for, --idle seconds at most: a
+    // reader started before its publisher (bench/instructions.sh) cannot
+    // create the stream itself, as RabbitMQ then refuses the publisher's
+    // create with other arguments (max-age) as a precondition failure.
+    let wait_until = Instant::now()
+        + Duration::from_secs_f64(args.idle.max(0.0))
+            .min(deadline.saturating_duration_since(Instant::now()));
+    loop {
+        match client.subscribe(1, &args.stream, CREDIT).await? {
+            code::OK => break,
+            STREAM_DOES_NOT_EXIST if Instant::now() < wait_until => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            c => return Err(format!("stream {}: {}", args.stream, code_name(c))),
+        }
     }
     let mut tally = Tally::with_capacity(args.expect.max(1024));
     let mut messages = 0u64;
@@ -44,18 +65,21 @@ pub async fn read(args: RmqReadArgs) -> Result<(), String> {
         let quiet = if args.expect > 0 && tally.complete(args.expect) {
             Duration::from_secs(1)
         } else {
-            Duration::from_secs(3)
+            Duration::from_secs_f64(args.idle.max(0.1))
         };
         if Instant::now() >= deadline {
             break;
         }
         let wait = quiet.min(deadline.saturating_duration_since(Instant::now()));
         match tokio::time::timeout(wait, events.recv()).await {
-            Ok(Some(Event::Delivered(_, records))) => {
-                for m in &records {
+            Ok(Some(Event::Delivered(_, chunk))) => {
+                // Store time, ns: the chunk's (ms) timestamp.
+                let stored = u64::try_from(chunk.timestamp_ms).unwrap_or(0) * 1_000_000;
+                for m in &chunk.records {
                     messages += 1;
-                    match amqp_body(m).and_then(read_stamp) {
-                        Some(s) => tally.record(s.seq, s.t_ns, m.len(), now_ns()),
+                    let body = amqp_body(m);
+                    match body.and_then(read_stamp) {
+                        Some(s) => tally.record(s.seq, s.t_ns, body.map_or(0, <[u8]>::len), stored),
                         None => tally.record_unreadable(),
                     }
                 }
@@ -70,6 +94,17 @@ pub async fn read(args: RmqReadArgs) -> Result<(), String> {
     let mut summary = tally.summary(args.expect);
     summary["mode"] = json!("rmq-read");
     summary["messages"] = json!(messages);
+    if args.delete {
+        // On a connection of its own: the reading one would get the
+        // stream's metadata update and end before the answer.
+        let (client, _events) = connect(args.port, "loadgen rmq-read delete").await?;
+        let deleted = client.delete_stream(&args.stream).await?;
+        client.close(Duration::from_secs(2)).await;
+        if deleted != code::OK {
+            return Err(format!("delete {}: {}", args.stream, code_name(deleted)));
+        }
+        summary["deleted"] = json!(true);
+    }
     println!("{summary}");
     Ok(())
 }

@@ -9,7 +9,7 @@
 //!
 //! Limits: connecting and signing in within `Options::timeout`, every
 //! request answered and every write taken within it; frames no larger
-//! than the tuned frame max; nothing read for two heartbeats plus the
+//! than the tuned frame max (or `Options::read_max`); nothing read for two heartbeats plus the
 //! timeout ends the connection.
 
 mod handshake;
@@ -26,7 +26,7 @@ use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
 use handshake::handshake;
-use proto::{code, code_name, Body, Frame, Incoming, Reply, ANSWER};
+use proto::{code, code_name, Body, Chunk, Frame, Incoming, Reply, ANSWER};
 
 /// The largest frame proposed in the tune (RabbitMQ's default too).
 pub const FRAME_MAX: u32 = 1 << 20;
@@ -55,6 +55,11 @@ pub struct Options<'a> {
     pub heartbeat: Duration,
     /// Connecting and signing in, and then each request and write.
     pub timeout: Duration,
+    /// The largest frame taken from the node once tuned: the tuned size
+    /// when 0. A reader needs more: RabbitMQ 3.10 delivers a chunk in one
+    /// frame whatever its size, and with 16 KiB events it sent chunks of
+    /// 1 MiB and a few hundred bytes (publishers only get small frames).
+    pub read_max: u32,
 }
 
 impl<'a> Options<'a> {
@@ -70,6 +75,7 @@ impl<'a> Options<'a> {
             connection_name: "app",
             heartbeat: Duration::from_secs(10),
             timeout: Duration::from_secs(5),
+            read_max: 0,
         }
     }
 }
@@ -82,8 +88,8 @@ pub enum Event {
     Confirmed(u8, Vec<u64>),
     /// Refused: (publishing id, response code).
     Failed(u8, Vec<(u64, u16)>),
-    /// A subscription's messages (their bodies as stored).
-    Delivered(u8, Vec<Vec<u8>>),
+    /// A chunk of a subscription's messages (their bodies as stored).
+    Delivered(u8, Chunk),
     /// The connection ended, and why.
     Closed(String),
 }
@@ -173,11 +179,16 @@ pub async fn connect(o: &Options<'_>) -> Result<(Client, mpsc::Receiver<Event>),
     // Silence for two heartbeats (RabbitMQ sends one when it has nothing
     // else to send) and the timeout: the peer or the path is gone.
     let idle = heartbeat * 2 + o.timeout;
+    let read_max = if o.read_max == 0 {
+        frame_max
+    } else {
+        o.read_max
+    };
     let reader = tokio::spawn(read_loop(
         BufReader::with_capacity(64 * 1024, r),
         shared.clone(),
         tx,
-        frame_max,
+        read_max,
         idle,
     ));
     let beat = tokio::spawn(heartbeats(shared.clone(), heartbeat));
@@ -203,7 +214,7 @@ async fn read_frame(
     let size = r.read_u32().await.map_err(gone)?;
     if size > max {
         return Err(format!(
-            "RabbitMQ sent a frame of {size} bytes, over the {max} agreed"
+            "RabbitMQ sent a frame of {size} bytes, over the {max} taken"
         ));
     }
     buf.resize(size as usize, 0);
@@ -215,12 +226,12 @@ async fn read_loop(
     mut r: BufReader<tokio::io::ReadHalf<Stream>>,
     shared: Arc<Shared>,
     events: mpsc::Sender<Event>,
-    frame_max: u32,
+    read_max: u32,
     idle: Duration,
 ) {
     let mut buf = Vec::new();
     let why = loop {
-        match timeout(idle, read_frame(&mut r, &mut buf, frame_max)).await {
+        match timeout(idle, read_frame(&mut r, &mut buf, read_max)).await {
             Err(_) => break format!("nothing from RabbitMQ for {idle:?} (heartbeats stopped)"),
             Ok(Err(e)) => break e,
             Ok(Ok(())) => {}
@@ -235,7 +246,7 @@ async fn read_loop(
             }
             Ok(Incoming::Confirm(p, ids)) => Event::Confirmed(p, ids),
             Ok(Incoming::PublishError(p, e)) => Event::Failed(p, e),
-            Ok(Incoming::Deliver(s, records)) => Event::Delivered(s, records),
+            Ok(Incoming::Deliver(s, chunk)) => Event::Delivered(s, chunk),
             Ok(Incoming::MetadataUpdate { code, stream }) => {
                 break format!(
                     "RabbitMQ reports the stream {stream:?} changed ({})",
@@ -393,6 +404,14 @@ impl Client {
             (code::OK, Body::Sequence(n)) => Ok(n),
             (c, _) => Err(format!("publisher sequence: {}", code_name(c))),
         }
+    }
+
+    /// Deletes `stream` and its messages; RabbitMQ's response code.
+    pub async fn delete_stream(&self, stream: &str) -> Result<u16, String> {
+        let r = self
+            .request(|c| Frame::new(proto::DELETE_STREAM).u32(c).string(stream))
+            .await?;
+        Ok(r.code)
     }
 
     pub async fn delete_publisher(&self, id: u8) -> Result<u16, String> {

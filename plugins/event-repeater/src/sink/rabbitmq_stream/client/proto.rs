@@ -22,6 +22,7 @@ pub const SUBSCRIBE: u16 = 0x0007;
 pub const DELIVER: u16 = 0x0008;
 pub const CREDIT: u16 = 0x0009;
 pub const CREATE_STREAM: u16 = 0x000d;
+pub const DELETE_STREAM: u16 = 0x000e;
 pub const METADATA_UPDATE: u16 = 0x0010;
 pub const PEER_PROPERTIES: u16 = 0x0011;
 pub const SASL_HANDSHAKE: u16 = 0x0012;
@@ -113,12 +114,22 @@ pub enum Incoming {
         code: u16,
         reason: String,
     },
-    /// A chunk for a subscription: the bodies of its messages.
-    Deliver(u8, Vec<Vec<u8>>),
+    /// A chunk for a subscription.
+    Deliver(u8, Chunk),
     /// A credit for a subscription that is not there.
     CreditError(u8, u16),
     /// A command this client does not use (ignored).
     Other(u16),
+}
+
+/// A delivered chunk: when its writer stored it and its messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// The chunk's timestamp: the writer's clock, in ms since the epoch,
+    /// when it wrote the chunk (a store time, for the benchmarks).
+    pub timestamp_ms: i64,
+    /// The bodies of its messages, as stored.
+    pub records: Vec<Vec<u8>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -263,18 +274,23 @@ pub fn decode(frame: &[u8]) -> Result<Incoming, ProtoError> {
     })
 }
 
-/// An Osiris chunk's user records (other chunk types hold none).
-fn chunk(c: &mut Cursor) -> Result<Vec<Vec<u8>>, ProtoError> {
+/// An Osiris chunk's timestamp and user records (other chunk types hold
+/// none).
+fn chunk(c: &mut Cursor) -> Result<Chunk, ProtoError> {
     let _magic_version = c.u8("chunk")?;
     let chunk_type = c.u8("chunk")?;
     let entries = c.u16("chunk")?;
     let _records = c.u32("chunk")?;
-    c.take(8 + 8 + 8 + 4, "chunk")?; // timestamp, epoch, first offset, crc
+    let timestamp_ms = c.u64("chunk")? as i64;
+    c.take(8 + 8 + 4, "chunk")?; // epoch, first offset, crc
     let data_len = c.u32("chunk")? as usize;
     c.take(4 + 4, "chunk")?; // trailer length, reserved
     let mut data = Cursor(c.take(data_len, "chunk data")?);
     if chunk_type != 0 {
-        return Ok(Vec::new());
+        return Ok(Chunk {
+            timestamp_ms,
+            records: Vec::new(),
+        });
     }
     let mut out = Vec::with_capacity(usize::from(entries).min(data.0.len() / 4));
     while let Some(&first) = data.0.first() {
@@ -300,7 +316,10 @@ fn chunk(c: &mut Cursor) -> Result<Vec<Vec<u8>>, ProtoError> {
             out.push(sub.take(n, "sub-batch entry")?.to_vec());
         }
     }
-    Ok(out)
+    Ok(Chunk {
+        timestamp_ms,
+        records: out,
+    })
 }
 
 /// Builds one frame: `Frame::new(KEY).u32(..)…finish()`.

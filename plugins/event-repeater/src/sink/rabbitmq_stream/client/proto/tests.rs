@@ -134,7 +134,7 @@ fn chunks_give_their_records() {
         .u8(0)
         .u16(2)
         .u32(2)
-        .u64(0)
+        .u64(1_700_000_000_123)
         .u64(1)
         .u64(0)
         .u32(0)
@@ -145,7 +145,13 @@ fn chunks_give_their_records() {
     f.extend_from_slice(&data);
     assert_eq!(
         decode(&f[4..]),
-        Ok(Incoming::Deliver(1, vec![b"one".to_vec(), b"two".to_vec()]))
+        Ok(Incoming::Deliver(
+            1,
+            Chunk {
+                timestamp_ms: 1_700_000_000_123,
+                records: vec![b"one".to_vec(), b"two".to_vec()],
+            }
+        ))
     );
     // Cut inside the data.
     assert!(decode(&f[4..f.len() - 1]).is_err());
