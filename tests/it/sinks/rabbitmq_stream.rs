@@ -1,7 +1,8 @@
 //! `--sinkprotocol rabbitmq-stream` (issue 32, item 4) against real
 //! RabbitMQ nodes started here (tests/it/common/rabbitmq.rs): events reach
 //! their stream in order, a stream name RabbitMQ reserves is refused and
-//! counted without holding anything up, a repeater SIGKILLed again and
+//! counted without holding anything up, a stream made beforehand with other
+//! arguments is used as it is, a repeater SIGKILLed again and
 //! again while events flow and a node killed and restarted lose nothing and
 //! store nothing twice, and two repeaters of one source store each event
 //! once.
@@ -131,7 +132,33 @@ fn events_reach_their_stream_in_order_and_a_reserved_name_is_refused_and_counted
     let reserved = Repeater::builder(&sb, "reserved")
         .args(args(&source, &[node.url()]))
         .start();
-    for r in [&good, &reserved] {
+    // A third one's route goes to a stream made beforehand with other
+    // arguments than the repeater gives one it creates (no max-age): it is
+    // used as it is (RabbitMQ answers the create "precondition failed").
+    let made = Command::new(loadgen())
+        .args(["rmq-publish", "--port", &node.stream_port.to_string()])
+        .args([
+            "--stream",
+            "made/elsewhere",
+            "--count",
+            "0",
+            "--warmup",
+            "0",
+        ])
+        .output()
+        .expect("run loadgen rmq-publish");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let routes =
+        json!({"version":1,"routes":[{"sourcetopic":"bench/seq","sinktopic":"made/elsewhere"}]});
+    std::fs::write(dir.join("existing.routes.json"), routes.to_string()).unwrap();
+    let existing = Repeater::builder(&sb, "existing")
+        .args(args(&source, &[node.url()]))
+        .start();
+    for r in [&good, &reserved, &existing] {
         wait_metric(r, "source_connected", 1, Duration::from_secs(20));
     }
     std::fs::write(&ready, "go").unwrap();
@@ -160,6 +187,21 @@ fn events_reach_their_stream_in_order_and_a_reserved_name_is_refused_and_counted
     assert!(
         try_read(&node, "amq.seq", 0).is_err(),
         "a stream amq.seq exists"
+    );
+    // The stream made elsewhere took every event, and nothing was refused.
+    wait_metric(&existing, "events_acked_total", n, Duration::from_secs(60));
+    let v = try_read(&node, "made/elsewhere", n).expect("read made/elsewhere");
+    assert_each_once(&v, n, &existing.log());
+    assert_eq!(
+        existing.metric("events_failed_total{reason=\"invalid_topic\"}"),
+        0.0,
+        "{}",
+        existing.log()
+    );
+    assert!(
+        existing.log().contains("exists with other arguments"),
+        "{}",
+        existing.log()
     );
 }
 

@@ -163,6 +163,21 @@ impl Link {
                 Ok(())
             }
             code::STREAM_ALREADY_EXISTS => Ok(()),
+            // RabbitMQ answers this both for a name or arguments it refuses
+            // and for a stream that exists with other arguments (its own
+            // max-age, say): that one is used as it is, as the docs say.
+            code::PRECONDITION_FAILED
+                if self
+                    .client
+                    .query_publisher_sequence(&cfg.producer, stream)
+                    .await
+                    .is_ok() =>
+            {
+                app_plugin::log::info!(
+                    "the stream {stream} exists with other arguments than the repeater gives a stream it creates; using it as it is"
+                );
+                Ok(())
+            }
             code::PRECONDITION_FAILED => Err(NotReady::Refused(format!(
                 "RabbitMQ refuses to create a stream named {stream:?} ({})",
                 code_name(r)
