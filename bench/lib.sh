@@ -8,11 +8,17 @@
 #   app_release      APP (another build to measure), or else a release build
 #                    of app made now, in APP
 #   app_dirs         app's data, config, runtime and cache dirs under $WORK
+#   cpu_s PID        CPU seconds (user + system) PID has used so far
 #   rabbitmq_start D a private RabbitMQ node (stream plugin) in dir D;
 #                    sets RMQ_PORT (its stream port); rabbitmq_stop ends it
 #                    (also at exit; stop_all leaves it up)
 
 PIDS=()
+CLK_TCK=$(getconf CLK_TCK)
+
+cpu_s() {
+    awk -v tck="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / tck }' "/proc/$1/stat"
+}
 
 stop_all() {
     local p

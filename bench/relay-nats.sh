@@ -79,7 +79,6 @@ mkdir -p "$ROOT/target/bench"
 OUT=${OUT:-$ROOT/target/bench/relay-nats-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
 : >"$OUT"
 WORK=$(mktemp -d /tmp/app-relay-nats.XXXXXX)
-CLK_TCK=$(getconf CLK_TCK)
 # PIDS, stop_all (also at exit), wait_port.
 . "$ROOT/bench/lib.sh"
 
@@ -101,11 +100,6 @@ acked() {
 # Messages the server's JetStream holds (its monitoring port).
 stored() {
     curl -s --max-time 2 "http://127.0.0.1:$MON_PORT/jsz" | jq -r '.messages // 0'
-}
-
-# CPU seconds (user + system) used so far by process $1.
-cpu_s() {
-    awk -v tck="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / tck }' "/proc/$1/stat"
 }
 
 # run_direct DIR COUNT RATE SIZE: writes DIR/cpu (CPU seconds).

@@ -86,7 +86,6 @@ mkdir -p "$ROOT/target/bench"
 OUT=${OUT:-$ROOT/target/bench/relay-rabbitmq-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
 : >"$OUT"
 WORK=$(mktemp -d /tmp/app-relay-rabbitmq.XXXXXX)
-CLK_TCK=$(getconf CLK_TCK)
 # PIDS, stop_all, wait_port, rabbitmq_start (RMQ_PORT) and rabbitmq_stop
 # (all stopped at exit).
 . "$ROOT/bench/lib.sh"
@@ -95,11 +94,6 @@ CLK_TCK=$(getconf CLK_TCK)
 metric() {
     curl -s --max-time 2 --unix-socket "$1" http://x/metrics |
         awk -v m="app_event_repeater_$2" '$1 == m { print $2 }'
-}
-
-# CPU seconds (user + system) used so far by process $1.
-cpu_s() {
-    awk -v tck="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / tck }' "/proc/$1/stat"
 }
 
 # run_direct DIR COUNT STREAM SIZE: writes DIR/cpu (CPU seconds).

@@ -83,7 +83,6 @@ mkdir -p "$ROOT/target/bench"
 OUT=${OUT:-$ROOT/target/bench/relay-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
 : >"$OUT"
 WORK=$(mktemp -d /tmp/app-relay-bench.XXXXXX)
-CLK_TCK=$(getconf CLK_TCK)
 # PIDS, stop_all (also at exit), wait_port.
 . "$ROOT/bench/lib.sh"
 
@@ -116,11 +115,6 @@ start_broker() {
     PIDS+=($!)
     LAST_PID=$!
     wait_port "$port"
-}
-
-# CPU seconds (user + system) used so far by process $1.
-cpu_s() {
-    awk -v tck="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / tck }' "/proc/$1/stat"
 }
 
 # The "cpu_s" a loadgen wrote in the last line of JSON file $1 (empty if none).

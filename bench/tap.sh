@@ -43,14 +43,9 @@ fi
 BIN=${BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release}
 LOADGEN=$BIN/loadgen
 REPEATER=$BIN/app-event-repeater
-CLK_TCK=$(getconf CLK_TCK)
 WORK=$(mktemp -d /tmp/app-tap-bench.XXXXXX)
 # PIDS, stop_all (also at exit), wait_port.
 . "$ROOT/bench/lib.sh"
-
-cpu_s() {
-    awk -v tck="$CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / tck }' "/proc/$1/stat"
-}
 
 # metric PORT NAME: one value of the repeater's /metrics.
 metric() {
