@@ -36,6 +36,10 @@ pub enum Mode {
     RmqRead(RmqReadArgs),
     /// Publish numbered events straight into a RabbitMQ stream with an in-flight window.
     RmqPublish(RmqPublishArgs),
+    /// Read a Kafka topic back and count it (numbered events, their keys).
+    KafkaRead(KafkaReadArgs),
+    /// Produce numbered events straight into a Kafka topic with an in-flight window.
+    KafkaPublish(KafkaPublishArgs),
     /// Print a free TCP port on 127.0.0.1.
     Port,
 }
@@ -110,6 +114,43 @@ pub struct RmqPublishArgs {
     /// The stream (created if missing); default: the topic, as the repeater names it.
     #[arg(long)]
     pub stream: Option<String>,
+    #[command(flatten)]
+    pub gen: GenArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct KafkaReadArgs {
+    /// Bootstrap servers, HOST:PORT[,HOST:PORT].
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    pub brokers: String,
+    /// The topic to read, every partition from its first record.
+    #[arg(long, default_value = "bench.seq")]
+    pub topic: String,
+    /// Count the numbered events 1..=EXPECT (missing, duplicated); the read
+    /// ends once all are there and nothing more came for a second, or
+    /// nothing came for --idle seconds.
+    #[arg(long, default_value_t = 0)]
+    pub expect: u64,
+    /// End the read after this many seconds with nothing new; also how
+    /// long a topic not there yet is waited for.
+    #[arg(long, default_value_t = 3.0)]
+    pub idle: f64,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct KafkaPublishArgs {
+    /// Bootstrap servers, HOST:PORT[,HOST:PORT].
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    pub brokers: String,
+    /// Unacknowledged records at once (the repeater's --inflight).
+    #[arg(long, default_value_t = 1000)]
+    pub inflight: usize,
+    /// The Kafka topic (it must exist).
+    #[arg(long, default_value = "bench.seq")]
+    pub kafka_topic: String,
     #[command(flatten)]
     pub gen: GenArgs,
 }

@@ -8,6 +8,7 @@
 //! - [`report`]: the Markdown table from the benchmark's JSON lines.
 
 pub mod cli;
+pub mod kafka;
 pub mod nats;
 pub mod payload;
 pub mod pipelined;
@@ -66,6 +67,8 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
             cli::Mode::RmqRead(a) => rmq::read(a).await,
             cli::Mode::RmqPublish(a) => rmq::publish(a).await,
             cli::Mode::NatsPublish(a) => nats::publish(a).await,
+            cli::Mode::KafkaRead(a) => kafka::read(a).await,
+            cli::Mode::KafkaPublish(a) => kafka::publish(a).await,
             cli::Mode::Port => std::net::TcpListener::bind("127.0.0.1:0")
                 .and_then(|l| l.local_addr())
                 .map(|a| println!("{}", a.port()))

@@ -60,7 +60,7 @@ mod tests {
     fn values_of_enumerated_flags() {
         assert_eq!(
             names(&c(&["run", "--sinkprotocol", ""])),
-            ["mqtt", "nats", "rabbitmq-stream", "stderr", ":4"]
+            ["mqtt", "nats", "kafka", "rabbitmq-stream", "stderr", ":4"]
         );
         assert_eq!(names(&c(&["run", "--qos", ""])), ["0", "1", "2", ":4"]);
         assert_eq!(

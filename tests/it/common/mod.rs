@@ -205,6 +205,7 @@ pub mod event_time;
 pub mod http;
 pub mod http_server;
 pub mod index;
+pub mod kafka;
 pub mod nats;
 pub mod pki;
 pub mod process;

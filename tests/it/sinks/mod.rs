@@ -7,6 +7,7 @@
 //!   cannot take events (none, full, replicas, message size).
 //! - `rabbitmq_stream`, `rabbitmq_stream_faults`: RabbitMQ Streams, and a
 //!   cluster node killed or a node frozen under the repeater.
+//! - `kafka`: Kafka (tansu), its faults and two repeaters of one source.
 //! - `mqtt_failover`: `--sink` given twice for MQTT.
 //! - `stall`: a sink that acknowledges nothing while events wait.
 //! - `shared_source_id`: two writers under one `--source-id`.
@@ -17,6 +18,7 @@
 //! areas use (`read_stream`, `try_read`, a numbered source), hence
 //! `pub(crate)`.
 
+pub(crate) mod kafka;
 mod mqtt_failover;
 pub(crate) mod nats;
 pub(crate) mod nats_trouble;

@@ -12,6 +12,7 @@
 
 pub mod args;
 pub mod drain;
+pub mod kafka;
 pub mod mqtt;
 pub mod nats;
 pub mod rabbitmq_stream;
@@ -36,6 +37,7 @@ pub use rules::{has_control, Refusal, Rules, TopicRules};
 pub const KINDS: &[Kind] = &[
     Kind::of::<mqtt::Mqtt>(),
     Kind::of::<nats::Nats>(),
+    Kind::of::<kafka::Kafka>(),
     Kind::of::<rabbitmq_stream::RabbitmqStream>(),
     Kind::of::<stderr::Stderr>(),
 ];
@@ -230,9 +232,13 @@ fn refuse_source_id(args: &SinkArgs, kind: &Kind) -> Result<(), String> {
         .filter(|k| k.source_id)
         .map(|k| k.name)
         .collect();
+    let readers = match readers.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, init)) => format!("{} or {last}", init.join(", ")),
+        None => String::new(),
+    };
     Err(format!(
-        "--source-id only applies to a {} sink (the identity its deduplication is keyed by), not {}",
-        readers.join(" or "),
+        "--source-id only applies to a {readers} sink (the identity its deduplication is keyed by), not {}",
         kind.name
     ))
 }
@@ -361,7 +367,7 @@ mod tests {
         let pigeon = crate::cli::Cli::try_parse_from(["x", "run", "--sinkprotocol", "pigeon"]);
         let e = pigeon.unwrap_err().to_string();
         assert!(
-            e.contains("[possible values: mqtt, nats, rabbitmq-stream, stderr]"),
+            e.contains("[possible values: mqtt, nats, kafka, rabbitmq-stream, stderr]"),
             "{e}"
         );
     }
@@ -377,14 +383,14 @@ mod tests {
         assert_eq!(e, "--retain only applies to a mqtt sink (a tcp://, mqtt://, mqtts:// or ssl:// --sink, or --sinkprotocol mqtt), not nats");
         let e = configured(&["--sinkprotocol", "stderr", "--source-id", "a"]).unwrap_err();
         assert!(
-            e.starts_with("--source-id only applies to a nats or rabbitmq-stream sink")
+            e.starts_with("--source-id only applies to a nats, kafka or rabbitmq-stream sink")
                 && e.ends_with("not stderr"),
             "{e}"
         );
         let e = configured(&["--source-id", "a"]).unwrap_err();
         assert!(e.ends_with("not mqtt"), "{e}");
         // The sinks that read it take it.
-        for kind in ["nats", "rabbitmq-stream"] {
+        for kind in ["nats", "kafka", "rabbitmq-stream"] {
             let (name, _) = configured(&["--sinkprotocol", kind, "--source-id", "a"]).unwrap();
             assert_eq!(name, kind);
         }

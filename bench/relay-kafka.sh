@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# bench/relay-kafka.sh: the repeater into a Kafka topic against a direct
+# producer with the same client library, settings and in-flight window, in
+# one run (issue 32, item 6).
+#
+#   direct    loadgen kafka-publish (librdkafka through the rdkafka crate,
+#             the sink's settings: idempotent, acks=all, murmur2 keys,
+#             --inflight N unacknowledged) -> the broker
+#   repeater  loadgen sse -> app-event-repeater run --sink kafka://…
+#             --inflight N --overflow block -> the broker
+#
+# The broker is tansu (a Kafka-protocol broker; `cargo install tansu
+# --locked --features dynostore,libsql`), one per invocation, on a free port
+# with its storage in a temp dir (TANSU_STORAGE: sqlite, durable, the
+# default; or memory). Every run produces into a topic of its own,
+# bench.NNN, made beforehand with one partition (for both paths alike; the
+# repeater then finds it there), so each run starts on an empty log. The
+# runs alternate, so the broker's drift falls on both paths alike.
+#
+# Both paths are timed alike: once the run is over, `loadgen kafka-read`
+# reads the topic back and takes each numbered event's record timestamp
+# (CreateTime, set by librdkafka when the producer took the record, in ms).
+# Rate = numbered events per second, from the first to the last. Each path
+# sends WARMUP warm-up events (numbered 0) first; the repeater's source
+# sends its warm-up only once the repeater has one event acknowledged.
+#
+# Cases, each RUNS times, alternating the paths: saturate SIZE, as fast as
+# the path goes, COUNT events (LARGE_COUNT for payloads over 4 KiB), for
+# every SIZE in SIZES: events/s and MB/s of payload; lost and duplicated
+# numbers; the CPU time per event of the producing process (loadgen
+# kafka-publish, or the repeater), and of all three processes (the
+# producer, the repeater's source and the broker).
+#
+# Usage: bench/relay-kafka.sh [--no-build]
+# Environment: RUNS (5), COUNT (200000), LARGE_COUNT (20000), SIZES
+# ("0 16384"; 0 = loadgen's default payload, 148 bytes), WARMUP (2000),
+# INFLIGHT (1000), OUT (JSON-lines results file), BIN (where loadgen and
+# app-event-repeater are; target/release), REPEATER_ARGS (extra arguments
+# for the repeater), PATHS ("direct repeater"; also repeater-text),
+# TANSU (the broker's binary; tansu on PATH or in ~/.cargo/bin),
+# TANSU_STORAGE (sqlite or memory).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=1
+RUNS=${RUNS:-5}
+COUNT=${COUNT:-200000}
+LARGE_COUNT=${LARGE_COUNT:-20000}
+TANSU_STORAGE=${TANSU_STORAGE:-sqlite}
+SIZES=${SIZES:-0 16384}
+WARMUP=${WARMUP:-2000}
+INFLIGHT=${INFLIGHT:-1000}
+REPEATER_ARGS=${REPEATER_ARGS:-}
+PATHS=${PATHS:-direct repeater}
+for arg in "$@"; do
+    case $arg in
+        --no-build) BUILD=0 ;;
+        *) echo "relay-kafka.sh: unknown argument '$arg'; usage: bench/relay-kafka.sh [--no-build]" >&2; exit 2 ;;
+    esac
+done
+TANSU=${TANSU:-$(command -v tansu || echo "${CARGO_HOME:-$HOME/.cargo}/bin/tansu")}
+[ -x "$TANSU" ] || {
+    echo "relay-kafka.sh: tansu not found; install it (cargo install tansu --locked --features dynostore,libsql)" >&2
+    exit 1
+}
+command -v curl >/dev/null || { echo "relay-kafka.sh: curl not found (apt-get install curl)" >&2; exit 1; }
+command -v jq >/dev/null || { echo "relay-kafka.sh: jq not found (apt-get install jq)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "relay-kafka.sh: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
+if [ "$BUILD" = 1 ]; then
+    cargo build --release -q -p app-bench-loadgen -p app-event-repeater
+fi
+BIN=${BIN:-$ROOT/target/release}
+LOADGEN=$BIN/loadgen
+REPEATER=$BIN/app-event-repeater
+mkdir -p "$ROOT/target/bench"
+OUT=${OUT:-$ROOT/target/bench/relay-kafka-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
+: >"$OUT"
+WORK=$(mktemp -d /tmp/app-relay-kafka.XXXXXX)
+# PIDS, stop_all, wait_port, cpu_s (all stopped at exit).
+. "$ROOT/bench/lib.sh"
+
+# A metric of the repeater's, from its API socket.
+metric() {
+    curl -s --max-time 2 --unix-socket "$1" http://x/metrics |
+        awk -v m="app_event_repeater_$2" '$1 == m { print $2 }'
+}
+
+# run_direct DIR COUNT STREAM SIZE: writes DIR/cpu (CPU seconds).
+run_direct() {
+    local dir=$1
+    /usr/bin/time -f '%U %S' -o "$dir/time" \
+        "$LOADGEN" kafka-publish --brokers "127.0.0.1:$KAFKA_PORT" --inflight "$INFLIGHT" --topic "$3" \
+        --kafka-topic "${3//\//.}" --count "$2" --warmup "$WARMUP" --size "$4" >"$dir/pub.json" 2>"$dir/pub.err" || {
+        echo "relay-kafka.sh: loadgen kafka-publish failed: $(tail -n 3 "$dir/pub.err")" >&2
+        exit 1
+    }
+    awk '{ printf "%.3f", $1 + $2 }' "$dir/time" >"$dir/cpu"
+}
+
+# run_repeater_text DIR COUNT STREAM SIZE: run_repeater on a plain-SSE feed
+# (`event: TOPIC` on every event; --topic-from event --payload text).
+run_repeater_text() {
+    FEED_SSE=--event-name FEED_RUN="--topic-from event --payload text" run_repeater "$@"
+}
+
+# run_repeater DIR COUNT STREAM SIZE: writes DIR/cpu (CPU seconds).
+run_repeater() {
+    local dir=$1 count=$2 port pid
+    mkdir -p "$dir/run" "$dir/data"
+    port=$($LOADGEN port)
+    # Events numbered 0 every 10 ms until the ready file exists (the
+    # repeater has one confirmed: source, repeater and stream are up),
+    # then the warm-up, then the numbered ones.
+    # shellcheck disable=SC2086 # FEED_SSE is a word or none
+    "$LOADGEN" sse --listen "127.0.0.1:$port" --count "$count" --warmup "$WARMUP" --topic "$3" \
+        --size "$4" --ready-file "$dir/ready" ${FEED_SSE:-} >/dev/null 2>"$dir/sse.err" &
+    local sse=$!
+    PIDS+=("$sse")
+    wait_port "$port"
+    # shellcheck disable=SC2086 # REPEATER_ARGS and FEED_RUN are lists of words
+    APP_RUNTIME_DIR=$dir/run APP_DATA_DIR=$dir/data APP_CONFIG_DIR=$dir "$REPEATER" run --name bench \
+        --source "http://127.0.0.1:$port" --sink "kafka://127.0.0.1:$KAFKA_PORT" --inflight "$INFLIGHT" --overflow block \
+        --allowall --checkpoint off ${FEED_RUN:-} $REPEATER_ARGS 2>"$dir/repeater.err" &
+    pid=$!
+    PIDS+=("$pid")
+    local sock=$dir/run/plugins/bench.sock acked received last=-1 deadline
+    deadline=$(($(date +%s) + 60))
+    until [ "$(metric "$sock" events_acked_total 2>/dev/null || echo 0)" -ge 1 ] 2>/dev/null; do
+        if [ "$(date +%s)" -gt "$deadline" ]; then
+            echo "relay-kafka.sh: the repeater had nothing acknowledged within 60 s" >&2
+            tail -n 20 "$dir/repeater.err" >&2
+            exit 1
+        fi
+        sleep 0.1
+    done
+    touch "$dir/ready"
+    # Done when every event it received (the ready ones, the warm-up and
+    # all numbered ones at least) is confirmed, and nothing more came in
+    # 0.5 s (a saturating source never pauses that long before its end).
+    deadline=$(($(date +%s) + 600))
+    while :; do
+        acked=$(metric "$sock" events_acked_total || true)
+        received=$(metric "$sock" events_received_total || true)
+        acked=${acked:-0} received=${received:-0}
+        if [ "$acked" -ge "$((count + WARMUP + 1))" ] && [ "$acked" = "$received" ] && [ "$received" = "$last" ]; then
+            break
+        fi
+        last=$received
+        if [ "$(date +%s)" -gt "$deadline" ]; then
+            echo "relay-kafka.sh: the repeater has $acked of $((count + WARMUP + 1)) events acknowledged after 600 s" >&2
+            tail -n 20 "$dir/repeater.err" >&2
+            exit 1
+        fi
+        sleep 0.5
+    done
+    cpu_s "$pid" >"$dir/cpu"
+    cpu_s "$sse" >"$dir/source_cpu"
+}
+
+# run_one PATH SIZE RUN: one run and its line in $OUT.
+N=0
+run_one() {
+    local path=$1 size=$2 run=$3 count=$COUNT stream
+    local dir=$WORK/$path-$size-$run
+    mkdir -p "$dir"
+    [ "$size" -gt 4096 ] && count=$LARGE_COUNT
+    N=$((N + 1))
+    stream=$(printf 'bench/%03d' "$N")
+    "$TANSU" topic create "${stream//\//.}" --partitions 1 --broker "tcp://127.0.0.1:$KAFKA_PORT" >"$dir/topic.out" 2>&1 || {
+        echo "relay-kafka.sh: tansu topic create failed: $(tail -n 3 "$dir/topic.out")" >&2
+        exit 1
+    }
+    echo 0 >"$dir/source_cpu"
+    node0=$(cpu_s "$KAFKA_PID")
+    "run_${path//-/_}" "$dir" "$count" "$stream" "$size"
+    # The node's CPU over the run (before the read back, which costs it too).
+    node1=$(cpu_s "$KAFKA_PID")
+    stop_all
+    "$LOADGEN" kafka-read --brokers "127.0.0.1:$KAFKA_PORT" --topic "${stream//\//.}" --expect "$count" \
+        --timeout 300 >"$dir/read.json" 2>"$dir/read.err" || {
+        echo "relay-kafka.sh: loadgen kafka-read failed: $(tail -n 3 "$dir/read.err")" >&2
+        exit 1
+    }
+    jq -c --arg path "$path" --argjson size "$size" --argjson run "$run" --arg stream "$stream" \
+        --argjson cpu "$(cat "$dir/cpu")" --argjson events "$((count + WARMUP))" \
+        --argjson source "$(cat "$dir/source_cpu")" --argjson node "$(awk -v a="$node0" -v b="$node1" 'BEGIN { printf "%.3f", b - a }')" \
+        '{path: $path, kind: "saturate", size: $size, run: $run, stream: $stream, count: .expected,
+          rate: .rate, bytes: .payload_bytes[1], mbps: (.rate * .payload_bytes[1] / 1e6),
+          p50_ms: (.latency_us.p50 / 1000), p99_ms: (.latency_us.p99 / 1000),
+          missing: .missing, duplicates: .duplicates, cpu_us_per_event: ($cpu * 1e6 / $events),
+          source_cpu_us_per_event: ($source * 1e6 / $events), node_cpu_us_per_event: ($node * 1e6 / $events),
+          all_cpu_us_per_event: (($cpu + $source + $node) * 1e6 / $events)}' \
+        "$dir/read.json" | tee -a "$OUT" >&2
+    rm -rf "$dir"
+}
+
+echo "relay-kafka.sh: $(date -u +%FT%TZ), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $("$TANSU" --version 2>/dev/null || echo tansu), storage $TANSU_STORAGE, commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); results in $OUT" >&2
+KAFKA_PORT=$($LOADGEN port)
+case $TANSU_STORAGE in
+    sqlite) storage="sqlite://$WORK/tansu.db" ;;
+    memory) storage="memory://tansu/" ;;
+    *) echo "relay-kafka.sh: TANSU_STORAGE=$TANSU_STORAGE: give sqlite or memory" >&2; exit 2 ;;
+esac
+"$TANSU" broker --listener-url "tcp://127.0.0.1:$KAFKA_PORT" --advertised-listener-url "tcp://127.0.0.1:$KAFKA_PORT" \
+    --storage-engine "$storage" --prometheus-listener-url "tcp://127.0.0.1:$($LOADGEN port)" >"$WORK/tansu.log" 2>&1 &
+# Not in PIDS: stop_all (between runs) leaves the broker up; the trap ends it.
+KAFKA_PID=$!
+trap 'stop_all; kill "$KAFKA_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
+wait_port "$KAFKA_PORT"
+echo "relay-kafka.sh: tansu: pid $KAFKA_PID, port $KAFKA_PORT" >&2
+for size in $SIZES; do
+    for run in $(seq 1 "$RUNS"); do
+        for path in $PATHS; do
+            run_one "$path" "$size" "$run"
+        done
+    done
+done
+echo "relay-kafka.sh: done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+# The table: medians per path and size, each repeater path against direct.
+jq -rs '
+  def median: sort | .[(length - 1) / 2 | floor];
+  def fmt: . * 100 | round / 100;
+  group_by(.size) | .[] |
+  (map(select(.path == "direct"))) as $d | ($d | map(.rate) | median) as $dr |
+  . as $case | ["repeater", "repeater-text"][] as $p |
+  ($case | map(select(.path == $p))) as $r | select($r | length > 0) |
+  ($r | map(.rate) | median) as $rr |
+  def cpu($runs): ($runs | map(.cpu_us_per_event) | median | fmt);
+  def all($runs): "\($runs | map(.all_cpu_us_per_event) | median | fmt) (\($runs | map(.source_cpu_us_per_event) | median | fmt) + \(cpu($runs)) + \($runs | map(.node_cpu_us_per_event) | median | fmt))";
+  "| saturate, \($case[0].bytes) B | \($p) | \($dr | round) ev/s, \($d | map(.mbps) | median | fmt) MB/s | \($rr | round) ev/s, \($r | map(.mbps) | median | fmt) MB/s | \(100 * $rr / $dr | round)% | \(cpu($d)) / \(cpu($r)) | \(all($d)) / \(all($r)) | \($d | map(.missing) | add) / \($r | map(.missing) | add) | \($d | map(.duplicates) | add) / \($r | map(.duplicates) | add) |"
+  ' "$OUT" | {
+    echo "| case (medians of $RUNS) | path | direct | that path | vs direct | CPU µs/event of the publisher, direct / path | CPU µs/event in all (source + producer + broker), direct / path | lost, direct / path | duplicated, direct / path |"
+    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    cat
+}
+echo "results: $OUT"
