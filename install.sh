@@ -30,6 +30,11 @@ libexec="$prefix/libexec/app"
 
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 out="$target/source"
+# The Kafka sink's TLS: link the system's OpenSSL when its headers are
+# there, rather than build a copy (about 3 minutes on 2 cores).
+if [ -z "${OPENSSL_NO_VENDOR:-}" ] && pkg-config --exists openssl 2>/dev/null; then
+  export OPENSSL_NO_VENDOR=1
+fi
 cargo build --profile source --locked --bins \
   -p app -p app-fetch -p app-event-repeater -p app-event-repeater-manage \
   -p app-event-time -p app-listener-tracer

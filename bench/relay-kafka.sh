@@ -197,12 +197,13 @@ run_one() {
 echo "relay-kafka.sh: $(date -u +%FT%TZ), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $("$TANSU" --version 2>/dev/null || echo tansu), storage $TANSU_STORAGE, commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); results in $OUT" >&2
 KAFKA_PORT=$($LOADGEN port)
 case $TANSU_STORAGE in
-    sqlite) storage="sqlite://$WORK/tansu.db" ;;
+    # A path relative to its working directory ($WORK, below).
+    sqlite) storage="sqlite://tansu.db" ;;
     memory) storage="memory://tansu/" ;;
     *) echo "relay-kafka.sh: TANSU_STORAGE=$TANSU_STORAGE: give sqlite or memory" >&2; exit 2 ;;
 esac
-"$TANSU" broker --listener-url "tcp://127.0.0.1:$KAFKA_PORT" --advertised-listener-url "tcp://127.0.0.1:$KAFKA_PORT" \
-    --storage-engine "$storage" --prometheus-listener-url "tcp://127.0.0.1:$($LOADGEN port)" >"$WORK/tansu.log" 2>&1 &
+(cd "$WORK" && exec "$TANSU" broker --listener-url "tcp://127.0.0.1:$KAFKA_PORT" --advertised-listener-url "tcp://127.0.0.1:$KAFKA_PORT" \
+    --storage-engine "$storage" >"$WORK/tansu.log" 2>&1) &
 # Not in PIDS: stop_all (between runs) leaves the broker up; the trap ends it.
 KAFKA_PID=$!
 trap 'stop_all; kill "$KAFKA_PID" 2>/dev/null; rm -rf "$WORK"' EXIT

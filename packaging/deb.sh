@@ -35,6 +35,11 @@ case "$profile" in
   release) out="$target/release" ;;
   *) out="$target/$profile" ;;
 esac
+# The Kafka sink's TLS links the system's OpenSSL (libssl3, found by
+# dpkg-shlibdeps) when its headers are there, rather than a copy built in.
+if [ -z "${OPENSSL_NO_VENDOR:-}" ] && pkg-config --exists openssl 2>/dev/null; then
+  export OPENSSL_NO_VENDOR=1
+fi
 if [ "${APP_DEB_NO_BUILD:-}" != 1 ]; then
   # The shipped programs and the man page generator, not the benchmarks.
   cargo build --profile "$profile" --locked --bins \

@@ -103,15 +103,15 @@ pub async fn read(args: KafkaReadArgs) -> Result<(), String> {
             continue;
         };
         tally.record(s.seq, s.t_ns, body.len(), stored);
-        match m.key() {
-            None => unkeyed += 1,
-            Some(k) => {
+        // Keys of the numbered events only (not the warm-up's, numbered 0).
+        match (s.seq, m.key()) {
+            (0, _) => {}
+            (_, None) => unkeyed += 1,
+            (seq, Some(k)) => {
                 distinct_keys.insert(k.to_vec());
-                if s.seq > 0 {
-                    let first = keys.entry(s.seq).or_insert_with(|| k.to_vec());
-                    if first.as_slice() != k {
-                        key_mismatches += 1;
-                    }
+                let first = keys.entry(seq).or_insert_with(|| k.to_vec());
+                if first.as_slice() != k {
+                    key_mismatches += 1;
                 }
             }
         }
@@ -215,11 +215,10 @@ async fn settle(
     acked: &mut u64,
     refused: &mut usize,
 ) {
-    match d {
-        Some(d) => match d.await {
+    if let Some(d) = d {
+        match d.await {
             Ok(Ok(_)) => *acked += 1,
             _ => *refused += 1,
-        },
-        None => {}
+        }
     }
 }

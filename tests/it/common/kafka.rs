@@ -77,14 +77,10 @@ impl Tansu {
         let child = Command::new(&self.exe)
             .arg("broker")
             .args(["--listener-url", &url, "--advertised-listener-url", &url])
-            .arg("--storage-engine")
-            .arg(format!(
-                "sqlite://{}",
-                self.dir.path().join("tansu.db").display()
-            ))
-            // Its metrics endpoint, on a port of its own.
-            .arg("--prometheus-listener-url")
-            .arg(format!("tcp://127.0.0.1:{}", free_port()))
+            // tansu reads the URL's path as relative to its working
+            // directory (sqlite:///tmp/x opens ./tmp/x).
+            .args(["--storage-engine", "sqlite://tansu.db"])
+            .current_dir(self.dir.path())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup log"))
             .stderr(log)

@@ -40,11 +40,14 @@ struct Job {
 /// A delivery librdkafka will report, with its event.
 struct InFlight {
     job: Option<Job>,
+    /// The producer it was handed to ([`Loop::generation`]).
+    generation: u64,
     delivery: DeliveryFuture,
 }
 
-/// What became of a delivery: `None` when the producer was dropped first.
-type Outcome = (Job, Option<Result<(), KafkaError>>);
+/// What became of a delivery (`None` when the producer was dropped
+/// first), and the producer's generation.
+type Outcome = (Job, Option<Result<(), KafkaError>>, u64);
 
 impl Future for InFlight {
     type Output = Outcome;
@@ -57,7 +60,7 @@ impl Future for InFlight {
             Poll::Ready(Err(_canceled)) => None,
         };
         match self.job.take() {
-            Some(job) => Poll::Ready((job, result)),
+            Some(job) => Poll::Ready((job, result, self.generation)),
             None => Poll::Pending,
         }
     }
@@ -66,6 +69,9 @@ impl Future for InFlight {
 struct Loop<'a> {
     sink: &'a KafkaSink,
     clients: Option<Clients>,
+    /// Counts the producers made: an error from one that is gone says
+    /// nothing about the one in use.
+    generation: u64,
     inflight: FuturesUnordered<InFlight>,
     /// Failed, to send again, by acceptance order.
     retry: BTreeMap<u64, Job>,
@@ -131,6 +137,7 @@ impl<'a> Loop<'a> {
         Loop {
             sink,
             clients: None,
+            generation: 0,
             inflight: FuturesUnordered::new(),
             retry: BTreeMap::new(),
             known: HashSet::new(),
@@ -162,7 +169,10 @@ impl<'a> Loop<'a> {
         let metrics = &self.sink.metrics;
         if self.clients.is_none() {
             match Clients::make(&self.sink.cfg, metrics) {
-                Ok(c) => self.clients = Some(c),
+                Ok(c) => {
+                    self.clients = Some(c);
+                    self.generation += 1;
+                }
                 Err(e) => return self.trouble(&e),
             }
         }
@@ -275,6 +285,7 @@ impl<'a> Loop<'a> {
                     });
                     self.inflight.push(InFlight {
                         job: Some(job),
+                        generation: self.generation,
                         delivery,
                     });
                 }
@@ -303,7 +314,7 @@ impl<'a> Loop<'a> {
         self.sink.buffer.refuse(rec, reason, why);
     }
 
-    fn settle(&mut self, (job, result): Outcome) {
+    fn settle(&mut self, (job, result, generation): Outcome) {
         let sink = self.sink;
         let e = match result {
             Some(Ok(())) => {
@@ -338,16 +349,20 @@ impl<'a> Loop<'a> {
                 }
                 let topic = job.rec.sink_topic.clone();
                 self.retry.insert(job.rec.seq, Job { again: true, ..job });
-                if self.fatal() {
+                if generation != self.generation || self.fatal() {
                     return;
                 }
-                self.trouble(&format!("Kafka did not take an event for {topic:?}: {e}"));
+                let why = format!("Kafka did not take an event for {topic:?}: {e}");
+                if code.is_some_and(producer_state_lost) {
+                    return self.renew(&why);
+                }
+                self.trouble(&why);
             }
         }
     }
 
     /// After a fatal error librdkafka's producer takes nothing more: it is
-    /// dropped (what it held comes back as not delivered) and made anew.
+    /// made anew.
     fn fatal(&mut self) -> bool {
         use rdkafka::producer::Producer as _;
         let Some(clients) = &self.clients else {
@@ -356,16 +371,44 @@ impl<'a> Loop<'a> {
         let Some((code, why)) = clients.producer.client().fatal_error() else {
             return false;
         };
-        self.clients = None;
-        self.known.clear();
-        self.sink
-            .metrics
-            .sink_connected
-            .store(false, Ordering::Relaxed);
-        inc(&self.sink.metrics.sink_disconnects);
-        self.trouble(&format!(
-            "the Kafka producer failed ({code}: {why}); making a new one, what it held is sent again"
-        ));
+        self.renew(&format!("the Kafka producer failed ({code}: {why})"));
         true
     }
+
+    /// Drops the producer (what it held comes back as not delivered, to be
+    /// sent again) and makes a new one after a backoff: a new producer id,
+    /// so the broker's idea of the old one's sequence no longer matters.
+    fn renew(&mut self, why: &str) {
+        self.clients = None;
+        self.known.clear();
+        if self
+            .sink
+            .metrics
+            .sink_connected
+            .swap(false, Ordering::Relaxed)
+        {
+            inc(&self.sink.metrics.sink_disconnects);
+        }
+        self.trouble(&format!(
+            "{why}; making a new producer, what the old one held is sent again"
+        ));
+    }
+}
+
+/// Broker answers that mean it no longer knows this producer's state (its
+/// id, epoch or sequence), as a broker restarted without it answers; a new
+/// producer starts a fresh sequence. A broker that fails for its own
+/// reasons (`UNKNOWN_SERVER_ERROR`) is in the list too: the same producer
+/// would be refused again and again.
+fn producer_state_lost(code: RDKafkaErrorCode) -> bool {
+    matches!(
+        code,
+        RDKafkaErrorCode::Unknown
+            | RDKafkaErrorCode::OutOfOrderSequenceNumber
+            | RDKafkaErrorCode::DuplicateSequenceNumber
+            | RDKafkaErrorCode::UnknownProducerId
+            | RDKafkaErrorCode::InvalidProducerEpoch
+            | RDKafkaErrorCode::InvalidProducerIdMapping
+            | RDKafkaErrorCode::ProducerFenced
+    )
 }
