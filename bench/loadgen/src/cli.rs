@@ -126,6 +126,9 @@ pub struct KafkaReadArgs {
     /// The topic to read, every partition from its first record.
     #[arg(long, default_value = "bench.seq")]
     pub topic: String,
+    /// Connect with TLS, trusting this CA certificate (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
     /// Count the numbered events 1..=EXPECT (missing, duplicated); the read
     /// ends once all are there and nothing more came for a second, or
     /// nothing came for --idle seconds.

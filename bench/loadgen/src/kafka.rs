@@ -52,7 +52,13 @@ fn partitions(consumer: &StreamConsumer, topic: &str, wait: Duration) -> Result<
 
 pub async fn read(args: KafkaReadArgs) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs_f64(args.timeout.max(0.0));
-    let consumer: StreamConsumer = client(&args.brokers)
+    let mut config = client(&args.brokers);
+    if let Some(ca) = &args.ca_file {
+        config
+            .set("security.protocol", "ssl")
+            .set("ssl.ca.location", ca.display().to_string());
+    }
+    let consumer: StreamConsumer = config
         .set("group.id", "loadgen-kafka-read")
         .set("enable.auto.commit", "false")
         .set("enable.partition.eof", "false")

@@ -37,6 +37,10 @@ pub fn require_tansu() -> Option<PathBuf> {
 /// One tansu broker.
 pub struct Tansu {
     pub port: u16,
+    /// The port it tells clients to use (its own, or a TLS proxy's).
+    advertised: u16,
+    /// Clients must sign in (SASL SCRAM).
+    authentication: bool,
     exe: PathBuf,
     child: Option<Child>,
     paused: bool,
@@ -49,13 +53,22 @@ pub struct Tansu {
 impl Tansu {
     /// A broker; `None` (after the skip line) without tansu.
     pub fn start() -> Option<Tansu> {
+        let port = free_port();
+        Tansu::start_advertising(port, port)
+    }
+
+    /// A broker on `port` that tells clients to connect to `advertised`
+    /// (where a TLS proxy in front of it listens).
+    pub fn start_advertising(port: u16, advertised: u16) -> Option<Tansu> {
         let exe = require_tansu()?;
         let dir = tempfile::Builder::new()
             .prefix("app-tansu-")
             .tempdir()
             .expect("temp dir");
         let mut t = Tansu {
-            port: free_port(),
+            port,
+            advertised,
+            authentication: false,
             exe,
             child: None,
             paused: false,
@@ -68,6 +81,7 @@ impl Tansu {
 
     fn spawn(&mut self) {
         let url = format!("tcp://127.0.0.1:{}", self.port);
+        let advertised = format!("tcp://127.0.0.1:{}", self.advertised);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -76,11 +90,17 @@ impl Tansu {
         let started = Instant::now();
         let child = Command::new(&self.exe)
             .arg("broker")
-            .args(["--listener-url", &url, "--advertised-listener-url", &url])
+            .args([
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &advertised,
+            ])
             // tansu reads the URL's path as relative to its working
             // directory (sqlite:///tmp/x opens ./tmp/x).
             .args(["--storage-engine", "sqlite://tansu.db"])
             .current_dir(self.dir.path())
+            .args(self.authentication.then_some("--authentication"))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup log"))
             .stderr(log)
@@ -128,6 +148,25 @@ impl Tansu {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+
+    /// Adds the SCRAM-SHA-512 user `name` and restarts the broker
+    /// requiring every client to sign in. (tansu's own `user create` must
+    /// sign in too once authentication is on, so the user comes first.)
+    pub fn require_user(&mut self, name: &str, password: &str) {
+        let out = Command::new(&self.exe)
+            .args(["user", "create", name, password, "--mechanism", "scram512"])
+            .args(["--broker", &format!("tcp://127.0.0.1:{}", self.port)])
+            .output()
+            .expect("run tansu user create");
+        assert!(
+            out.status.success(),
+            "tansu user create: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.kill();
+        self.authentication = true;
+        self.spawn();
     }
 
     fn signal(&self, sig: i32) {

@@ -66,16 +66,18 @@ pub(crate) fn assert_each_once_by_key(v: &Value, n: u64, log: &str) {
     assert_eq!(v["distinct_keys"], n, "{v}");
 }
 
-fn relay<'a>(
+/// A repeater named `name` from the source on 127.0.0.1:`port` into
+/// `sink`, with `extra` flags.
+pub(crate) fn relay<'a>(
     sb: &'a Sandbox,
     name: &str,
     port: u16,
-    broker: &Tansu,
+    sink: &str,
     extra: &[&str],
 ) -> Repeater<'a> {
     Repeater::builder(sb, name)
         .args(["--source", &format!("http://127.0.0.1:{port}")])
-        .args(["--sink", &broker.url(), "--overflow", "block"])
+        .args(["--sink", sink, "--overflow", "block"])
         .args(["--log", "3"])
         .args(extra)
         .start()
@@ -98,7 +100,7 @@ fn events_reach_their_topic_in_order_keyed_and_a_name_kafka_refuses_is_counted()
         &sb,
         "good",
         port,
-        &broker,
+        &broker.url(),
         &["--allowall", "--source-id", "site", "--ack-timeout", "3s"],
     );
     let dir = sb.data_dir().join("event-repeater");
@@ -111,13 +113,25 @@ fn events_reach_their_topic_in_order_keyed_and_a_name_kafka_refuses_is_counted()
         route("bench seq").to_string(),
     )
     .unwrap();
-    let refused = relay(&sb, "refused", port, &broker, &["--ack-timeout", "3s"]);
+    let refused = relay(
+        &sb,
+        "refused",
+        port,
+        &broker.url(),
+        &["--ack-timeout", "3s"],
+    );
     std::fs::write(
         dir.join("existing.routes.json"),
         route("made/elsewhere").to_string(),
     )
     .unwrap();
-    let existing = relay(&sb, "existing", port, &broker, &["--ack-timeout", "3s"]);
+    let existing = relay(
+        &sb,
+        "existing",
+        port,
+        &broker.url(),
+        &["--ack-timeout", "3s"],
+    );
     for r in [&good, &refused, &existing] {
         wait_metric(r, "source_connected", 1, Duration::from_secs(20));
     }
@@ -173,7 +187,7 @@ fn a_repeater_sigkilled_while_events_flow_loses_nothing_and_its_copies_share_the
         &sb,
         "event-repeater",
         port,
-        &broker,
+        &broker.url(),
         &["--allowall", "--ack-timeout", "3s"],
     );
     for _ in 0..5 {
@@ -204,7 +218,7 @@ fn a_broker_killed_and_restarted_or_frozen_loses_nothing() {
         &sb,
         "event-repeater",
         port,
-        &broker,
+        &broker.url(),
         &["--allowall", "--ack-timeout", "30s"],
     );
     wait_metric(&rep, "events_acked_total", 500, Duration::from_secs(30));
@@ -249,14 +263,14 @@ fn two_repeaters_of_one_source_with_one_killed_keep_every_event_under_one_key() 
         &sb,
         "a",
         port,
-        &broker,
+        &broker.url(),
         &["--allowall", "--source-id", "shared", "--ack-timeout", "3s"],
     );
     let b = relay(
         &sb,
         "b",
         port,
-        &broker,
+        &broker.url(),
         &["--allowall", "--source-id", "shared", "--ack-timeout", "3s"],
     );
     for r in [&a, &b] {

@@ -7,7 +7,8 @@
 //!   cannot take events (none, full, replicas, message size).
 //! - `rabbitmq_stream`, `rabbitmq_stream_faults`: RabbitMQ Streams, and a
 //!   cluster node killed or a node frozen under the repeater.
-//! - `kafka`: Kafka (tansu), its faults and two repeaters of one source.
+//! - `kafka`, `kafka_tls_and_sasl`: Kafka (tansu), its faults, two repeaters of one
+//!   source, and TLS with `--ca-file`, SASL SCRAM.
 //! - `mqtt_failover`: `--sink` given twice for MQTT.
 //! - `stall`: a sink that acknowledges nothing while events wait.
 //! - `shared_source_id`: two writers under one `--source-id`.
@@ -19,6 +20,7 @@
 //! `pub(crate)`.
 
 pub(crate) mod kafka;
+mod kafka_tls_and_sasl;
 mod mqtt_failover;
 pub(crate) mod nats;
 pub(crate) mod nats_trouble;
