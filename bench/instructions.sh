@@ -22,6 +22,9 @@
 #   rmq1    --sinkprotocol rabbitmq-stream (a private RabbitMQ node,
 #           bench/lib.sh's rabbitmq_start; publisher confirms; a loadgen
 #           rmq-read subscriber counts)
+#   kafka1  --sink kafka://… (a tansu broker with SQLite storage; the
+#           idempotent producer, acks=all; a loadgen kafka-read reader
+#           counts). librdkafka's own threads are in the count.
 #   SINK-text  the same, the source naming each event (`event: bench/seq`)
 #              and the repeater taking it as is: --topic-from event
 #              --payload text (no JSON pass; issue 29)
@@ -134,7 +137,23 @@ measure() {
             PIDS+=($!)
             args+=(--sinkprotocol rabbitmq-stream --sink "rabbitmq-stream://127.0.0.1:$RMQ_PORT")
             ;;
-        *) echo "instructions.sh: unknown sink '$1' (mqtt0, mqtt1, nats1 or rmq1, each also with -text)" >&2; exit 2 ;;
+        kafka1)
+            local tansu
+            tansu=$(command -v tansu || echo "${CARGO_HOME:-$HOME/.cargo}/bin/tansu")
+            [ -x "$tansu" ] || { echo "instructions.sh: tansu not found (cargo install tansu --locked --features dynostore,libsql)" >&2; exit 1; }
+            # Its SQLite path is relative to its working directory.
+            (cd "$dir" && exec "$tansu" broker --listener-url "tcp://127.0.0.1:$port" \
+                --advertised-listener-url "tcp://127.0.0.1:$port" --storage-engine sqlite://tansu.db) \
+                >"$dir/broker.log" 2>&1 &
+            PIDS+=($!)
+            wait_port "$port"
+            # The reader waits for the topic the repeater creates.
+            "$LOADGEN" kafka-read --brokers "127.0.0.1:$port" --topic bench.seq --expect "$COUNT" --idle 3600 \
+                --timeout 3600 >"$dir/read.json" 2>"$dir/read.err" &
+            PIDS+=($!)
+            args+=(--sink "kafka://127.0.0.1:$port")
+            ;;
+        *) echo "instructions.sh: unknown sink '$1' (mqtt0, mqtt1, nats1, rmq1 or kafka1, each also with -text)" >&2; exit 2 ;;
     esac
     sse_port=$($LOADGEN port)
     "$LOADGEN" sse --listen "127.0.0.1:$sse_port" --count "$COUNT" --rate 0 --warmup "$WARMUP" \
@@ -164,7 +183,7 @@ measure() {
         mqtt*) wait_until 3600 test -s "$dir/sub.json" || ok=0 ;;
         nats1) wait_until 3600 stream_full "$mport" "$((COUNT + 1))" || ok=0 ;;
         # The reader prints its summary once every event arrived.
-        rmq1) wait_until 3600 test -s "$dir/read.json" || ok=0 ;;
+        rmq1 | kafka1) wait_until 3600 test -s "$dir/read.json" || ok=0 ;;
     esac
     # SIGTERM to the repeater itself (perf's child), so that it drains and
     # the tool writes its count.
@@ -179,9 +198,9 @@ measure() {
         tail -n 5 "$dir/repeater.err" >&2
         return 1
     fi
-    if [ "${sink%?}" = mqtt ] || [ "$sink" = rmq1 ]; then
+    if [ "${sink%?}" = mqtt ] || [ "$sink" = rmq1 ] || [ "$sink" = kafka1 ]; then
         local missing counted=$dir/sub.json
-        [ "$sink" = rmq1 ] && counted=$dir/read.json
+        [ "$sink" = rmq1 ] || [ "$sink" = kafka1 ] && counted=$dir/read.json
         missing=$(jq -r '.missing' "$counted")
         [ "$missing" = 0 ] || { echo "instructions.sh: $sink: $missing events missing" >&2; return 1; }
     fi

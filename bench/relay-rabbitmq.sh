@@ -89,12 +89,8 @@ WORK=$(mktemp -d /tmp/app-relay-rabbitmq.XXXXXX)
 # PIDS, stop_all, wait_port, rabbitmq_start (RMQ_PORT) and rabbitmq_stop
 # (all stopped at exit).
 . "$ROOT/bench/lib.sh"
-
-# A metric of the repeater's, from its API socket.
-metric() {
-    curl -s --max-time 2 --unix-socket "$1" http://x/metrics |
-        awk -v m="app_event_repeater_$2" '$1 == m { print $2 }'
-}
+# run_repeater, run_repeater_text and relay_table, into SINK_ARGS (set below).
+. "$ROOT/bench/relay-broker.sh"
 
 # run_direct DIR COUNT STREAM SIZE: writes DIR/cpu (CPU seconds).
 run_direct() {
@@ -106,67 +102,6 @@ run_direct() {
         exit 1
     }
     awk '{ printf "%.3f", $1 + $2 }' "$dir/time" >"$dir/cpu"
-}
-
-# run_repeater_text DIR COUNT STREAM SIZE: run_repeater on a plain-SSE feed
-# (`event: TOPIC` on every event; --topic-from event --payload text).
-run_repeater_text() {
-    FEED_SSE=--event-name FEED_RUN="--topic-from event --payload text" run_repeater "$@"
-}
-
-# run_repeater DIR COUNT STREAM SIZE: writes DIR/cpu (CPU seconds).
-run_repeater() {
-    local dir=$1 count=$2 port pid
-    mkdir -p "$dir/run" "$dir/data"
-    port=$($LOADGEN port)
-    # Events numbered 0 every 10 ms until the ready file exists (the
-    # repeater has one confirmed: source, repeater and stream are up),
-    # then the warm-up, then the numbered ones.
-    # shellcheck disable=SC2086 # FEED_SSE is a word or none
-    "$LOADGEN" sse --listen "127.0.0.1:$port" --count "$count" --warmup "$WARMUP" --topic "$3" \
-        --size "$4" --ready-file "$dir/ready" ${FEED_SSE:-} >/dev/null 2>"$dir/sse.err" &
-    local sse=$!
-    PIDS+=("$sse")
-    wait_port "$port"
-    # shellcheck disable=SC2086 # REPEATER_ARGS and FEED_RUN are lists of words
-    APP_RUNTIME_DIR=$dir/run APP_DATA_DIR=$dir/data APP_CONFIG_DIR=$dir "$REPEATER" run --name bench \
-        --source "http://127.0.0.1:$port" --sinkprotocol rabbitmq-stream \
-        --sink "rabbitmq-stream://127.0.0.1:$RMQ_PORT" --inflight "$INFLIGHT" --overflow block \
-        --allowall --checkpoint off ${FEED_RUN:-} $REPEATER_ARGS 2>"$dir/repeater.err" &
-    pid=$!
-    PIDS+=("$pid")
-    local sock=$dir/run/plugins/bench.sock acked received last=-1 deadline
-    deadline=$(($(date +%s) + 60))
-    until [ "$(metric "$sock" events_acked_total 2>/dev/null || echo 0)" -ge 1 ] 2>/dev/null; do
-        if [ "$(date +%s)" -gt "$deadline" ]; then
-            echo "relay-rabbitmq.sh: the repeater had nothing confirmed within 60 s" >&2
-            tail -n 20 "$dir/repeater.err" >&2
-            exit 1
-        fi
-        sleep 0.1
-    done
-    touch "$dir/ready"
-    # Done when every event it received (the ready ones, the warm-up and
-    # all numbered ones at least) is confirmed, and nothing more came in
-    # 0.5 s (a saturating source never pauses that long before its end).
-    deadline=$(($(date +%s) + 600))
-    while :; do
-        acked=$(metric "$sock" events_acked_total || true)
-        received=$(metric "$sock" events_received_total || true)
-        acked=${acked:-0} received=${received:-0}
-        if [ "$acked" -ge "$((count + WARMUP + 1))" ] && [ "$acked" = "$received" ] && [ "$received" = "$last" ]; then
-            break
-        fi
-        last=$received
-        if [ "$(date +%s)" -gt "$deadline" ]; then
-            echo "relay-rabbitmq.sh: the repeater has $acked of $((count + WARMUP + 1)) events confirmed after 600 s" >&2
-            tail -n 20 "$dir/repeater.err" >&2
-            exit 1
-        fi
-        sleep 0.5
-    done
-    cpu_s "$pid" >"$dir/cpu"
-    cpu_s "$sse" >"$dir/source_cpu"
 }
 
 # run_one PATH SIZE RUN: one run and its line in $OUT.
@@ -206,6 +141,7 @@ echo "relay-rabbitmq.sh: $(date -u +%FT%TZ), $(nproc) CPUs, load average $(cut -
 rabbitmq_start "$WORK/rabbitmq"
 # The VM itself, exec'd by the scripts (its CPU is the node's).
 echo "relay-rabbitmq.sh: RabbitMQ node: pid $RMQ_PID ($(cat "/proc/$RMQ_PID/comm")), stream port $RMQ_PORT" >&2
+SINK_ARGS=(--sinkprotocol rabbitmq-stream --sink "rabbitmq-stream://127.0.0.1:$RMQ_PORT")
 for size in $SIZES; do
     for run in $(seq 1 "$RUNS"); do
         for path in $PATHS; do
@@ -217,20 +153,5 @@ rabbitmq_stop
 echo "relay-rabbitmq.sh: done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # The table: medians per path and size, each repeater path against direct.
-jq -rs '
-  def median: sort | .[(length - 1) / 2 | floor];
-  def fmt: . * 100 | round / 100;
-  group_by(.size) | .[] |
-  (map(select(.path == "direct"))) as $d | ($d | map(.rate) | median) as $dr |
-  . as $case | ["repeater", "repeater-text"][] as $p |
-  ($case | map(select(.path == $p))) as $r | select($r | length > 0) |
-  ($r | map(.rate) | median) as $rr |
-  def cpu($runs): ($runs | map(.cpu_us_per_event) | median | fmt);
-  def all($runs): "\($runs | map(.all_cpu_us_per_event) | median | fmt) (\($runs | map(.source_cpu_us_per_event) | median | fmt) + \(cpu($runs)) + \($runs | map(.node_cpu_us_per_event) | median | fmt))";
-  "| saturate, \($case[0].bytes) B | \($p) | \($dr | round) ev/s, \($d | map(.mbps) | median | fmt) MB/s | \($rr | round) ev/s, \($r | map(.mbps) | median | fmt) MB/s | \(100 * $rr / $dr | round)% | \(cpu($d)) / \(cpu($r)) | \(all($d)) / \(all($r)) | \($d | map(.missing) | add) / \($r | map(.missing) | add) | \($d | map(.duplicates) | add) / \($r | map(.duplicates) | add) |"
-  ' "$OUT" | {
-    echo "| case (medians of $RUNS) | path | direct | that path | vs direct | CPU µs/event of the publisher, direct / path | CPU µs/event in all (source + publisher + node), direct / path | lost, direct / path | duplicated, direct / path |"
-    echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-    cat
-}
+relay_table "$OUT"
 echo "results: $OUT"
