@@ -122,7 +122,7 @@ run_one() {
         --argjson source "$(cat "$dir/source_cpu")" --argjson node "$(awk -v a="$node0" -v b="$node1" 'BEGIN { printf "%.3f", b - a }')" \
         '{path: $path, kind: "saturate", size: $size, run: $run, stream: $stream, count: .expected,
           rate: .rate, bytes: .payload_bytes[1], mbps: (.rate * .payload_bytes[1] / 1e6),
-          p50_ms: (.latency_us.p50 / 1000), p99_ms: (.latency_us.p99 / 1000),
+          p50_ms: ((.latency_us.p50 // 0) / 1000), p99_ms: ((.latency_us.p99 // 0) / 1000),
           missing: .missing, duplicates: .duplicates, cpu_us_per_event: ($cpu * 1e6 / $events),
           source_cpu_us_per_event: ($source * 1e6 / $events), node_cpu_us_per_event: ($node * 1e6 / $events),
           all_cpu_us_per_event: (($cpu + $source + $node) * 1e6 / $events)}' \

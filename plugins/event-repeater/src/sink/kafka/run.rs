@@ -80,6 +80,9 @@ struct Loop<'a> {
     /// The last sink topic mapped, and its Kafka topic (one route's events
     /// share the `Arc`, so this skips the mapping for most events).
     last_topic: Option<(Arc<str>, Arc<str>)>,
+    /// The last Kafka topic found ready, so that a run of events to one
+    /// topic skips even the set's lookup.
+    last_ready: Option<Arc<str>>,
     backoff: Backoff,
     paused_until: Option<Instant>,
     trouble: RateLimited,
@@ -142,6 +145,7 @@ impl<'a> Loop<'a> {
             retry: BTreeMap::new(),
             known: HashSet::new(),
             last_topic: None,
+            last_ready: None,
             backoff: Backoff::network(),
             paused_until: None,
             trouble: RateLimited::new(Duration::from_secs(5)),
@@ -249,8 +253,12 @@ impl<'a> Loop<'a> {
                     continue;
                 }
             };
-            match self.ready(&topic).await {
-                Ok(()) => {}
+            let ready = match &self.last_ready {
+                Some(t) if Arc::ptr_eq(t, &topic) => Ok(()),
+                _ => self.ready(&topic).await,
+            };
+            match ready {
+                Ok(()) => self.last_ready = Some(topic.clone()),
                 Err(NotReady::Refused(why)) => {
                     self.refuse(&job.rec, Reason::InvalidTopic, &why);
                     continue;
@@ -345,6 +353,7 @@ impl<'a> Loop<'a> {
                     // Deleted since: made again before the next send.
                     if let Ok(t) = self.topic(&job.rec) {
                         self.known.remove(&*t);
+                        self.last_ready = None;
                     }
                 }
                 let topic = job.rec.sink_topic.clone();
@@ -381,6 +390,7 @@ impl<'a> Loop<'a> {
     fn renew(&mut self, why: &str) {
         self.clients = None;
         self.known.clear();
+        self.last_ready = None;
         if self
             .sink
             .metrics
