@@ -22,13 +22,16 @@ pub struct Common {
     /// nats://localhost:4222), repeatable: the cluster's seed servers; for
     /// RabbitMQ Streams rabbitmq-stream:// or rabbitmq-stream+tls://
     /// HOST:PORT (default rabbitmq-stream://localhost:5552), repeatable: the
-    /// cluster's nodes, tried in turn.
+    /// cluster's nodes, tried in turn; for Kafka kafka:// or kafka+tls://
+    /// HOST:PORT (default kafka://localhost:9092), repeatable: bootstrap
+    /// servers.
     #[arg(long, value_name = "URL")]
     pub sink: Vec<String>,
 
     /// Where events go [default: the one the --sink URL's scheme names
-    /// (nats:// or tls:// is nats, rabbitmq-stream:// or
-    /// rabbitmq-stream+tls:// is rabbitmq-stream), else mqtt].
+    /// (nats:// or tls:// is nats, kafka:// or kafka+tls:// is kafka,
+    /// rabbitmq-stream:// or rabbitmq-stream+tls:// is rabbitmq-stream),
+    /// else mqtt].
     #[arg(
         long,
         visible_alias = "sink-protocol",
@@ -37,23 +40,23 @@ pub struct Common {
     )]
     pub sinkprotocol: Option<String>,
 
-    /// QoS of the publishes: MQTT's QoS; for NATS 0 is core NATS, 1 and 2 are JetStream publishes that wait for the stream's acknowledgement.
+    /// QoS of the publishes: MQTT's QoS; for NATS 0 is core NATS, 1 and 2 are JetStream publishes that wait for the stream's acknowledgement; Kafka and RabbitMQ Streams always wait for theirs.
     #[arg(long, value_enum, default_value = "1")]
     pub qos: Qos,
 
-    /// User name for the broker (MQTT, NATS or RabbitMQ); the password comes from APP_MQTT_PASSWORD or --password-file.
+    /// User name for the broker (MQTT, NATS, Kafka's SASL or RabbitMQ); the password comes from APP_MQTT_PASSWORD or --password-file.
     #[arg(long)]
     pub username: Option<String>,
 
-    /// File holding the broker's password, MQTT, NATS or RabbitMQ (first line).
+    /// File holding the broker's password, MQTT, NATS, Kafka or RabbitMQ (first line).
     #[arg(long, value_name = "FILE")]
     pub password_file: Option<PathBuf>,
 
-    /// CA certificates (PEM) to trust for an mqtts://, tls:// (NATS) or rabbitmq-stream+tls:// sink instead of the system's.
+    /// CA certificates (PEM) to trust for an mqtts://, tls:// (NATS), kafka+tls:// or rabbitmq-stream+tls:// sink instead of the system's.
     #[arg(long, value_name = "FILE")]
     pub ca_file: Option<PathBuf>,
 
-    /// Unacknowledged publishes allowed on the wire at once (QoS 1 and 2; MQTT, NATS and RabbitMQ Streams): 1000 by default, 20 for MQTT at QoS 2 (mosquitto's max_inflight_messages; a broker silently drops QoS 2 publishes over its limit)
+    /// Unacknowledged publishes allowed on the wire at once (QoS 1 and 2; MQTT, NATS, Kafka and RabbitMQ Streams): 1000 by default, 20 for MQTT at QoS 2 (mosquitto's max_inflight_messages; a broker silently drops QoS 2 publishes over its limit)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub inflight: Option<u16>,
 
@@ -61,7 +64,7 @@ pub struct Common {
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub ack_timeout: Duration,
 
-    /// The identity deduplication is keyed by, shared by the repeaters of one source: NATS's Nats-Msg-Id (SOURCE_ID:KEY), RabbitMQ Streams' producer name; default: the --source address.
+    /// The identity deduplication is keyed by, shared by the repeaters of one source: NATS's Nats-Msg-Id and Kafka's record key (SOURCE_ID:KEY), RabbitMQ Streams' producer name; default: the --source address.
     #[arg(long, value_name = "ID")]
     pub source_id: Option<String>,
 }
