@@ -25,6 +25,13 @@ use crate::sink::{until, Drain};
 /// event goes alone, within the tuned frame max).
 const BATCH_BYTES: usize = 256 * 1024;
 
+/// The loop's maps, looked up several times per event: foldhash rather
+/// than std's SipHash, which took 18.7% of the repeater's instructions per
+/// event here (callgrind, docs/benchmarks.md). Their keys are producer
+/// numbers and publishing ids, and `pending` holds at most `--inflight`
+/// entries, so a source choosing colliding ids gains nothing.
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// An event on its way.
 struct Job {
     rec: Record,
@@ -46,14 +53,14 @@ struct Loop<'a> {
     next_node: usize,
     /// Awaiting confirmation, by (producer, publishing id), and the order
     /// they were sent in (for the timeout).
-    pending: HashMap<(u8, u64), Sent>,
+    pending: Map<(u8, u64), Sent>,
     sent_order: VecDeque<(Instant, (u8, u64))>,
     /// In flight per producer, and the highest id sent per named producer,
     /// on this connection.
-    busy: HashMap<u8, usize>,
-    high: HashMap<u8, u64>,
+    busy: Map<u8, usize>,
+    high: Map<u8, u64>,
     /// The highest id sent per stream in this run (a source going back).
-    run_high: HashMap<Arc<str>, u64>,
+    run_high: Map<Arc<str>, u64>,
     plain_seq: u64,
     /// Not confirmed on an earlier connection, by acceptance order.
     retry: BTreeMap<u64, Job>,
@@ -126,11 +133,11 @@ impl<'a> Loop<'a> {
             sink,
             link: None,
             next_node: 0,
-            pending: HashMap::new(),
+            pending: Map::default(),
             sent_order: VecDeque::new(),
-            busy: HashMap::new(),
-            high: HashMap::new(),
-            run_high: HashMap::new(),
+            busy: Map::default(),
+            high: Map::default(),
+            run_high: Map::default(),
             plain_seq: 0,
             retry: BTreeMap::new(),
             backoff: Backoff::network(),
