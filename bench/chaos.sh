@@ -4,8 +4,9 @@
 #
 # The driver (bench/chaos, binary `chaos`) starts a numbered source
 # (loadgen sse), one repeater into mosquitto or two into a 3-node NATS
-# JetStream cluster or a 3-node RabbitMQ cluster (streams of 3 replicas),
-# each repeater in a network namespace of its own; then,
+# JetStream cluster, a 3-node RabbitMQ cluster (streams of 3 replicas) or
+# one tansu (a Kafka-protocol broker, SQLite storage), each repeater in a
+# network namespace of its own; then,
 # for CHAOS_SECONDS, applies faults drawn from a seeded random plan (SIGKILL
 # and SIGSTOP of the repeaters, the source and a broker node; a partition
 # or 30% packet loss between a repeater and the brokers; a full disk under
@@ -14,8 +15,9 @@
 # it keeps its numbering across its own restarts). Each kind of fault comes
 # once first, so a run of 30 s or more applies all nine. The seed is printed first; the last line is
 #   chaos: seed S, F faults, sent N, missing M, duplicates D (bound B)
-# Exit 0: nothing missing, duplicates within the bound, the metrics
-# identities exact, RSS bounded. 1: any of these failed. 2: a bad setting.
+# Exit 0: nothing missing, duplicates within the bound (Kafka: every copy
+# under its event's one record key), the metrics identities exact, RSS
+# bounded. 1: any of these failed. 2: a bad setting.
 # 3: the run could not be set up. 130: interrupted (everything is stopped
 # and removed first).
 #
@@ -23,10 +25,12 @@
 # Environment (all optional):
 #   CHAOS_SECONDS   how long faults are applied (60)
 #   CHAOS_SEED      the plan's seed (default: fresh from the clock)
-#   CHAOS_SINK      mqtt, nats or rabbitmq-stream (mqtt); rabbitmq-stream
-#                   needs Debian's rabbitmq-server (its nodes are the run's
-#                   own, never the machine's)
-#   CHAOS_REPEATERS 1, or 2 with nats or rabbitmq-stream (there: 2,
+#   CHAOS_SINK      mqtt, nats, rabbitmq-stream or kafka (mqtt);
+#                   rabbitmq-stream needs Debian's rabbitmq-server (its nodes
+#                   are the run's own, never the machine's); kafka needs
+#                   tansu on PATH or in ~/.cargo/bin (cargo install tansu
+#                   --locked --features dynostore,libsql)
+#   CHAOS_REPEATERS 1, or 2 with nats, rabbitmq-stream or kafka (there: 2,
 #                   active-active)
 #   CHAOS_RATE      events per second from the source (500)
 #   CHAOS_BUFFER    the repeaters' --buffer (1000)

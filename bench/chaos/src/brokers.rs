@@ -1,8 +1,10 @@
 //! The brokers: one mosquitto with persistence, a 3-node NATS JetStream
-//! cluster (routes on 127.0.0.1), or a 3-node RabbitMQ cluster with the
-//! stream plugin ([`crate::rabbitmq`]). Clients on the host use 127.0.0.1
-//! (MQTT, RabbitMQ) or the brokers' address; the repeaters reach them on
-//! `host`, the host end of their veth pair (127.0.0.1 without namespaces).
+//! cluster (routes on 127.0.0.1), a 3-node RabbitMQ cluster with the
+//! stream plugin ([`crate::rabbitmq`]), or one tansu, a Kafka-protocol
+//! broker ([`crate::tansu`]). Clients on the host use 127.0.0.1 (MQTT,
+//! RabbitMQ) or the brokers' address (NATS, Kafka); the repeaters reach
+//! them on `host`, the host end of their veth pair (127.0.0.1 without
+//! namespaces).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,6 +17,7 @@ pub enum Sink {
     Mqtt,
     Nats,
     RabbitmqStream,
+    Kafka,
 }
 
 impl Sink {
@@ -24,6 +27,7 @@ impl Sink {
             Sink::Mqtt => "mqtt",
             Sink::Nats => "nats",
             Sink::RabbitmqStream => "rabbitmq-stream",
+            Sink::Kafka => "kafka",
         }
     }
 }
@@ -67,6 +71,10 @@ impl Brokers {
             Sink::RabbitmqStream => {
                 let c = crate::rabbitmq::start(host, work)?;
                 (b.nodes, b.ports, b.epmd) = (c.nodes, c.ports, Some(c.epmd));
+            }
+            Sink::Kafka => {
+                let (node, port) = crate::tansu::start(host, work)?;
+                (b.nodes, b.ports) = (vec![node], vec![port]);
             }
         }
         for &port in &b.ports {
@@ -146,11 +154,12 @@ impl Brokers {
     }
 
     /// Where clients on the host connect: 127.0.0.1 for mosquitto and
-    /// RabbitMQ (they listen there too), the brokers' address for NATS.
+    /// RabbitMQ (they listen there too), the brokers' address for NATS and
+    /// Kafka (tansu advertises it: a Kafka client goes where it says).
     pub fn client_host(&self) -> String {
         match self.sink {
             Sink::Mqtt | Sink::RabbitmqStream => "127.0.0.1".into(),
-            Sink::Nats => self.host.clone(),
+            Sink::Nats | Sink::Kafka => self.host.clone(),
         }
     }
 
@@ -160,6 +169,7 @@ impl Brokers {
             Sink::Mqtt => "tcp",
             Sink::Nats => "nats",
             Sink::RabbitmqStream => "rabbitmq-stream",
+            Sink::Kafka => "kafka",
         };
         self.ports
             .iter()
@@ -173,13 +183,14 @@ impl Brokers {
     }
 
     /// Takes node `n` down. NATS and RabbitMQ: SIGKILL (an acknowledged
-    /// message is on a majority of the nodes). mosquitto: SIGTERM, because it
+    /// message is on a majority of the nodes). tansu: SIGKILL (what it
+    /// acknowledged is in its SQLite file). mosquitto: SIGTERM, because it
     /// acknowledges QoS 1 publishes before it writes them (every
     /// `autosave_interval`), so a SIGKILLed mosquitto loses what it
     /// acknowledged: a loss of the broker's, not the repeater's.
     pub fn take_down(&mut self, n: usize) {
         match self.sink {
-            Sink::Nats | Sink::RabbitmqStream => self.nodes[n].kill(),
+            Sink::Nats | Sink::RabbitmqStream | Sink::Kafka => self.nodes[n].kill(),
             Sink::Mqtt => self.nodes[n].stop(Duration::from_secs(10)),
         }
     }
@@ -192,6 +203,7 @@ impl Brokers {
         self.nodes[n].spawn()?;
         match self.sink {
             Sink::RabbitmqStream => Ok(()),
+            Sink::Kafka => crate::tansu::wait_up(&mut self.nodes[n], &self.host, self.ports[n]),
             _ => wait_port(&self.client_host(), self.ports[n]),
         }
     }
@@ -205,6 +217,7 @@ impl Brokers {
                 Sink::RabbitmqStream => {
                     crate::rabbitmq::wait_up(node, port, crate::rabbitmq::START_WITHIN)?
                 }
+                Sink::Kafka => crate::tansu::wait_up(node, &host, port)?,
                 _ => wait_port(&host, port)?,
             }
         }
@@ -214,7 +227,7 @@ impl Brokers {
     /// What the fault is called in the output.
     pub fn down_word(&self) -> &'static str {
         match self.sink {
-            Sink::Nats | Sink::RabbitmqStream => "SIGKILL",
+            Sink::Nats | Sink::RabbitmqStream | Sink::Kafka => "SIGKILL",
             Sink::Mqtt => "SIGTERM",
         }
     }

@@ -1,6 +1,7 @@
 //! After the faults: let every event through, then count. The checker is
 //! the persistent MQTT subscriber that ran all along, or a read of the
-//! JetStream stream from its first message to its last. Then the
+//! JetStream stream, the RabbitMQ stream or the Kafka topic from its first
+//! message to its last (Kafka: with every copy's record key). Then the
 //! repeaters' documented metric identities (docs/rest-api.md), their RSS,
 //! and the duplicate bound (docs/reliability.md).
 
@@ -104,7 +105,7 @@ fn count(world: &mut World, cfg: &Config) -> Result<Value, String> {
         }
         Sink::RabbitmqStream => {
             let port = world.brokers.ports[0].to_string();
-            let stream = world::RABBIT_STREAM;
+            let stream = world::ONE_TOPIC;
             read_stream(
                 world,
                 cfg,
@@ -112,6 +113,52 @@ fn count(world: &mut World, cfg: &Config) -> Result<Value, String> {
                 &["--port", &port, "--stream", stream],
             )
         }
+        Sink::Kafka => {
+            let brokers = format!("{}:{}", world.brokers.host, world.brokers.ports[0]);
+            // --idle: a pause of the broker's this long ends the read.
+            let topic = world::KAFKA_TOPIC;
+            read_stream(
+                world,
+                cfg,
+                "kafka-read",
+                &["--brokers", &brokers, "--topic", topic, "--idle", "10"],
+            )
+        }
+    }
+}
+
+/// Kafka stores a copy per producer session (each repeater's, and each
+/// resend after a crash or a timeout): what makes them one event to a
+/// consumer deduplicating by key is that every copy carries the key its
+/// first copy had, that no record lacks one, and that no two events share
+/// one (a consumer would drop the second).
+fn kafka_keys(v: &Value, failures: &mut Vec<String>) {
+    let field = |k: &str| v[k].as_u64();
+    let shown = |k: &str| field(k).map_or("?".to_string(), |n| n.to_string());
+    println!(
+        "chaos: Kafka: {} records of {} events under {} keys; {} copies under another key than their first, {} without a key",
+        shown("messages"),
+        shown("distinct"),
+        shown("distinct_keys"),
+        shown("key_mismatches"),
+        shown("unkeyed")
+    );
+    if field("key_mismatches") != Some(0) {
+        failures.push(format!(
+            "Kafka: {:?} copies carry another key than their event's first copy",
+            field("key_mismatches")
+        ));
+    }
+    if field("unkeyed") != Some(0) {
+        failures.push(format!("Kafka: {:?} records have no key", field("unkeyed")));
+    }
+    // Numbered events only (no event 0 here), so one key per number.
+    if field("warmup") == Some(0) && field("distinct_keys") != field("distinct") {
+        failures.push(format!(
+            "Kafka: {:?} distinct keys for {:?} distinct events",
+            field("distinct_keys"),
+            field("distinct")
+        ));
     }
 }
 
@@ -236,16 +283,25 @@ fn identities(world: &World, failures: &mut Vec<String>) {
 /// broker's window to the checker. NATS: 0, the stream drops every resend
 /// within its 2-minute duplicate window, and no fault here lasts that long.
 /// RabbitMQ: 0, the stream drops every publishing id not above the highest
-/// it stored for the producer name, for as long as it keeps them.
+/// it stored for the producer name, for as long as it keeps them. Kafka:
+/// its idempotence spans one producer session, so each repeater's copy of
+/// every event (N per repeater after the first), plus MQTT's terms for the
+/// repeater kills and for the faults that make a repeater send its window
+/// again, a broker fault counting for every repeater; no subscriber window.
 fn bound(cfg: &Config, rec: &Record) -> u64 {
     if matches!(cfg.sink, Sink::Nats | Sink::RabbitmqStream) {
         return 0;
     }
     let per_kill = cfg.buffer + (rec.peak_ack_rate * 0.1).ceil() as u64;
-    rec.repeater_kills * per_kill
-        + rec.stale_checkpoint_events
-        + rec.reconnects * cfg.buffer.min(1000)
-        + rec.broker_faults * SUB_WINDOW
+    let window = cfg.buffer.min(1000);
+    let resends = rec.repeater_kills * per_kill + rec.stale_checkpoint_events;
+    if cfg.sink == Sink::Kafka {
+        let others = cfg.repeaters as u64 - 1;
+        return others * cfg.count()
+            + resends
+            + (rec.reconnects + others * rec.broker_faults) * window;
+    }
+    resends + rec.reconnects * window + rec.broker_faults * SUB_WINDOW
 }
 
 pub fn run(world: &mut World, cfg: &Config, rec: &Record) -> Outcome {
@@ -254,6 +310,13 @@ pub fn run(world: &mut World, cfg: &Config, rec: &Record) -> Outcome {
     // restarts are not waited for during the faults).
     if let Err(e) = world.brokers.wait_all_up() {
         failures.push(format!("a broker node is not up after the faults: {e}"));
+    }
+    if cfg.sink == Sink::Kafka {
+        if let Some(p) = crate::tansu::panicked(&world.work.join("logs")) {
+            failures.push(format!(
+                "the broker panicked, and answers nothing since (tansu's bug, not the repeater's): {p}"
+            ));
+        }
     }
     let settled = settle(world, cfg, &mut failures);
     if settled {
@@ -278,6 +341,9 @@ pub fn run(world: &mut World, cfg: &Config, rec: &Record) -> Outcome {
             println!("chaos: checker: {v}");
             if v["unreadable"].as_u64() != Some(0) || v["max_seq"].as_u64().is_some_and(|m| m > n) {
                 failures.push(format!("the checker saw events it cannot account for: {v}"));
+            }
+            if cfg.sink == Sink::Kafka {
+                kafka_keys(&v, &mut failures);
             }
             (
                 v["missing"].as_u64().unwrap_or(n),

@@ -74,19 +74,21 @@ pub fn from_env() -> Result<Config, String> {
         None | Some("mqtt") => Sink::Mqtt,
         Some("nats") => Sink::Nats,
         Some("rabbitmq-stream") => Sink::RabbitmqStream,
+        Some("kafka") => Sink::Kafka,
         Some(other) => {
             return Err(format!(
-                "CHAOS_SINK={other:?}: give mqtt, nats or rabbitmq-stream"
+                "CHAOS_SINK={other:?}: give mqtt, nats, rabbitmq-stream or kafka"
             ))
         }
     };
     // MQTT: one repeater (two would publish every event twice, by design).
     // NATS and RabbitMQ: two, active-active on one source (the stream
-    // stores each once).
+    // stores each once). Kafka: two (the topic stores each event once per
+    // repeater, every copy under the event's one record key).
     let default_repeaters = if sink == Sink::Mqtt { 1 } else { 2 };
     let repeaters = number("CHAOS_REPEATERS", default_repeaters, 1..=2)? as usize;
     if sink == Sink::Mqtt && repeaters != 1 {
-        return Err("CHAOS_REPEATERS=2 needs CHAOS_SINK=nats or rabbitmq-stream (two repeaters into one MQTT broker deliver every event twice)".into());
+        return Err("CHAOS_REPEATERS=2 needs CHAOS_SINK=nats, rabbitmq-stream or kafka (two repeaters into one MQTT broker deliver every event twice)".into());
     }
     let bin = match var("CHAOS_BIN") {
         Some(dir) => PathBuf::from(dir),

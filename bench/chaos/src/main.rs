@@ -22,6 +22,7 @@ mod rabbitmq;
 mod record;
 mod routes;
 mod schedule;
+mod tansu;
 mod world;
 
 use std::sync::atomic::{AtomicBool, Ordering};

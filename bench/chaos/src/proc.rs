@@ -14,7 +14,8 @@ pub struct Spec {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
-    /// stdout goes here when set (the checker's summary line); else nowhere.
+    /// stdout goes here when set (the checker's summary line), appended
+    /// to across restarts; else nowhere.
     pub stdout: Option<PathBuf>,
 }
 
@@ -46,9 +47,13 @@ impl Proc {
         self.starts += 1;
         let stderr = File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
         let stdout = match &self.spec.stdout {
-            Some(path) => {
-                Stdio::from(File::create(path).map_err(|e| format!("{}: {e}", path.display()))?)
-            }
+            Some(path) => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?,
+            ),
             None => Stdio::null(),
         };
         let mut cmd = Command::new(&self.spec.program);

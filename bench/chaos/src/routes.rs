@@ -7,7 +7,9 @@
 //! With RabbitMQ every change keeps the sink topic `chaos/a`: a topic is a
 //! stream there, and a stream deduplicates only what reaches it, so two
 //! repeaters (or one restarted from its checkpoint) routing an event to two
-//! streams would store it twice by design, not by fault.
+//! streams would store it twice by design, not by fault. Kafka likewise
+//! (the Kafka topic `chaos.a`): a consumer deduplicates by record key
+//! within what it reads, and the checker reads one topic.
 
 use app_event_repeater_api::path;
 use serde_json::{json, Value};
@@ -15,13 +17,13 @@ use serde_json::{json, Value};
 use crate::api;
 use crate::brokers::Sink;
 use crate::record::Record;
-use crate::world::{World, RABBIT_STREAM, SOURCE_TOPIC};
+use crate::world::{World, ONE_TOPIC, SOURCE_TOPIC};
 
 type Table = Vec<(String, String)>;
 
 /// One change: method, path, body, and the table it should leave.
 fn pick_change(table: &Table, pick: u32, one_stream: bool) -> (&'static str, String, Value, Table) {
-    let sink = |t: &'static str| if one_stream { RABBIT_STREAM } else { t };
+    let sink = |t: &'static str| if one_stream { ONE_TOPIC } else { t };
     let route = |s: &str, t: &str| (s.to_string(), t.to_string());
     let upsert = |mut t: Table, r: (String, String)| {
         t.retain(|(s, _)| *s != r.0);
@@ -87,7 +89,7 @@ fn read_table(socket: &std::path::Path) -> Result<Table, String> {
 /// Applies change `pick` to repeater `i`, when its API can answer.
 pub fn change(world: &mut World, i: usize, pick: u32, t: f64, rec: &mut Record) {
     let full = world.disk.is_full();
-    let one_stream = world.brokers.sink == Sink::RabbitmqStream;
+    let one_stream = matches!(world.brokers.sink, Sink::RabbitmqStream | Sink::Kafka);
     let r = &mut world.repeaters[i];
     if !r.answering() {
         return;
@@ -152,8 +154,10 @@ mod tests {
         // A delete is only chosen when another route covers the topic.
         let only: Table = vec![(SOURCE_TOPIC.into(), "chaos/a".into())];
         assert_eq!(pick_change(&only, 4, false).0, "PUT");
-        // RabbitMQ: every change leaves one stream.
-        let (_, _, _, after) = pick_change(&only, 3, true);
-        assert!(after.iter().all(|(_, k)| k == RABBIT_STREAM), "{after:?}");
+        // RabbitMQ and Kafka: every change leaves one stream (topic).
+        for pick in 0..5 {
+            let (_, _, _, after) = pick_change(&only, pick, true);
+            assert!(after.iter().all(|(_, k)| k == ONE_TOPIC), "{after:?}");
+        }
     }
 }

@@ -19,9 +19,13 @@ use crate::proc::{Proc, Spec};
 /// The topic of the numbered events (loadgen's default).
 pub const SOURCE_TOPIC: &str = "bench/seq";
 
-/// The one stream of a RabbitMQ run: every route's sink topic (see
-/// `routes.rs`), the first one's included.
-pub const RABBIT_STREAM: &str = "chaos/a";
+/// The one sink topic of a RabbitMQ or Kafka run: every route's sink
+/// topic (see `routes.rs`), the first one's included. RabbitMQ: the stream
+/// of that name; Kafka: [`KAFKA_TOPIC`].
+pub const ONE_TOPIC: &str = "chaos/a";
+
+/// [`ONE_TOPIC`] as the Kafka sink names it (`/` levels become `.`).
+pub const KAFKA_TOPIC: &str = "chaos.a";
 
 pub struct Repeater {
     pub proc: Proc,
@@ -84,7 +88,7 @@ impl World {
         let brokers = Brokers::start(cfg.sink, &host, &work)?;
         let subscriber = match cfg.sink {
             Sink::Mqtt => Some(start_subscriber(cfg, &brokers, &work)?),
-            Sink::Nats | Sink::RabbitmqStream => None,
+            Sink::Nats | Sink::RabbitmqStream | Sink::Kafka => None,
         };
         let source = Proc::start(source_spec(cfg, &work), &work.join("logs"))?;
         let mut world = World {
@@ -151,7 +155,7 @@ impl World {
             "--buffer".into(),
             cfg.buffer.to_string(),
             "--ack-timeout".into(),
-            "2s".into(),
+            ack_timeout(cfg.sink).into(),
             "--log".into(),
             "info".into(),
         ];
@@ -169,6 +173,12 @@ impl World {
             args.extend(
                 ["--rabbitmq-replicas", &replicas, "--source-id", "chaos"].map(String::from),
             );
+        }
+        if cfg.sink == Sink::Kafka {
+            // Both repeaters give every event the record key
+            // `chaos:SSE_ID`: the topic stores a copy per repeater (and
+            // per resend after a crash), each under the event's one key.
+            args.extend(["--source-id", "chaos"].map(String::from));
         }
         let repeater = cfg.bin.join("app-event-repeater").display().to_string();
         let (program, args) = match &self.net {
@@ -248,6 +258,20 @@ impl Repeater {
     /// Up and not stopped: its API can answer.
     pub fn answering(&self) -> bool {
         self.proc.running() && !self.proc.paused()
+    }
+}
+
+/// The repeaters' `--ack-timeout`: 2 s, so the faults make deliveries time
+/// out and be sent again. Kafka: 60 s, longer than any outage the plan
+/// makes, because a delivery that times out makes librdkafka's idempotent
+/// producer bump its epoch itself, and tansu 0.6.0 with SQLite panics on
+/// the bumped epoch ("more or less than one row", in
+/// `idempotent_message_check`) and then answers nothing: a loss of the
+/// broker's, for ever, not the repeater's ([`crate::tansu::panicked`]).
+fn ack_timeout(sink: Sink) -> &'static str {
+    match sink {
+        Sink::Kafka => "60s",
+        _ => "2s",
     }
 }
 
