@@ -41,7 +41,7 @@ Exit codes:
     name = "app-event-repeater",
     bin_name = "app event-repeater",
     version,
-    about = "Relay events from an event source to MQTT, NATS or stderr, managed over a REST API",
+    about = "Relay events from an event source to MQTT, NATS, Kafka, RabbitMQ Streams or stderr, managed over a REST API",
     help_template = TOP_HELP,
     after_help = TOP_AFTER_HELP,
     disable_help_subcommand = true

@@ -77,7 +77,7 @@ pub fn metadata() -> app_plugin::metadata::Metadata {
     app_plugin::metadata::Metadata::new(
         "event-repeater",
         env!("CARGO_PKG_VERSION"),
-        "Relay events from an event source to MQTT, NATS or stderr",
+        "Relay events from an event source to MQTT, NATS, Kafka, RabbitMQ Streams or stderr",
     )
     .completion()
 }

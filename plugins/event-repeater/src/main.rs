@@ -1,4 +1,4 @@
-//! `app-event-repeater`: relays events from an event source to MQTT, NATS or stderr.
+//! `app-event-repeater`: relays events from an event source to MQTT, NATS, Kafka, RabbitMQ Streams or stderr.
 //! Everything lives in the library; see `lib.rs`.
 
 // Every event is allocated by the task that reads the source and freed by

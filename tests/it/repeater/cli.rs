@@ -19,7 +19,7 @@ fn metadata_and_completion() {
     assert_eq!(meta["name"], "event-repeater");
     assert_eq!(
         meta["description"],
-        "Relay events from an event source to MQTT, NATS or stderr"
+        "Relay events from an event source to MQTT, NATS, Kafka, RabbitMQ Streams or stderr"
     );
     assert_eq!(meta["completion"], true);
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
@@ -40,7 +40,7 @@ fn metadata_and_completion() {
     );
     assert_eq!(
         complete(&["run", "--sinkprotocol", ""]),
-        "mqtt\tPublish to an MQTT broker\nnats\tPublish to NATS: JetStream at QoS 1 and 2, core NATS at QoS 0\nrabbitmq-stream\tPublish to RabbitMQ Streams, deduplicated by producer name and publishing id\nstderr\tWrite one JSON line per event to stderr\n:4\n"
+        "mqtt\tPublish to an MQTT broker\nnats\tPublish to NATS: JetStream at QoS 1 and 2, core NATS at QoS 0\nkafka\tProduce to Kafka with an idempotent producer, keyed by SOURCE_ID:KEY\nrabbitmq-stream\tPublish to RabbitMQ Streams, deduplicated by producer name and publishing id\nstderr\tWrite one JSON line per event to stderr\n:4\n"
     );
     assert!(complete(&["run", "--ov"]).starts_with("--overflow\t"));
 }
