@@ -292,7 +292,12 @@ fn help_is_current_and_laid_out_the_same_way_everywhere() {
     // for `app plugin` alone.
     let bare = sb.run(["event-repeater"]).assert().code(2);
     assert!(bare.stdout.is_empty(), "{bare:?}");
-    for part in ["Commands:", "  run ", "  manage ", "MQTT, NATS, Kafka, RabbitMQ Streams or stderr"] {
+    for part in [
+        "Commands:",
+        "  run ",
+        "  manage ",
+        "MQTT, NATS, Kafka, RabbitMQ Streams or stderr",
+    ] {
         assert!(bare.stderr.contains(part), "{bare:?}");
     }
     let plugin = sb.run(["plugin"]).assert().code(2);
