@@ -63,23 +63,12 @@ TANSU=${TANSU:-$(command -v tansu || echo "${CARGO_HOME:-$HOME/.cargo}/bin/tansu
     echo "relay-kafka.sh: tansu not found; install it (cargo install tansu --locked --features dynostore,libsql)" >&2
     exit 1
 }
-command -v curl >/dev/null || { echo "relay-kafka.sh: curl not found (apt-get install curl)" >&2; exit 1; }
-command -v jq >/dev/null || { echo "relay-kafka.sh: jq not found (apt-get install jq)" >&2; exit 1; }
-[ -x /usr/bin/time ] || { echo "relay-kafka.sh: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
-if [ "$BUILD" = 1 ]; then
-    cargo build --release -q -p app-bench-loadgen -p app-event-repeater
-fi
-BIN=${BIN:-$ROOT/target/release}
-LOADGEN=$BIN/loadgen
-REPEATER=$BIN/app-event-repeater
-mkdir -p "$ROOT/target/bench"
-OUT=${OUT:-$ROOT/target/bench/relay-kafka-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
-: >"$OUT"
-WORK=$(mktemp -d /tmp/app-relay-kafka.XXXXXX)
+# relay_prepare (BIN, LOADGEN, REPEATER, OUT, WORK), run_repeater,
+# run_repeater_text and relay_table, into SINK_ARGS (set below).
+. "$ROOT/bench/relay-broker.sh"
+relay_prepare relay-kafka
 # PIDS, stop_all, wait_port, cpu_s (all stopped at exit).
 . "$ROOT/bench/lib.sh"
-# run_repeater, run_repeater_text and relay_table, into SINK_ARGS (set below).
-. "$ROOT/bench/relay-broker.sh"
 
 # run_direct DIR COUNT STREAM SIZE: writes DIR/cpu (CPU seconds).
 run_direct() {

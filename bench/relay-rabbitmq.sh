@@ -73,24 +73,12 @@ done
     echo "relay-rabbitmq.sh: /usr/lib/rabbitmq/bin/rabbitmq-server not found; install it (apt-get install rabbitmq-server)" >&2
     exit 1
 }
-command -v curl >/dev/null || { echo "relay-rabbitmq.sh: curl not found (apt-get install curl)" >&2; exit 1; }
-command -v jq >/dev/null || { echo "relay-rabbitmq.sh: jq not found (apt-get install jq)" >&2; exit 1; }
-[ -x /usr/bin/time ] || { echo "relay-rabbitmq.sh: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
-if [ "$BUILD" = 1 ]; then
-    cargo build --release -q -p app-bench-loadgen -p app-event-repeater
-fi
-BIN=${BIN:-$ROOT/target/release}
-LOADGEN=$BIN/loadgen
-REPEATER=$BIN/app-event-repeater
-mkdir -p "$ROOT/target/bench"
-OUT=${OUT:-$ROOT/target/bench/relay-rabbitmq-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
-: >"$OUT"
-WORK=$(mktemp -d /tmp/app-relay-rabbitmq.XXXXXX)
-# PIDS, stop_all, wait_port, rabbitmq_start (RMQ_PORT) and rabbitmq_stop
+# relay_prepare (BIN, LOADGEN, REPEATER, OUT, WORK), run_repeater,
+# run_repeater_text and relay_table, into SINK_ARGS (set below).
+. "$ROOT/bench/relay-broker.sh"
+relay_prepare relay-rabbitmq
 # (all stopped at exit).
 . "$ROOT/bench/lib.sh"
-# run_repeater, run_repeater_text and relay_table, into SINK_ARGS (set below).
-. "$ROOT/bench/relay-broker.sh"
 
 # run_direct DIR COUNT STREAM SIZE: writes DIR/cpu (CPU seconds).
 run_direct() {
