@@ -16,6 +16,7 @@
 #                               writes DIR/cpu and DIR/source_cpu (CPU s)
 #   run_repeater_text ...       the same on a plain-SSE feed (`event: TOPIC`;
 #                               --topic-from event --payload text)
+#   run_one PATH SIZE RUN       one run of run_PATH and its JSON line in OUT
 #   relay_table OUT             the Markdown table of OUT's JSON lines:
 #                               medians per path and size against direct
 
@@ -98,6 +99,39 @@ run_repeater() {
     done
     cpu_s "$pid" >"$dir/cpu"
     cpu_s "$sse" >"$dir/source_cpu"
+}
+
+# run_one PATH SIZE RUN: one run into a topic of its own, bench/NNN
+# (before_run DIR TOPIC prepares the broker for it, read_back DIR TOPIC
+# COUNT writes DIR/read.json, both the script's), and its line in $OUT;
+# BROKER_PID is the broker's process, whose CPU over the run is counted.
+N=0
+run_one() {
+    local path=$1 size=$2 run=$3 count=$COUNT topic node0 node1
+    local dir=$WORK/$path-$size-$run
+    mkdir -p "$dir"
+    [ "$size" -gt 4096 ] && count=$LARGE_COUNT
+    N=$((N + 1))
+    topic=$(printf 'bench/%03d' "$N")
+    before_run "$dir" "$topic"
+    echo 0 >"$dir/source_cpu"
+    node0=$(cpu_s "$BROKER_PID")
+    "run_${path//-/_}" "$dir" "$count" "$topic" "$size"
+    # The broker's CPU over the run (before the read back, which costs it too).
+    node1=$(cpu_s "$BROKER_PID")
+    stop_all
+    read_back "$dir" "$topic" "$count"
+    jq -c --arg path "$path" --argjson size "$size" --argjson run "$run" --arg stream "$topic" \
+        --argjson cpu "$(cat "$dir/cpu")" --argjson events "$((count + WARMUP))" \
+        --argjson source "$(cat "$dir/source_cpu")" --argjson node "$(awk -v a="$node0" -v b="$node1" 'BEGIN { printf "%.3f", b - a }')" \
+        '{path: $path, kind: "saturate", size: $size, run: $run, stream: $stream, count: .expected,
+          rate: .rate, bytes: .payload_bytes[1], mbps: (.rate * .payload_bytes[1] / 1e6),
+          p50_ms: ((.latency_us.p50 // 0) / 1000), p99_ms: ((.latency_us.p99 // 0) / 1000),
+          missing: .missing, duplicates: .duplicates, cpu_us_per_event: ($cpu * 1e6 / $events),
+          source_cpu_us_per_event: ($source * 1e6 / $events), node_cpu_us_per_event: ($node * 1e6 / $events),
+          all_cpu_us_per_event: (($cpu + $source + $node) * 1e6 / $events)}' \
+        "$dir/read.json" | tee -a "$OUT" >&2
+    rm -rf "$dir"
 }
 
 relay_table() {

@@ -82,41 +82,22 @@ run_direct() {
     awk '{ printf "%.3f", $1 + $2 }' "$dir/time" >"$dir/cpu"
 }
 
-# run_one PATH SIZE RUN: one run and its line in $OUT.
-N=0
-run_one() {
-    local path=$1 size=$2 run=$3 count=$COUNT stream
-    local dir=$WORK/$path-$size-$run
-    mkdir -p "$dir"
-    [ "$size" -gt 4096 ] && count=$LARGE_COUNT
-    N=$((N + 1))
-    stream=$(printf 'bench/%03d' "$N")
-    "$TANSU" topic create "${stream//\//.}" --partitions 1 --broker "tcp://127.0.0.1:$KAFKA_PORT" >"$dir/topic.out" 2>&1 || {
-        echo "relay-kafka.sh: tansu topic create failed: $(tail -n 3 "$dir/topic.out")" >&2
+# before_run DIR TOPIC: the run's Kafka topic (TOPIC, / as .), made for
+# both paths alike with one partition (the repeater then finds it there).
+before_run() {
+    "$TANSU" topic create "${2//\//.}" --partitions 1 --broker "tcp://127.0.0.1:$KAFKA_PORT" >"$1/topic.out" 2>&1 || {
+        echo "relay-kafka.sh: tansu topic create failed: $(tail -n 3 "$1/topic.out")" >&2
         exit 1
     }
-    echo 0 >"$dir/source_cpu"
-    node0=$(cpu_s "$KAFKA_PID")
-    "run_${path//-/_}" "$dir" "$count" "$stream" "$size"
-    # The node's CPU over the run (before the read back, which costs it too).
-    node1=$(cpu_s "$KAFKA_PID")
-    stop_all
-    "$LOADGEN" kafka-read --brokers "127.0.0.1:$KAFKA_PORT" --topic "${stream//\//.}" --expect "$count" \
-        --timeout 300 >"$dir/read.json" 2>"$dir/read.err" || {
-        echo "relay-kafka.sh: loadgen kafka-read failed: $(tail -n 3 "$dir/read.err")" >&2
+}
+
+# read_back DIR TOPIC COUNT: the topic read back into DIR/read.json.
+read_back() {
+    "$LOADGEN" kafka-read --brokers "127.0.0.1:$KAFKA_PORT" --topic "${2//\//.}" --expect "$3" \
+        --timeout 300 >"$1/read.json" 2>"$1/read.err" || {
+        echo "relay-kafka.sh: loadgen kafka-read failed: $(tail -n 3 "$1/read.err")" >&2
         exit 1
     }
-    jq -c --arg path "$path" --argjson size "$size" --argjson run "$run" --arg stream "$stream" \
-        --argjson cpu "$(cat "$dir/cpu")" --argjson events "$((count + WARMUP))" \
-        --argjson source "$(cat "$dir/source_cpu")" --argjson node "$(awk -v a="$node0" -v b="$node1" 'BEGIN { printf "%.3f", b - a }')" \
-        '{path: $path, kind: "saturate", size: $size, run: $run, stream: $stream, count: .expected,
-          rate: .rate, bytes: .payload_bytes[1], mbps: (.rate * .payload_bytes[1] / 1e6),
-          p50_ms: ((.latency_us.p50 // 0) / 1000), p99_ms: ((.latency_us.p99 // 0) / 1000),
-          missing: .missing, duplicates: .duplicates, cpu_us_per_event: ($cpu * 1e6 / $events),
-          source_cpu_us_per_event: ($source * 1e6 / $events), node_cpu_us_per_event: ($node * 1e6 / $events),
-          all_cpu_us_per_event: (($cpu + $source + $node) * 1e6 / $events)}' \
-        "$dir/read.json" | tee -a "$OUT" >&2
-    rm -rf "$dir"
 }
 
 echo "relay-kafka.sh: $(date -u +%FT%TZ), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $("$TANSU" --version 2>/dev/null || echo tansu), storage $TANSU_STORAGE, commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); results in $OUT" >&2
@@ -131,6 +112,7 @@ esac
     --storage-engine "$storage" >"$WORK/tansu.log" 2>&1) &
 # Not in PIDS: stop_all (between runs) leaves the broker up; the trap ends it.
 KAFKA_PID=$!
+BROKER_PID=$KAFKA_PID
 trap 'stop_all; kill "$KAFKA_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 wait_port "$KAFKA_PORT"
 echo "relay-kafka.sh: tansu: pid $KAFKA_PID, port $KAFKA_PORT" >&2

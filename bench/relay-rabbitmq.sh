@@ -92,42 +92,23 @@ run_direct() {
     awk '{ printf "%.3f", $1 + $2 }' "$dir/time" >"$dir/cpu"
 }
 
-# run_one PATH SIZE RUN: one run and its line in $OUT.
-N=0
-run_one() {
-    local path=$1 size=$2 run=$3 count=$COUNT stream
-    local dir=$WORK/$path-$size-$run
-    mkdir -p "$dir"
-    [ "$size" -gt 4096 ] && count=$LARGE_COUNT
-    N=$((N + 1))
-    stream=$(printf 'bench/%03d' "$N")
-    echo 0 >"$dir/source_cpu"
-    node0=$(cpu_s "$RMQ_PID")
-    "run_${path//-/_}" "$dir" "$count" "$stream" "$size"
-    # The node's CPU over the run (before the read back, which costs it too).
-    node1=$(cpu_s "$RMQ_PID")
-    stop_all
-    "$LOADGEN" rmq-read --port "$RMQ_PORT" --stream "$stream" --expect "$count" \
-        --timeout 300 --delete >"$dir/read.json" 2>"$dir/read.err" || {
-        echo "relay-rabbitmq.sh: loadgen rmq-read failed: $(tail -n 3 "$dir/read.err")" >&2
+# before_run DIR TOPIC: nothing; the stream is created by its publisher.
+before_run() { :; }
+
+# read_back DIR STREAM COUNT: the stream read back into DIR/read.json,
+# then deleted (a run leaves nothing behind on the node).
+read_back() {
+    "$LOADGEN" rmq-read --port "$RMQ_PORT" --stream "$2" --expect "$3" \
+        --timeout 300 --delete >"$1/read.json" 2>"$1/read.err" || {
+        echo "relay-rabbitmq.sh: loadgen rmq-read failed: $(tail -n 3 "$1/read.err")" >&2
         exit 1
     }
-    jq -c --arg path "$path" --argjson size "$size" --argjson run "$run" --arg stream "$stream" \
-        --argjson cpu "$(cat "$dir/cpu")" --argjson events "$((count + WARMUP))" \
-        --argjson source "$(cat "$dir/source_cpu")" --argjson node "$(awk -v a="$node0" -v b="$node1" 'BEGIN { printf "%.3f", b - a }')" \
-        '{path: $path, kind: "saturate", size: $size, run: $run, stream: $stream, count: .expected,
-          rate: .rate, bytes: .payload_bytes[1], mbps: (.rate * .payload_bytes[1] / 1e6),
-          p50_ms: (.latency_us.p50 / 1000), p99_ms: (.latency_us.p99 / 1000),
-          missing: .missing, duplicates: .duplicates, cpu_us_per_event: ($cpu * 1e6 / $events),
-          source_cpu_us_per_event: ($source * 1e6 / $events), node_cpu_us_per_event: ($node * 1e6 / $events),
-          all_cpu_us_per_event: (($cpu + $source + $node) * 1e6 / $events)}' \
-        "$dir/read.json" | tee -a "$OUT" >&2
-    rm -rf "$dir"
 }
 
 echo "relay-rabbitmq.sh: $(date -u +%FT%TZ), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), RabbitMQ $(dpkg-query -W -f '${Version}' rabbitmq-server 2>/dev/null || echo unknown), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown); results in $OUT" >&2
 rabbitmq_start "$WORK/rabbitmq"
 # The VM itself, exec'd by the scripts (its CPU is the node's).
+BROKER_PID=$RMQ_PID
 echo "relay-rabbitmq.sh: RabbitMQ node: pid $RMQ_PID ($(cat "/proc/$RMQ_PID/comm")), stream port $RMQ_PORT" >&2
 SINK_ARGS=(--sinkprotocol rabbitmq-stream --sink "rabbitmq-stream://127.0.0.1:$RMQ_PORT")
 for size in $SIZES; do
