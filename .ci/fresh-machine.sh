@@ -24,8 +24,10 @@ set -euo pipefail
 
 # What a fresh machine lacks: everything the tests drive that is not Rust, a C
 # compiler (with binutils) or Debian's essential packages.
+# tansu (the Kafka tests' broker) is a cargo install: the empty CARGO_HOME
+# already lacks it; it is listed for a machine that put it in the system dirs.
 hidden_tools=(zsh fish tmux mosquitto mosquitto_sub mosquitto_pub mosquitto_rr
-  mosquitto_passwd mosquitto_ctrl nats-server nats python3 hyperfine)
+  mosquitto_passwd mosquitto_ctrl nats-server nats python3 hyperfine socat tansu)
 hidden_dirs=(/usr/share/bash-completion)
 
 # Stage 2, in the private mount namespace: hide the tools, then test.
