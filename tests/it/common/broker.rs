@@ -80,15 +80,13 @@ impl Broker {
             conf.push_str("persistence false\n");
         }
         fs::write(dir.path().join("mosquitto.conf"), conf).expect("write mosquitto.conf");
-        let mut server = Server {
-            name: "mosquitto",
+        let mut server = Server::with_conf(
+            "mosquitto",
             exe,
-            conf: dir.path().join("mosquitto.conf"),
-            log: dir.path().join("mosquitto.log"),
+            dir.path().join("mosquitto.conf"),
+            dir.path().join("mosquitto.log"),
             port,
-            child: None,
-            paused: false,
-        };
+        );
         server.spawn();
         Some(Broker {
             server,

@@ -8,12 +8,14 @@
 //! machine without it skips these tests with one line saying how to get
 //! it (a failure under `APP_TEST_REQUIRE_ALL=1`).
 
+use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use super::free_port;
+use super::server::Server;
 use super::tools::{find_program, skip, REQUIRE_ALL};
-use super::{free_port, wait_for};
 
 /// How tansu is installed (it needs a storage engine feature).
 pub const INSTALL: &str = "cargo install tansu --locked --features dynostore,libsql";
@@ -37,17 +39,9 @@ pub fn require_tansu() -> Option<PathBuf> {
 /// One tansu broker.
 pub struct Tansu {
     pub port: u16,
-    /// The port it tells clients to use (its own, or a TLS proxy's).
-    advertised: u16,
-    /// Clients must sign in (SASL SCRAM).
-    authentication: bool,
-    exe: PathBuf,
-    child: Option<Child>,
-    paused: bool,
-    /// How long the last start took, until it answered.
-    pub started_in: Duration,
+    server: Server,
     // Dropped after the broker (fields drop in order): its files outlive it.
-    dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
 }
 
 impl Tansu {
@@ -65,58 +59,32 @@ impl Tansu {
             .prefix("app-tansu-")
             .tempdir()
             .expect("temp dir");
-        let mut t = Tansu {
-            port,
-            advertised,
-            authentication: false,
-            exe,
-            child: None,
-            paused: false,
-            started_in: Duration::ZERO,
-            dir,
-        };
-        t.spawn();
-        Some(t)
-    }
-
-    fn spawn(&mut self) {
-        let url = format!("tcp://127.0.0.1:{}", self.port);
-        let advertised = format!("tcp://127.0.0.1:{}", self.advertised);
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join("tansu.log"))
-            .expect("open tansu.log");
-        let started = Instant::now();
-        let child = Command::new(&self.exe)
-            .arg("broker")
-            .args([
-                "--listener-url",
-                &url,
-                "--advertised-listener-url",
-                &advertised,
-            ])
+        let args = [
+            "broker",
+            "--listener-url",
+            &format!("tcp://127.0.0.1:{port}"),
+            "--advertised-listener-url",
+            &format!("tcp://127.0.0.1:{advertised}"),
             // tansu reads the URL's path as relative to its working
             // directory (sqlite:///tmp/x opens ./tmp/x).
-            .args(["--storage-engine", "sqlite://tansu.db"])
-            .current_dir(self.dir.path())
-            .args(self.authentication.then_some("--authentication"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("dup log"))
-            .stderr(log)
-            .spawn()
-            .expect("start tansu");
-        self.child = Some(child);
-        let port = self.port;
-        let up = wait_for(Duration::from_secs(30), || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
-        });
-        assert!(
-            up.is_some(),
-            "tansu did not listen on {port}: {}",
-            self.log()
-        );
-        self.started_in = started.elapsed();
+            "--storage-engine",
+            "sqlite://tansu.db",
+        ];
+        let args = args.iter().map(OsString::from).collect();
+        let mut server = Server::new("tansu", exe, args, dir.path().join("tansu.log"), port);
+        server.cwd = Some(dir.path().to_path_buf());
+        server.capture = true;
+        server.spawn();
+        Some(Tansu {
+            port,
+            server,
+            _dir: dir,
+        })
+    }
+
+    /// How long the last start took, until it listened.
+    pub fn started_in(&self) -> Duration {
+        self.server.started_in
     }
 
     /// `kafka://127.0.0.1:PORT`, for `--sink`.
@@ -129,14 +97,9 @@ impl Tansu {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// Its own log, for assertion messages.
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("tansu.log")).unwrap_or_default()
-    }
-
     /// Makes `topic` with `partitions` partitions, as an operator would.
     pub fn create_topic(&self, topic: &str, partitions: u32) {
-        let out = Command::new(&self.exe)
+        let out = Command::new(&self.server.exe)
             .args(["topic", "create", topic])
             .args(["--partitions", &partitions.to_string()])
             .args(["--broker", &format!("tcp://127.0.0.1:{}", self.port)])
@@ -154,7 +117,7 @@ impl Tansu {
     /// requiring every client to sign in. (tansu's own `user create` must
     /// sign in too once authentication is on, so the user comes first.)
     pub fn require_user(&mut self, name: &str, password: &str) {
-        let out = Command::new(&self.exe)
+        let out = Command::new(&self.server.exe)
             .args(["user", "create", name, password, "--mechanism", "scram512"])
             .args(["--broker", &format!("tcp://127.0.0.1:{}", self.port)])
             .output()
@@ -164,49 +127,28 @@ impl Tansu {
             "tansu user create: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        self.kill();
-        self.authentication = true;
-        self.spawn();
-    }
-
-    fn signal(&self, sig: i32) {
-        if let Some(c) = &self.child {
-            // SAFETY: kill(2) on a child we spawned and have not reaped.
-            unsafe { libc::kill(c.id() as i32, sig) };
-        }
+        self.server.kill();
+        self.server.args.push("--authentication".into());
+        self.server.spawn();
     }
 
     /// SIGKILL: what it acknowledged is in its SQLite file.
     pub fn kill(&mut self) {
-        self.resume();
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.server.resume();
+        self.server.kill();
     }
 
     /// Starts again on the same port and storage (after [`Tansu::kill`]).
     pub fn restart(&mut self) {
-        assert!(self.child.is_none(), "restart() needs kill() first");
-        self.spawn();
+        self.server.restart();
     }
 
     /// Freezes it (SIGSTOP): connections stay open, nothing answers.
     pub fn pause(&mut self) {
-        self.signal(libc::SIGSTOP);
-        self.paused = true;
+        self.server.pause();
     }
 
     pub fn resume(&mut self) {
-        if self.paused {
-            self.signal(libc::SIGCONT);
-            self.paused = false;
-        }
-    }
-}
-
-impl Drop for Tansu {
-    fn drop(&mut self) {
-        self.kill();
+        self.server.resume();
     }
 }

@@ -147,15 +147,13 @@ impl NatsServer {
             extra(dir.path())
         );
         fs::write(dir.path().join("nats.conf"), conf).expect("write nats.conf");
-        let mut server = Server {
-            name: "nats-server",
+        let mut server = Server::with_conf(
+            "nats-server",
             exe,
-            conf: dir.path().join("nats.conf"),
-            log: dir.path().join("nats.log"),
+            dir.path().join("nats.conf"),
+            dir.path().join("nats.log"),
             port,
-            child: None,
-            paused: false,
-        };
+        );
         server.spawn();
         NatsServer { server, port, dir }
     }

@@ -88,7 +88,7 @@ fn events_reach_their_topic_in_order_keyed_and_a_name_kafka_refuses_is_counted()
     let Some(broker) = Tansu::start() else {
         return;
     };
-    eprintln!("tansu up in {:?}", broker.started_in);
+    eprintln!("tansu up in {:?}", broker.started_in());
     // Made beforehand, with three partitions: used as it is.
     broker.create_topic("made.elsewhere", 3);
     let sb = Sandbox::new();

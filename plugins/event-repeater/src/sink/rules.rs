@@ -22,6 +22,16 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// `TooLarge` when `payload_len` is over `max`, saying what `what`
+    /// (e.g. "a Kafka record") may hold.
+    pub fn over_limit(payload_len: usize, max: usize, what: &str) -> Option<Refusal> {
+        (payload_len > max).then(|| {
+            Refusal::TooLarge(format!(
+                "an event of {payload_len} bytes is over the {max} {what} may hold here"
+            ))
+        })
+    }
+
     /// What to tell the operator.
     pub fn message(&self) -> &str {
         match self {
@@ -142,5 +152,16 @@ mod tests {
         // The empty topic is a topic like any other, checked the first time.
         let fresh = Rules::new(Arc::new(Counting::default()));
         assert_eq!(fresh.refuse("", 1), None);
+    }
+
+    #[test]
+    fn over_limit_refuses_only_past_the_limit_and_names_both_sizes() {
+        assert_eq!(Refusal::over_limit(10, 10, "a record"), None);
+        assert_eq!(
+            Refusal::over_limit(11, 10, "a record")
+                .as_ref()
+                .map(Refusal::message),
+            Some("an event of 11 bytes is over the 10 a record may hold here")
+        );
     }
 }

@@ -78,17 +78,18 @@ impl SinkConfig for KafkaConfig {
         Some(MAX_EVENT)
     }
 
-    /// Makes the producer (librdkafka checks its settings here); it
-    /// connects, and keeps trying, once the sink runs.
+    /// Makes the clients (librdkafka checks its settings here), which the
+    /// sink then uses; they connect, and keep trying, once the sink runs.
     fn build(
         &self,
         buffer: Arc<Buffer>,
         metrics: Arc<Metrics>,
     ) -> BoxFuture<'_, Result<Box<dyn Sink>, String>> {
         async move {
-            producer::Clients::make(self, &metrics)?;
+            let clients = producer::Clients::make(self, &metrics)?;
             let sink = KafkaSink {
                 cfg: self.clone(),
+                clients: Some(clients),
                 buffer,
                 metrics,
             };
@@ -107,16 +108,15 @@ impl TopicRules for KafkaRules {
     }
 
     fn refuse_size(&self, _topic: &str, payload_len: usize) -> Option<Refusal> {
-        (payload_len > MAX_EVENT).then(|| {
-            Refusal::TooLarge(format!(
-                "an event of {payload_len} bytes is over the {MAX_EVENT} a Kafka record may hold here"
-            ))
-        })
+        Refusal::over_limit(payload_len, MAX_EVENT, "a Kafka record")
     }
 }
 
 pub struct KafkaSink {
     pub cfg: KafkaConfig,
+    /// The clients `build` made, taken by the run; it makes new ones when
+    /// their producer's state is lost.
+    clients: Option<producer::Clients>,
     pub buffer: Arc<Buffer>,
     pub metrics: Arc<Metrics>,
 }

@@ -90,8 +90,9 @@ struct Loop<'a> {
 }
 
 /// Runs until the drain ends; returns the number of undelivered events.
-pub async fn run(sink: KafkaSink, drain: Drain) -> usize {
-    let mut l = Loop::new(&sink);
+pub async fn run(mut sink: KafkaSink, drain: Drain) -> usize {
+    let clients = sink.clients.take();
+    let mut l = Loop::new(&sink, clients);
     let mut deadline = None;
     let undelivered = loop {
         drain.beat();
@@ -136,11 +137,11 @@ pub async fn run(sink: KafkaSink, drain: Drain) -> usize {
 }
 
 impl<'a> Loop<'a> {
-    fn new(sink: &'a KafkaSink) -> Loop<'a> {
+    fn new(sink: &'a KafkaSink, clients: Option<Clients>) -> Loop<'a> {
         Loop {
             sink,
-            clients: None,
-            generation: 0,
+            generation: u64::from(clients.is_some()),
+            clients,
             inflight: FuturesUnordered::new(),
             retry: BTreeMap::new(),
             known: HashSet::new(),

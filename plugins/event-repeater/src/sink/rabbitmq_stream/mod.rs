@@ -114,11 +114,7 @@ impl TopicRules for RabbitRules {
     }
 
     fn refuse_size(&self, _topic: &str, payload_len: usize) -> Option<Refusal> {
-        (payload_len > MAX_EVENT).then(|| {
-            Refusal::TooLarge(format!(
-                "an event of {payload_len} bytes is over the {MAX_EVENT} a RabbitMQ stream message may hold here"
-            ))
-        })
+        Refusal::over_limit(payload_len, MAX_EVENT, "a RabbitMQ stream message")
     }
 }
 
