@@ -52,6 +52,9 @@ pub struct Link {
     pub events: mpsc::Receiver<Event>,
     pub node: String,
     pub streams: HashMap<Arc<str>, Producers>,
+    /// The stream of the last [`Link::ready`] and its producers: a route's
+    /// events share one `Arc`, so most events skip the map.
+    last: Option<(Arc<str>, Producers)>,
     free: Vec<u8>,
 }
 
@@ -80,6 +83,7 @@ pub async fn connect(
         events,
         node: shown,
         streams: HashMap::new(),
+        last: None,
         free: (0..=255u8).rev().collect(),
     })
 }
@@ -97,9 +101,30 @@ fn hint(e: &str) -> &'static str {
 }
 
 impl Link {
+    /// The producers of `stream` if it was the last one [`Link::ready`]
+    /// answered for (the same `Arc`) and they are all that is needed.
+    pub fn last_ready(&self, stream: &Arc<str>, plain: bool) -> Option<Producers> {
+        match &self.last {
+            Some((s, p)) if Arc::ptr_eq(s, stream) && (!plain || p.plain.is_some()) => Some(*p),
+            _ => None,
+        }
+    }
+
     /// The producers of `stream`, creating the stream (if missing) and
     /// declaring them first.
     pub async fn ready(
+        &mut self,
+        cfg: &RabbitConfig,
+        stream: &Arc<str>,
+        plain: bool,
+        busy: impl Fn(u8) -> bool,
+    ) -> Result<Producers, NotReady> {
+        let p = self.lookup(cfg, stream, plain, busy).await?;
+        self.last = Some((stream.clone(), p));
+        Ok(p)
+    }
+
+    async fn lookup(
         &mut self,
         cfg: &RabbitConfig,
         stream: &Arc<str>,
@@ -227,6 +252,7 @@ impl Link {
             )));
         };
         self.streams.remove(&stream);
+        self.last = None;
         for id in std::iter::once(p.named).chain(p.plain) {
             let _ = self.client.delete_publisher(id).await;
             self.free.push(id);

@@ -25,6 +25,9 @@ use crate::sink::{until, Drain};
 /// event goes alone, within the tuned frame max).
 const BATCH_BYTES: usize = 256 * 1024;
 
+/// The most events taken from the buffer at once.
+const TAKE_MAX: usize = 256;
+
 /// The loop's maps, looked up several times per event: foldhash rather
 /// than std's SipHash, which took 18.7% of the repeater's instructions per
 /// event here (callgrind, docs/benchmarks.md). Their keys are producer
@@ -64,6 +67,9 @@ struct Loop<'a> {
     plain_seq: u64,
     /// Not confirmed on an earlier connection, by acceptance order.
     retry: BTreeMap<u64, Job>,
+    /// Taken from the buffer together (one lock for many events), not
+    /// sent yet; newer than everything in `retry`.
+    taken: VecDeque<Record>,
     backoff: Backoff,
     paused_until: Option<Instant>,
     trouble: RateLimited,
@@ -85,7 +91,7 @@ pub async fn run(sink: RabbitSink, drain: Drain) -> usize {
     let undelivered = loop {
         drain.beat();
         let dl = drain.deadline(&mut deadline);
-        let held = l.pending.len() + l.retry.len();
+        let held = l.pending.len() + l.retry.len() + l.taken.len();
         if dl.is_some() && held == 0 && sink.buffer.is_queue_empty() {
             break 0;
         }
@@ -140,6 +146,7 @@ impl<'a> Loop<'a> {
             run_high: Map::default(),
             plain_seq: 0,
             retry: BTreeMap::new(),
+            taken: VecDeque::new(),
             backoff: Backoff::network(),
             paused_until: None,
             trouble: RateLimited::new(Duration::from_secs(5)),
@@ -217,7 +224,11 @@ impl<'a> Loop<'a> {
         if let Some((_, job)) = self.retry.pop_first() {
             return Some(job);
         }
-        let rec = self.sink.buffer.take_one()?;
+        if self.taken.is_empty() {
+            let room = self.sink.cfg.inflight.saturating_sub(self.pending.len());
+            self.taken.extend(self.sink.buffer.take(room.min(TAKE_MAX)));
+        }
+        let rec = self.taken.pop_front()?;
         Some(Job { rec, again: false })
     }
 
@@ -252,12 +263,16 @@ impl<'a> Loop<'a> {
                 sink.buffer.refuse(&job.rec, Reason::TooLarge, &why);
                 continue;
             }
-            let producers = match link
-                .ready(&sink.cfg, &stream, id.is_none(), |p| {
-                    busy.get(&p).is_some_and(|&n| n > 0)
-                })
-                .await
-            {
+            let producers = match link.last_ready(&stream, id.is_none()) {
+                Some(p) => Ok(p),
+                None => {
+                    link.ready(&sink.cfg, &stream, id.is_none(), |p| {
+                        busy.get(&p).is_some_and(|&n| n > 0)
+                    })
+                    .await
+                }
+            };
+            let producers = match producers {
                 Ok(p) => p,
                 Err(NotReady::Refused(why)) => {
                     self.refused
