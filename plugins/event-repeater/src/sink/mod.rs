@@ -15,6 +15,7 @@ pub mod drain;
 pub mod kafka;
 pub mod mqtt;
 pub mod nats;
+pub mod outbox;
 pub mod rabbitmq_stream;
 pub mod rules;
 pub mod stall;

@@ -2,7 +2,7 @@
 //! each delivery as librdkafka reports it, and sends again, after a
 //! backoff, what failed.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -24,18 +24,12 @@ use crate::reason::Reason;
 use crate::sink::kafka::producer::{Clients, NotReady};
 use crate::sink::kafka::topics::kafka_topic;
 use crate::sink::kafka::KafkaSink;
+use crate::sink::outbox::{Job, Outbox};
 use crate::sink::{until, Drain};
 
 /// The most topics remembered as existing; past it the memory starts over
 /// (a topic then costs one more creation request).
 const MAX_KNOWN_TOPICS: usize = 10_000;
-
-/// An event on its way.
-struct Job {
-    rec: Record,
-    /// Sent before (a republish).
-    again: bool,
-}
 
 /// A delivery librdkafka will report, with its event.
 struct InFlight {
@@ -73,8 +67,8 @@ struct Loop<'a> {
     /// nothing about the one in use.
     generation: u64,
     inflight: FuturesUnordered<InFlight>,
-    /// Failed, to send again, by acceptance order.
-    retry: BTreeMap<u64, Job>,
+    /// Not sent yet, or failed and to send again first.
+    outbox: Outbox,
     /// Kafka topics known to exist.
     known: HashSet<String>,
     /// The last sink topic mapped, and its Kafka topic (one route's events
@@ -97,7 +91,7 @@ pub async fn run(mut sink: KafkaSink, drain: Drain) -> usize {
     let undelivered = loop {
         drain.beat();
         let dl = drain.deadline(&mut deadline);
-        let held = l.inflight.len() + l.retry.len();
+        let held = l.inflight.len() + l.outbox.held();
         if dl.is_some() && held == 0 && sink.buffer.is_queue_empty() {
             break 0;
         }
@@ -122,7 +116,7 @@ pub async fn run(mut sink: KafkaSink, drain: Drain) -> usize {
                     l.settle(outcome);
                 }
             }
-            _ = sink.buffer.ready(), if want_new && l.retry.is_empty() => {}
+            _ = sink.buffer.ready(), if want_new && !l.outbox.has_retries() => {}
             _ = until(l.paused_until), if paused => { l.paused_until = None; }
             _ = drain.stop.recv(), if dl.is_none() => {}
             _ = until(dl) => {}
@@ -143,7 +137,7 @@ impl<'a> Loop<'a> {
             generation: u64::from(clients.is_some()),
             clients,
             inflight: FuturesUnordered::new(),
-            retry: BTreeMap::new(),
+            outbox: Outbox::default(),
             known: HashSet::new(),
             last_topic: None,
             last_ready: None,
@@ -193,14 +187,6 @@ impl<'a> Loop<'a> {
         }
     }
 
-    fn next_job(&mut self) -> Option<Job> {
-        if let Some((_, job)) = self.retry.pop_first() {
-            return Some(job);
-        }
-        let rec = self.sink.buffer.take_one()?;
-        Some(Job { rec, again: false })
-    }
-
     /// The Kafka topic of `rec` (the router refused the topics with none).
     fn topic(&mut self, rec: &Record) -> Result<Arc<str>, String> {
         if let Some((sink_topic, kafka)) = &self.last_topic {
@@ -246,7 +232,10 @@ impl<'a> Loop<'a> {
     async fn send(&mut self) {
         let sink = self.sink;
         while self.inflight.len() < sink.cfg.inflight {
-            let Some(job) = self.next_job() else { break };
+            let room = sink.cfg.inflight - self.inflight.len();
+            let Some(job) = self.outbox.next(&sink.buffer, room) else {
+                break;
+            };
             let topic = match self.topic(&job.rec) {
                 Ok(t) => t,
                 Err(why) => {
@@ -265,12 +254,12 @@ impl<'a> Loop<'a> {
                     continue;
                 }
                 Err(NotReady::Later(why)) => {
-                    self.retry.insert(job.rec.seq, job);
+                    self.outbox.retry(job);
                     return self.trouble(&why);
                 }
             }
             let Some(clients) = &self.clients else {
-                self.retry.insert(job.rec.seq, job);
+                self.outbox.retry(job);
                 return;
             };
             let key = job.rec.id.as_ref().map(|id| {
@@ -305,11 +294,11 @@ impl<'a> Loop<'a> {
                     }
                     // librdkafka's own queue is full: wait for deliveries.
                     Some(RDKafkaErrorCode::QueueFull) => {
-                        self.retry.insert(job.rec.seq, job);
+                        self.outbox.retry(job);
                         return;
                     }
                     _ => {
-                        self.retry.insert(job.rec.seq, job);
+                        self.outbox.retry(job);
                         return self.trouble(&format!("cannot produce to Kafka: {e}"));
                     }
                 },
@@ -337,7 +326,7 @@ impl<'a> Loop<'a> {
             }
             Some(Err(e)) => e,
             None => {
-                self.retry.insert(job.rec.seq, Job { again: true, ..job });
+                self.outbox.retry(Job { again: true, ..job });
                 return;
             }
         };
@@ -358,7 +347,7 @@ impl<'a> Loop<'a> {
                     }
                 }
                 let topic = job.rec.sink_topic.clone();
-                self.retry.insert(job.rec.seq, Job { again: true, ..job });
+                self.outbox.retry(Job { again: true, ..job });
                 if generation != self.generation || self.fatal() {
                     return;
                 }

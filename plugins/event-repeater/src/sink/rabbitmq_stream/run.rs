@@ -2,7 +2,7 @@
 //! RabbitMQ confirms, and on any trouble with the connection drops it and
 //! sends again, on a new one, what was not confirmed.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,9 +11,9 @@ use app_plugin::log::{info, RateLimited, WARN};
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
-use crate::buffer::Record;
 use crate::metrics::{inc, set_problem};
 use crate::reason::Reason;
+use crate::sink::outbox::{Job, Outbox};
 use crate::sink::rabbitmq_stream::client::proto::code_name;
 use crate::sink::rabbitmq_stream::client::{max_body, Batch};
 use crate::sink::rabbitmq_stream::link::{self, Event, Link, NotReady};
@@ -25,22 +25,12 @@ use crate::sink::{until, Drain};
 /// event goes alone, within the tuned frame max).
 const BATCH_BYTES: usize = 256 * 1024;
 
-/// The most events taken from the buffer at once.
-const TAKE_MAX: usize = 256;
-
 /// The loop's maps, looked up several times per event: foldhash rather
 /// than std's SipHash, which took 18.7% of the repeater's instructions per
 /// event here (callgrind, docs/benchmarks.md). Their keys are producer
 /// numbers and publishing ids, and `pending` holds at most `--inflight`
 /// entries, so a source choosing colliding ids gains nothing.
 type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-
-/// An event on its way.
-struct Job {
-    rec: Record,
-    /// Sent before (a republish).
-    again: bool,
-}
 
 struct Sent {
     job: Job,
@@ -65,11 +55,8 @@ struct Loop<'a> {
     /// The highest id sent per stream in this run (a source going back).
     run_high: Map<Arc<str>, u64>,
     plain_seq: u64,
-    /// Not confirmed on an earlier connection, by acceptance order.
-    retry: BTreeMap<u64, Job>,
-    /// Taken from the buffer together (one lock for many events), not
-    /// sent yet; newer than everything in `retry`.
-    taken: VecDeque<Record>,
+    /// Not sent yet, or not confirmed on an earlier connection.
+    outbox: Outbox,
     backoff: Backoff,
     paused_until: Option<Instant>,
     trouble: RateLimited,
@@ -91,7 +78,7 @@ pub async fn run(sink: RabbitSink, drain: Drain) -> usize {
     let undelivered = loop {
         drain.beat();
         let dl = drain.deadline(&mut deadline);
-        let held = l.pending.len() + l.retry.len() + l.taken.len();
+        let held = l.pending.len() + l.outbox.held();
         if dl.is_some() && held == 0 && sink.buffer.is_queue_empty() {
             break 0;
         }
@@ -119,7 +106,7 @@ pub async fn run(sink: RabbitSink, drain: Drain) -> usize {
                 }
             }
             _ = until(timeout_at), if timeout_at.is_some() => l.expire().await,
-            _ = sink.buffer.ready(), if want_new && l.retry.is_empty() => {}
+            _ = sink.buffer.ready(), if want_new && !l.outbox.has_retries() => {}
             _ = until(l.paused_until), if paused => { l.paused_until = None; }
             _ = drain.stop.recv(), if dl.is_none() => {}
             _ = until(dl) => {}
@@ -145,8 +132,7 @@ impl<'a> Loop<'a> {
             high: Map::default(),
             run_high: Map::default(),
             plain_seq: 0,
-            retry: BTreeMap::new(),
-            taken: VecDeque::new(),
+            outbox: Outbox::default(),
             backoff: Backoff::network(),
             paused_until: None,
             trouble: RateLimited::new(Duration::from_secs(5)),
@@ -202,7 +188,7 @@ impl<'a> Loop<'a> {
                 again: true,
                 ..sent.job
             };
-            self.retry.insert(job.rec.seq, job);
+            self.outbox.retry(job);
         }
         self.sent_order.clear();
         self.busy.clear();
@@ -220,25 +206,16 @@ impl<'a> Loop<'a> {
         self.pause();
     }
 
-    fn next_job(&mut self) -> Option<Job> {
-        if let Some((_, job)) = self.retry.pop_first() {
-            return Some(job);
-        }
-        if self.taken.is_empty() {
-            let room = self.sink.cfg.inflight.saturating_sub(self.pending.len());
-            self.taken.extend(self.sink.buffer.take(room.min(TAKE_MAX)));
-        }
-        let rec = self.taken.pop_front()?;
-        Some(Job { rec, again: false })
-    }
-
     /// Sends what failed first, then new events, up to the window, in
     /// batches per producer.
     async fn send(&mut self) -> Result<(), String> {
         let sink = self.sink;
         let mut batch: Option<Batch> = None;
         while self.pending.len() < sink.cfg.inflight {
-            let Some(job) = self.next_job() else { break };
+            let room = sink.cfg.inflight - self.pending.len();
+            let Some(job) = self.outbox.next(&sink.buffer, room) else {
+                break;
+            };
             // A replayed dead letter's id is below what the stream stored
             // since: under the named producer it would be dropped as a
             // duplicate, never stored. It goes by the producer without a
@@ -281,7 +258,7 @@ impl<'a> Loop<'a> {
                     continue;
                 }
                 Err(NotReady::Later(why)) => {
-                    self.retry.insert(job.rec.seq, job);
+                    self.outbox.retry(job);
                     self.flush(batch.take()).await?;
                     return Err(why);
                 }
@@ -291,7 +268,7 @@ impl<'a> Loop<'a> {
                     let p = producers.named;
                     if self.pending.contains_key(&(p, n)) {
                         // The same id is in flight: wait for its answer.
-                        self.retry.insert(job.rec.seq, job);
+                        self.outbox.retry(job);
                         break;
                     }
                     let high = self.high.get(&p).copied();
