@@ -1,14 +1,14 @@
 # shellcheck shell=bash
 # bench/relay-broker.sh: the repeater path and the results table that
 # relay-rabbitmq.sh and relay-kafka.sh share (the sink is the difference).
-# Source it first; call relay_prepare, then source bench/lib.sh (which
-# needs WORK); run_repeater needs WARMUP, INFLIGHT, REPEATER_ARGS and
+# Source it first (it sources bench/relay-prepare.sh); call relay_prepare
+# NAME curl jq time, then source bench/lib.sh (which needs WORK); run_repeater needs WARMUP, INFLIGHT, REPEATER_ARGS and
 # SINK_ARGS (an array: the repeater's sink flags) set, relay_table RUNS.
 #
-#   relay_prepare NAME          checks curl, jq and /usr/bin/time; builds
-#                               loadgen and the repeater (release) unless
-#                               BUILD=0; sets BIN, LOADGEN, REPEATER, OUT
-#                               (target/bench/NAME-TIME.jsonl) and WORK
+#   relay_prepare NAME TOOLS    (bench/relay-prepare.sh) checks the tools;
+#                               builds loadgen and the repeater (release)
+#                               unless BUILD=0; sets BIN, LOADGEN,
+#                               REPEATER, OUT and WORK
 #   repeater_metric SOCK NAME   a metric of the repeater's, from its socket
 #   run_repeater DIR COUNT TOPIC SIZE
 #                               loadgen sse -> the repeater -> SINK_ARGS;
@@ -20,23 +20,7 @@
 #   relay_table OUT             the Markdown table of OUT's JSON lines:
 #                               medians per path and size against direct
 
-relay_prepare() {
-    local me
-    me=$(basename "$0")
-    command -v curl >/dev/null || { echo "$me: curl not found (apt-get install curl)" >&2; exit 1; }
-    command -v jq >/dev/null || { echo "$me: jq not found (apt-get install jq)" >&2; exit 1; }
-    [ -x /usr/bin/time ] || { echo "$me: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
-    if [ "$BUILD" = 1 ]; then
-        cargo build --release -q -p app-bench-loadgen -p app-event-repeater
-    fi
-    BIN=${BIN:-$ROOT/target/release}
-    LOADGEN=$BIN/loadgen
-    REPEATER=$BIN/app-event-repeater
-    mkdir -p "$ROOT/target/bench"
-    OUT=${OUT:-$ROOT/target/bench/$1-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
-    : >"$OUT"
-    WORK=$(mktemp -d "/tmp/app-$1.XXXXXX")
-}
+. "$ROOT/bench/relay-prepare.sh"
 
 repeater_metric() {
     curl -s --max-time 2 --unix-socket "$1" http://x/metrics |

@@ -66,7 +66,7 @@ TANSU=${TANSU:-$(command -v tansu || echo "${CARGO_HOME:-$HOME/.cargo}/bin/tansu
 # relay_prepare (BIN, LOADGEN, REPEATER, OUT, WORK), run_repeater,
 # run_repeater_text and relay_table, into SINK_ARGS (set below).
 . "$ROOT/bench/relay-broker.sh"
-relay_prepare relay-kafka
+relay_prepare relay-kafka curl jq time
 # PIDS, stop_all, wait_port, cpu_s (all stopped at exit).
 . "$ROOT/bench/lib.sh"
 

@@ -66,19 +66,9 @@ command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || {
     exit 1
 }
 NATS_SERVER=$(command -v nats-server || echo /usr/sbin/nats-server)
-command -v curl >/dev/null || { echo "relay-nats.sh: curl not found (apt-get install curl)" >&2; exit 1; }
-command -v jq >/dev/null || { echo "relay-nats.sh: jq not found (apt-get install jq)" >&2; exit 1; }
-[ -x /usr/bin/time ] || { echo "relay-nats.sh: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
-if [ "$BUILD" = 1 ]; then
-    cargo build --release -q -p app-bench-loadgen -p app-event-repeater
-fi
-BIN=${BIN:-$ROOT/target/release}
-LOADGEN=$BIN/loadgen
-REPEATER=$BIN/app-event-repeater
-mkdir -p "$ROOT/target/bench"
-OUT=${OUT:-$ROOT/target/bench/relay-nats-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
-: >"$OUT"
-WORK=$(mktemp -d /tmp/app-relay-nats.XXXXXX)
+# BIN, LOADGEN, REPEATER, OUT and WORK.
+. "$ROOT/bench/relay-prepare.sh"
+relay_prepare relay-nats curl jq time
 # PIDS, stop_all (also at exit), wait_port.
 . "$ROOT/bench/lib.sh"
 

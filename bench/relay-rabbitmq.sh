@@ -76,7 +76,7 @@ done
 # relay_prepare (BIN, LOADGEN, REPEATER, OUT, WORK), run_repeater,
 # run_repeater_text and relay_table, into SINK_ARGS (set below).
 . "$ROOT/bench/relay-broker.sh"
-relay_prepare relay-rabbitmq
+relay_prepare relay-rabbitmq curl jq time
 # (all stopped at exit).
 . "$ROOT/bench/lib.sh"
 

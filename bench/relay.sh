@@ -73,16 +73,9 @@ command -v mosquitto >/dev/null || {
     echo "relay.sh: mosquitto not found; install it (apt-get install mosquitto)" >&2
     exit 1
 }
-if [ "$BUILD" = 1 ]; then
-    cargo build --release -q -p app-bench-loadgen -p app-event-repeater
-fi
-BIN=${BIN:-$ROOT/target/release}
-LOADGEN=$BIN/loadgen
-REPEATER=$BIN/app-event-repeater
-mkdir -p "$ROOT/target/bench"
-OUT=${OUT:-$ROOT/target/bench/relay-$(date -u +%Y%m%dT%H%M%SZ).jsonl}
-: >"$OUT"
-WORK=$(mktemp -d /tmp/app-relay-bench.XXXXXX)
+# BIN, LOADGEN, REPEATER, OUT and WORK.
+. "$ROOT/bench/relay-prepare.sh"
+relay_prepare relay
 # PIDS, stop_all (also at exit), wait_port.
 . "$ROOT/bench/lib.sh"
 
