@@ -134,7 +134,6 @@ impl Tansu {
 
     /// SIGKILL: what it acknowledged is in its SQLite file.
     pub fn kill(&mut self) {
-        self.server.resume();
         self.server.kill();
     }
 
