@@ -19,6 +19,7 @@ mod event_time;
 mod feeds;
 mod first_hour;
 mod first_run;
+mod fixtures_die_with_the_test;
 mod fleet;
 mod layout;
 mod lean;

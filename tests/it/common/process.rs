@@ -2,10 +2,35 @@
 //! signalled, waited for with a bound, and stopped on drop (SIGTERM, up to
 //! 5 s for the exit, then SIGKILL).
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus};
 use std::time::Duration;
 
 use super::wait_for;
+
+/// Makes `cmd`'s process get SIGKILL when the thread that spawns it ends,
+/// so a test binary killed without unwinding (a CI timeout, Ctrl-C) leaves
+/// no broker or repeater behind; drop handlers cover every other exit.
+/// The kernel ties the signal to the spawning thread: spawn from the test's
+/// own thread (as every fixture here does), not from a helper thread that
+/// ends first. Set after `uid`/`gid` (a credential change clears it).
+pub fn dies_with_test(cmd: &mut Command) -> &mut Command {
+    let test = std::process::id() as libc::pid_t;
+    // SAFETY: prctl and getppid are async-signal-safe; the closure only
+    // reads a copied pid.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The test died between fork and prctl: nobody would kill us.
+            if libc::getppid() != test {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        })
+    }
+}
 
 /// A spawned child process, stopped and reaped on drop.
 pub struct Proc {
@@ -16,7 +41,7 @@ pub struct Proc {
 impl Proc {
     /// Spawns `cmd`; panics naming `name` if it cannot start.
     pub fn spawn(name: &str, cmd: &mut Command) -> Proc {
-        let child = cmd
+        let child = dies_with_test(cmd)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
         Proc {

@@ -8,8 +8,10 @@ use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::process::Proc;
 use super::{free_port, require_tool, wait_for};
 
 /// Debian's `rabbitmq-server` script that runs the node in the foreground
@@ -23,8 +25,8 @@ const START_WITHIN: Duration = Duration::from_secs(90);
 /// One RabbitMQ node with `rabbitmq_stream` enabled, started from an
 /// enabled-plugins file and a `.conf` the test writes. Run as the
 /// `rabbitmq` user when the tests run as root (Erlang refuses nothing as
-/// root, but Debian's files belong to that user). Killed, with its `epmd`,
-/// on drop.
+/// root, but Debian's files belong to that user). Killed on drop, and its
+/// `epmd` with the last node that uses it.
 pub struct RabbitNode {
     /// `NAME@localhost`.
     pub node: String,
@@ -36,6 +38,8 @@ pub struct RabbitNode {
     pub started_in: Duration,
     child: Option<Child>,
     owner: Option<(u32, u32)>,
+    /// Shared by a cluster's nodes; stopped when the last of them drops.
+    _epmd: Arc<Proc>,
     // Dropped after the node (fields drop in order): its files outlive it.
     dir: tempfile::TempDir,
 }
@@ -45,7 +49,8 @@ impl RabbitNode {
     /// where it is not installed; a failure under `APP_TEST_REQUIRE_ALL=1`.
     pub fn start() -> Option<RabbitNode> {
         require_tool(SERVER, "rabbitmq-server")?;
-        let mut node = RabbitNode::prepare(free_port(), &[]);
+        let name = format!("app-test-{}", free_port());
+        let mut node = RabbitNode::prepare_named(&name, &epmd(free_port()), &[]);
         node.spawn();
         node.wait_ready();
         Some(node)
@@ -55,12 +60,12 @@ impl RabbitNode {
     /// returns. They share one `epmd` on a free port.
     pub fn cluster(n: usize) -> Option<Vec<RabbitNode>> {
         require_tool(SERVER, "rabbitmq-server")?;
-        let epmd = free_port();
+        let epmd = epmd(free_port());
         let tag = free_port();
         let names: Vec<String> = (0..n).map(|i| format!("app-test-{tag}-{i}")).collect();
         let mut nodes: Vec<RabbitNode> = names
             .iter()
-            .map(|name| RabbitNode::prepare_named(name, epmd, &names))
+            .map(|name| RabbitNode::prepare_named(name, &epmd, &names))
             .collect();
         // Started together: a node waits for its peers while it boots.
         for node in &mut nodes {
@@ -72,12 +77,7 @@ impl RabbitNode {
         Some(nodes)
     }
 
-    fn prepare(epmd_port: u16, peers: &[String]) -> RabbitNode {
-        let name = format!("app-test-{}", free_port());
-        RabbitNode::prepare_named(&name, epmd_port, peers)
-    }
-
-    fn prepare_named(name: &str, epmd_port: u16, peers: &[String]) -> RabbitNode {
+    fn prepare_named(name: &str, epmd: &(u16, Arc<Proc>), peers: &[String]) -> RabbitNode {
         let dir = tempfile::Builder::new()
             .prefix("app-rabbitmq-")
             .tempdir()
@@ -117,14 +117,11 @@ impl RabbitNode {
             stream_port,
             amqp_port,
             dist_port,
-            epmd_port: if epmd_port == 0 {
-                free_port()
-            } else {
-                epmd_port
-            },
+            epmd_port: epmd.0,
             started_in: Duration::ZERO,
             child: None,
             owner,
+            _epmd: Arc::clone(&epmd.1),
             dir,
         }
     }
@@ -155,7 +152,7 @@ impl RabbitNode {
             .env(
                 "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
                 format!(
-                    "-setcookie app-test-{} -kernel inet_dist_use_interface {{127,0,0,1}}",
+                    "-setcookie app-test-{} -start_epmd false -kernel inet_dist_use_interface {{127,0,0,1}}",
                     self.epmd_port
                 ),
             )
@@ -165,6 +162,7 @@ impl RabbitNode {
         if let Some((uid, gid)) = self.owner {
             cmd.uid(uid).gid(gid);
         }
+        super::process::dies_with_test(&mut cmd);
         self.child = Some(cmd.spawn().expect("start rabbitmq-server"));
     }
 
@@ -287,20 +285,30 @@ impl Drop for RabbitNode {
     fn drop(&mut self) {
         self.signal(libc::SIGKILL);
         self.reap(Duration::from_secs(10));
-        // The node started its own epmd (a daemon) on its private port.
-        let epmd = Command::new("epmd")
-            .arg("-kill")
-            .env("ERL_EPMD_PORT", self.epmd_port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        if let Ok(mut e) = epmd {
-            if wait_for(Duration::from_secs(5), || e.try_wait().ok().flatten()).is_none() {
-                let _ = e.kill();
-                let _ = e.wait();
-            }
-        }
     }
+}
+
+/// An `epmd` on `port` (127.0.0.1), in the foreground as the test's own
+/// child, for nodes started with `-start_epmd false`: the one a node would
+/// start itself is a daemon, which a test run killed without unwinding
+/// would leave behind.
+fn epmd(port: u16) -> (u16, Arc<Proc>) {
+    let mut cmd = Command::new("epmd");
+    cmd.args(["-port", &port.to_string(), "-address", "127.0.0.1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut proc = Proc::spawn("epmd", &mut cmd);
+    let up = wait_for(Duration::from_secs(10), || {
+        if !proc.alive() {
+            return Some(false);
+        }
+        std::net::TcpStream::connect(("127.0.0.1", port))
+            .is_ok()
+            .then_some(true)
+    });
+    assert_eq!(up, Some(true), "epmd did not listen on {port}");
+    (port, Arc::new(proc))
 }
 
 /// The `rabbitmq` user's uid and gid when the tests run as root (the node

@@ -88,7 +88,7 @@ impl Server {
             cmd.current_dir(dir);
         }
         let started = Instant::now();
-        let child = cmd
+        let child = super::process::dies_with_test(&mut cmd)
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", self.name));
         self.child = Some(child);
