@@ -155,10 +155,10 @@ impl Subscriber {
         if let Some(id) = session {
             cmd.args(["-c", "-i", id]);
         }
-        let mut child = cmd
-            .stdin(Stdio::null())
+        cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = super::process::dies_with_test(&mut cmd)
             .spawn()
             .expect("start mosquitto_sub");
         let out = child.stdout.take().expect("stdout");
