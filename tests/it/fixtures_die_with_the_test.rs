@@ -15,8 +15,12 @@ use common::process::{alive, dies_with_test};
 
 /// `sleep 60` spawned from a thread of its own, through `dies_with_test`
 /// when `guarded`; the thread then waits for `release` before it ends.
-/// Returns the thread and the child's pid (reaped by a thread of its own).
-fn sleeper_in_thread(guarded: bool, release: mpsc::Receiver<()>) -> (thread::JoinHandle<()>, i32) {
+/// Returns the thread (whose result says it was released, not timed out)
+/// and the child's pid (reaped by a thread of its own).
+fn sleeper_in_thread(
+    guarded: bool,
+    release: mpsc::Receiver<()>,
+) -> (thread::JoinHandle<bool>, i32) {
     let (tx, rx) = mpsc::channel();
     let handle = thread::spawn(move || {
         let mut cmd = Command::new("sleep");
@@ -26,9 +30,9 @@ fn sleeper_in_thread(guarded: bool, release: mpsc::Receiver<()>) -> (thread::Joi
         }
         let child = cmd.spawn().expect("spawn sleep");
         tx.send(child).expect("send child");
-        // Ends the thread (not the child) once released, or if the test
-        // itself goes away.
-        let _ = release.recv_timeout(Duration::from_secs(30));
+        // Ends the thread (not the child) once released, or after 30 s if
+        // the test itself goes away.
+        release.recv_timeout(Duration::from_secs(30)).is_ok()
     });
     let mut child = rx
         .recv_timeout(Duration::from_secs(10))
@@ -64,15 +68,13 @@ fn a_fixture_process_dies_when_the_thread_that_started_it_ends() {
     for release in [release_guarded, release_plain] {
         release.send(()).expect("release a spawning thread");
     }
-    guarded_thread
-        .join()
-        .expect("the guarded sleep's thread ended");
-    plain_thread.join().expect("the plain sleep's thread ended");
+    let released = [guarded_thread, plain_thread].map(|t| t.join().unwrap_or(false));
     let gone = common::wait_for(Duration::from_secs(5), || (!alive(guarded)).then_some(()));
     // The control: without the guard, the end of the spawning thread leaves
     // the child running, so `alive` would have seen the guarded one survive.
     let plain_survived = alive(plain);
     kill_both();
+    assert_eq!(released, [true, true], "a spawning thread was not released");
     assert!(
         gone.is_some(),
         "sleep {guarded} outlived the thread that spawned it"
