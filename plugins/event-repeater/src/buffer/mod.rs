@@ -372,14 +372,21 @@ impl Buffer {
 
     /// Moves up to `max` queued events to in flight, oldest first.
     pub fn take(&self, max: usize) -> Vec<Record> {
+        let mut taken = Vec::new();
+        self.take_into(&mut taken, max);
+        taken
+    }
+
+    /// [`Buffer::take`] into `out` (a sink's own queue), without a `Vec`
+    /// in between.
+    pub fn take_into(&self, out: &mut impl Extend<Record>, max: usize) {
         let mut inner = self.lock();
         let n = max.min(inner.queue.len());
-        let taken: Vec<Record> = inner.queue.drain(..n).collect();
-        let bytes: usize = taken.iter().map(Record::cost).sum();
+        let mut bytes = 0;
+        out.extend(inner.queue.drain(..n).inspect(|r| bytes += r.cost()));
         inner.queued_bytes -= bytes;
         inner.inflight += n;
         inner.inflight_bytes += bytes;
-        taken
     }
 
     /// An in-flight event is delivered (acknowledged by the broker); its

@@ -34,7 +34,7 @@ impl Outbox {
             return Some(job);
         }
         if self.taken.is_empty() {
-            self.taken.extend(buffer.take(room.min(TAKE_MAX)));
+            buffer.take_into(&mut self.taken, room.min(TAKE_MAX));
         }
         let rec = self.taken.pop_front()?;
         Some(Job { rec, again: false })
