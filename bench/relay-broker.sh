@@ -2,8 +2,9 @@
 # bench/relay-broker.sh: the repeater path and the results table that
 # relay-rabbitmq.sh and relay-kafka.sh share (the sink is the difference).
 # Source it first (it sources bench/relay-prepare.sh); call relay_prepare
-# NAME curl jq time, then source bench/lib.sh (which needs WORK); run_repeater needs WARMUP, INFLIGHT, REPEATER_ARGS and
-# SINK_ARGS (an array: the repeater's sink flags) set, relay_table RUNS.
+# NAME curl jq time, then source bench/lib.sh (which needs WORK);
+# run_repeater needs WARMUP, INFLIGHT, REPEATER_ARGS and SINK_ARGS (an
+# array: the repeater's sink flags) set, relay_table RUNS.
 #
 #   relay_prepare NAME TOOLS    (bench/relay-prepare.sh) checks the tools;
 #                               builds loadgen and the repeater (release)

@@ -33,13 +33,12 @@ pub struct RabbitNode {
     pub stream_port: u16,
     pub amqp_port: u16,
     dist_port: u16,
-    epmd_port: u16,
     /// How long the last start took, until both listeners answered.
     pub started_in: Duration,
     child: Option<Child>,
     owner: Option<(u32, u32)>,
     /// Shared by a cluster's nodes; stopped when the last of them drops.
-    _epmd: Arc<Proc>,
+    epmd: Arc<Epmd>,
     // Dropped after the node (fields drop in order): its files outlive it.
     dir: tempfile::TempDir,
 }
@@ -50,7 +49,7 @@ impl RabbitNode {
     pub fn start() -> Option<RabbitNode> {
         require_tool(SERVER, "rabbitmq-server")?;
         let name = format!("app-test-{}", free_port());
-        let mut node = RabbitNode::prepare_named(&name, &epmd(free_port()), &[]);
+        let mut node = RabbitNode::prepare_named(&name, &Epmd::start(), &[]);
         node.spawn();
         node.wait_ready();
         Some(node)
@@ -60,7 +59,7 @@ impl RabbitNode {
     /// returns. They share one `epmd` on a free port.
     pub fn cluster(n: usize) -> Option<Vec<RabbitNode>> {
         require_tool(SERVER, "rabbitmq-server")?;
-        let epmd = epmd(free_port());
+        let epmd = Epmd::start();
         let tag = free_port();
         let names: Vec<String> = (0..n).map(|i| format!("app-test-{tag}-{i}")).collect();
         let mut nodes: Vec<RabbitNode> = names
@@ -77,7 +76,7 @@ impl RabbitNode {
         Some(nodes)
     }
 
-    fn prepare_named(name: &str, epmd: &(u16, Arc<Proc>), peers: &[String]) -> RabbitNode {
+    fn prepare_named(name: &str, epmd: &Arc<Epmd>, peers: &[String]) -> RabbitNode {
         let dir = tempfile::Builder::new()
             .prefix("app-rabbitmq-")
             .tempdir()
@@ -117,11 +116,10 @@ impl RabbitNode {
             stream_port,
             amqp_port,
             dist_port,
-            epmd_port: epmd.0,
             started_in: Duration::ZERO,
             child: None,
             owner,
-            _epmd: Arc::clone(&epmd.1),
+            epmd: Arc::clone(epmd),
             dir,
         }
     }
@@ -140,7 +138,7 @@ impl RabbitNode {
             .env("RABBITMQ_NODE_IP_ADDRESS", "127.0.0.1")
             .env("RABBITMQ_NODE_PORT", self.amqp_port.to_string())
             .env("RABBITMQ_DIST_PORT", self.dist_port.to_string())
-            .env("ERL_EPMD_PORT", self.epmd_port.to_string())
+            .env("ERL_EPMD_PORT", self.epmd.port.to_string())
             .env("ERL_EPMD_ADDRESS", "127.0.0.1")
             .env("RABBITMQ_MNESIA_BASE", p("mnesia"))
             .env("RABBITMQ_LOG_BASE", p("log"))
@@ -153,7 +151,7 @@ impl RabbitNode {
                 "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
                 format!(
                     "-setcookie app-test-{} -start_epmd false -kernel inet_dist_use_interface {{127,0,0,1}}",
-                    self.epmd_port
+                    self.epmd.port
                 ),
             )
             .stdin(Stdio::null())
@@ -198,7 +196,7 @@ impl RabbitNode {
     /// `rabbitmqctl ARGS` against this node (its name, cookie and `epmd`):
     /// what it printed, or why it failed. Bounded by `--timeout 30`.
     pub fn ctl(&self, args: &[&str]) -> Result<String, String> {
-        let cookie = format!("app-test-{}", self.epmd_port);
+        let cookie = format!("app-test-{}", self.epmd.port);
         let out = Command::new("rabbitmqctl")
             .args([
                 "-n",
@@ -209,7 +207,7 @@ impl RabbitNode {
                 "30",
             ])
             .args(args)
-            .env("ERL_EPMD_PORT", self.epmd_port.to_string())
+            .env("ERL_EPMD_PORT", self.epmd.port.to_string())
             .env("HOME", self.dir.path())
             .stdin(Stdio::null())
             .output()
@@ -288,27 +286,35 @@ impl Drop for RabbitNode {
     }
 }
 
-/// An `epmd` on `port` (127.0.0.1), in the foreground as the test's own
-/// child, for nodes started with `-start_epmd false`: the one a node would
-/// start itself is a daemon, which a test run killed without unwinding
-/// would leave behind.
-fn epmd(port: u16) -> (u16, Arc<Proc>) {
-    let mut cmd = Command::new("epmd");
-    cmd.args(["-port", &port.to_string(), "-address", "127.0.0.1"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut proc = Proc::spawn("epmd", &mut cmd);
-    let up = wait_for(Duration::from_secs(10), || {
-        if !proc.alive() {
-            return Some(false);
-        }
-        std::net::TcpStream::connect(("127.0.0.1", port))
-            .is_ok()
-            .then_some(true)
-    });
-    assert_eq!(up, Some(true), "epmd did not listen on {port}");
-    (port, Arc::new(proc))
+/// An `epmd` on a free port of 127.0.0.1, in the foreground as the test's
+/// own child, for nodes started with `-start_epmd false`: the one a node
+/// would start itself is a daemon, which a test run killed without
+/// unwinding would leave behind. Stopped on drop (by its `Proc`).
+struct Epmd {
+    port: u16,
+    _proc: Proc,
+}
+
+impl Epmd {
+    fn start() -> Arc<Epmd> {
+        let port = free_port();
+        let mut cmd = Command::new("epmd");
+        cmd.args(["-port", &port.to_string(), "-address", "127.0.0.1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut proc = Proc::spawn("epmd", &mut cmd);
+        let up = wait_for(Duration::from_secs(10), || {
+            if !proc.alive() {
+                return Some(false);
+            }
+            std::net::TcpStream::connect(("127.0.0.1", port))
+                .is_ok()
+                .then_some(true)
+        });
+        assert_eq!(up, Some(true), "epmd did not listen on {port}");
+        Arc::new(Epmd { port, _proc: proc })
+    }
 }
 
 /// The `rabbitmq` user's uid and gid when the tests run as root (the node
