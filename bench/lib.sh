@@ -58,7 +58,8 @@ app_dirs() {
 
 # A RabbitMQ node of the benchmark's own, never the machine's shared one
 # (5672/5552): a private name, cookie and epmd (a process of ours, so it
-# goes with the run), free ports on 127.0.0.1, the stream plugin from an
+# goes with the run; the node is told not to start one of its own, a
+# daemon that would outlive the run), free ports on 127.0.0.1, the stream plugin from an
 # enabled-plugins file, data and logs in the dir given. Debian's
 # /usr/lib/rabbitmq/bin/rabbitmq-server with RUNNING_UNDER_SYSTEMD execs
 # the VM, so the pid kept is the node's own. Run as root, the node runs as
@@ -110,7 +111,7 @@ rabbitmq_start() {
         RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins" RABBITMQ_CONFIG_FILE="$dir/rabbit" \
         RABBITMQ_CONF_ENV_FILE="$dir/env.conf" RABBITMQ_ADVANCED_CONFIG_FILE="$dir/advanced.config" \
         RABBITMQ_PID_FILE="$dir/rabbit.pid" \
-        RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-setcookie $tag -kernel inet_dist_use_interface {127,0,0,1}" \
+        RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-setcookie $tag -start_epmd false -kernel inet_dist_use_interface {127,0,0,1}" \
         "${as[@]}" "$RMQ_SERVER" </dev/null >"$dir/stdout.txt" 2>&1 &
     # Not in PIDS: stop_all (between runs) leaves the node up.
     RMQ_PID=$!

@@ -2,7 +2,9 @@
 //! [`NODES`] private nodes (Debian's `rabbitmq-server`, the stream plugin
 //! from an enabled-plugins file written here), never the machine's own
 //! node: their own names, ports, cookie, `epmd` (a process of the run's, so
-//! it goes with the run), data and log directories under the work dir.
+//! it goes with the run; `-start_epmd false` keeps the nodes from starting
+//! a daemon one that would outlive it), data and log directories under the
+//! work dir.
 //! Streams listen on 127.0.0.1 (the checker) and on the brokers' address
 //! (the repeaters in their namespaces); AMQP and distribution on 127.0.0.1.
 
@@ -158,7 +160,7 @@ fn node_spec(
         (
             "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
             format!(
-                "-setcookie chaos-{tag} -kernel inet_dist_use_interface {{127,0,0,1}}",
+                "-setcookie chaos-{tag} -start_epmd false -kernel inet_dist_use_interface {{127,0,0,1}}",
                 tag = std::process::id()
             ),
         ),
