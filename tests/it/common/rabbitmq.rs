@@ -7,7 +7,7 @@
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,7 @@ pub struct RabbitNode {
     dist_port: u16,
     /// How long the last start took, until both listeners answered.
     pub started_in: Duration,
-    child: Option<Child>,
+    child: Option<Proc>,
     owner: Option<(u32, u32)>,
     /// Shared by a cluster's nodes; stopped when the last of them drops.
     epmd: Arc<Epmd>,
@@ -160,19 +160,14 @@ impl RabbitNode {
         if let Some((uid, gid)) = self.owner {
             cmd.uid(uid).gid(gid);
         }
-        super::process::dies_with_test(&mut cmd);
-        self.child = Some(cmd.spawn().expect("start rabbitmq-server"));
+        self.child = Some(Proc::spawn("rabbitmq-server", &mut cmd));
     }
 
     fn wait_ready(&mut self) {
         let t0 = Instant::now();
         let (stream, amqp) = (self.stream_port, self.amqp_port);
         let up = wait_for(START_WITHIN, || {
-            let running = match self.child.as_mut() {
-                Some(c) => matches!(c.try_wait(), Ok(None)),
-                None => false,
-            };
-            if !running {
+            if !self.child.as_mut().is_some_and(Proc::alive) {
                 return Some(false);
             }
             let open = |port| std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
@@ -237,28 +232,17 @@ impl RabbitNode {
     }
 
     fn signal(&self, sig: i32) {
-        if let Some(c) = &self.child {
-            // SAFETY: kill(2) with a pid we spawned and have not reaped.
-            unsafe { libc::kill(c.id() as i32, sig) };
+        if let Some(p) = &self.child {
+            p.signal(sig);
         }
     }
 
-    /// Waits up to `within` for the node to exit; SIGKILL after that.
-    fn reap(&mut self, within: Duration) {
-        let Some(mut c) = self.child.take() else {
-            return;
-        };
-        let exited = wait_for(within, || c.try_wait().ok().flatten());
-        if exited.is_none() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// Hard stop (SIGKILL); the data stays for [`RabbitNode::restart`].
+    /// Hard stop (SIGKILL, then reaped); the data stays for
+    /// [`RabbitNode::restart`].
     pub fn kill(&mut self) {
-        self.signal(libc::SIGKILL);
-        self.reap(Duration::from_secs(10));
+        if let Some(mut p) = self.child.take() {
+            p.kill9();
+        }
     }
 
     /// Freezes the node (SIGSTOP): its sockets stay open, it answers nothing.
@@ -280,9 +264,10 @@ impl RabbitNode {
 }
 
 impl Drop for RabbitNode {
+    // SIGKILL at once, not the SIGTERM of `Proc`'s drop: a node's clean
+    // shutdown takes seconds, and its data goes with the test.
     fn drop(&mut self) {
-        self.signal(libc::SIGKILL);
-        self.reap(Duration::from_secs(10));
+        self.kill();
     }
 }
 
