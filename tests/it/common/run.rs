@@ -83,8 +83,9 @@ impl Run {
             .map(|a| format!("{:?}", a.to_string_lossy()))
             .collect::<Vec<_>>()
             .join(" ");
-        let mut child = self
-            .cmd
+        // Killed with the test too: a test binary killed without unwinding
+        // would leave a command still running behind.
+        let mut child = super::process::dies_with_test(&mut self.cmd)
             .stdin(if self.stdin.is_some() {
                 Stdio::piped()
             } else {
