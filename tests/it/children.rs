@@ -14,17 +14,62 @@ use std::time::{Duration, Instant};
 
 use common::Sandbox;
 
-/// The pids in `file` (one per line), once it holds `n` of them.
+/// The pids in `file` (one per line).
+fn read_pids(file: &Path) -> Vec<i32> {
+    fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|p| p.trim().parse().ok())
+        .collect()
+}
+
+/// The pids in `file`, once it holds `n` of them.
 fn pids(file: &Path, n: usize) -> Vec<i32> {
     common::wait_for(Duration::from_secs(5), || {
-        let pids: Vec<i32> = fs::read_to_string(file)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|p| p.trim().parse().ok())
-            .collect();
+        let pids = read_pids(file);
         (pids.len() >= n).then_some(pids)
     })
     .unwrap_or_else(|| panic!("{} never held {n} pids", file.display()))
+}
+
+/// Starts `app` (with `start`, which also clears what the last try left)
+/// until the metadata query's shell has written `n` live pids to `file`
+/// while `app` still runs: the app, those pids, and when it started.
+/// `app` gives a query 1 s; a loaded machine (the test run's first seconds
+/// on two cores) can spend that before the shell gets so far, and `app`
+/// then lists the plugin without its metadata and exits: tried again, three
+/// times at most.
+fn query_running(
+    file: &Path,
+    n: usize,
+    mut start: impl FnMut() -> Child,
+) -> (Child, Vec<i32>, Instant) {
+    for _ in 0..3 {
+        let _ = fs::remove_file(file);
+        let t = Instant::now();
+        let mut app = start();
+        let seen = common::wait_for(Duration::from_secs(5), || {
+            let pids = read_pids(file);
+            if pids.len() >= n && pids.iter().all(|&p| common::process::alive(p)) {
+                return Some(Some(pids));
+            }
+            app.try_wait().ok().flatten().map(|_| None)
+        });
+        match seen {
+            Some(Some(pids)) => return (app, pids, t),
+            // app's limit passed first: again.
+            Some(None) => continue,
+            None => {
+                let _ = app.kill();
+                let _ = app.wait();
+                panic!("{} never held {n} live pids while app ran", file.display());
+            }
+        }
+    }
+    panic!(
+        "app's metadata limit passed three times before the plugin wrote {n} pids to {}",
+        file.display()
+    );
 }
 
 fn assert_gone(pids: &[i32], what: &str) {
@@ -65,17 +110,20 @@ fn sleepy_trusted_plugin(sb: &Sandbox) -> (std::path::PathBuf, std::path::PathBu
 fn a_metadata_query_that_hangs_leaves_nothing_behind() {
     let sb = Sandbox::new();
     let (trusted, pid_file) = sleepy_trusted_plugin(&sb);
-    let t = Instant::now();
-    let out = sb
-        .app()
-        .args(["plugin", "list"])
-        .env("APP_PLUGIN_PATH", &trusted)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let (app, pids, t) = query_running(&pid_file, 2, || {
+        let _ = fs::remove_dir_all(sb.path().join("cache"));
+        sb.app()
+            .args(["plugin", "list"])
+            .env("APP_PLUGIN_PATH", &trusted)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    });
+    let out = app.wait_with_output().unwrap();
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert!(String::from_utf8_lossy(&out.stdout).contains("sleepy"));
-    assert_gone(&pids(&pid_file, 2), "metadata query after its timeout");
+    assert_gone(&pids, "metadata query after its timeout");
 }
 
 #[test]
@@ -83,18 +131,17 @@ fn a_metadata_query_dies_with_app() {
     let sb = Sandbox::new();
     let (trusted, pid_file) = sleepy_trusted_plugin(&sb);
     for (sig, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGKILL, "SIGKILL")] {
-        let _ = fs::remove_file(&pid_file);
-        // A fresh cache each time, so the plugin is asked again.
-        let _ = fs::remove_dir_all(sb.path().join("cache"));
-        let mut app = sb
-            .app()
-            .args(["plugin", "list"])
-            .env("APP_PLUGIN_PATH", &trusted)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let pids = pids(&pid_file, 2);
+        let (mut app, pids, _) = query_running(&pid_file, 2, || {
+            // A fresh cache each time, so the plugin is asked again.
+            let _ = fs::remove_dir_all(sb.path().join("cache"));
+            sb.app()
+                .args(["plugin", "list"])
+                .env("APP_PLUGIN_PATH", &trusted)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        });
         kill(&app, sig);
         let status = app.wait().unwrap();
         assert!(!status.success());
@@ -177,18 +224,16 @@ fn session(pid: i32) -> i32 {
     unsafe { libc::getsid(pid) }
 }
 
-/// Waits for the three pids of [`escapees`] and checks they run, one of
-/// them in a session other than `app`'s: what must then be gone.
-fn running_escapees(file: &Path, app: i32, what: &str) -> Vec<i32> {
-    let pids = pids(file, 3);
-    for &pid in &pids {
+/// Checks the three pids of [`escapees`] run, one of them in a session
+/// other than `app`'s: what must then be gone.
+fn check_escapees(pids: &[i32], app: i32, what: &str) {
+    for &pid in pids {
         assert!(common::process::alive(pid), "{what}: {pid} is not running");
     }
     assert!(
         pids.iter().any(|&p| session(p) != session(app)),
         "{what}: no process left app's session: {pids:?}"
     );
-    pids
 }
 
 /// A `git` and a `cargo` first on PATH: `git clone` makes the directory,
@@ -253,8 +298,6 @@ fn a_sigkill_of_app_leaves_no_child_of_any_kind_setsid_included() {
         ("cargo", &git_install, Some(&hang_cargo)),
     ];
     for (what, args, hang) in cases {
-        let _ = fs::remove_file(&pid_file);
-        let _ = fs::remove_dir_all(sb.path().join("cache/metadata"));
         if what == "listener" {
             sb.write_config(r#"{"listeners": [{"name": "stay", "timeout_ms": 10000}]}"#);
         } else {
@@ -263,16 +306,18 @@ fn a_sigkill_of_app_leaves_no_child_of_any_kind_setsid_included() {
         if let Some(h) = hang {
             fs::write(h, "").unwrap();
         }
-        let mut app = sb
-            .app()
-            .args(args)
-            .env("APP_PLUGIN_PATH", &trusted)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let pids = running_escapees(&pid_file, app.id() as i32, what);
+        let (mut app, pids, _) = query_running(&pid_file, 3, || {
+            let _ = fs::remove_dir_all(sb.path().join("cache/metadata"));
+            sb.app()
+                .args(args)
+                .env("APP_PLUGIN_PATH", &trusted)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        });
+        check_escapees(&pids, app.id() as i32, what);
         kill(&app, libc::SIGKILL);
         assert!(!app.wait().unwrap().success());
         assert_gone(&pids, what);
@@ -321,16 +366,18 @@ fn a_limit_that_passes_takes_setsid_grandchildren_too() {
     let (hang_git, hang_cargo) = (sb.path().join("hang-git"), sb.path().join("hang-cargo"));
     fake_tools(&sb, &pid_file, &hang_git, &hang_cargo);
     // The metadata query's 1 s passes.
-    let app = sb
-        .app()
-        .args(["plugin", "list"])
-        .env("APP_PLUGIN_PATH", &trusted)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let query = running_escapees(&pid_file, app.id() as i32, "metadata query");
+    let (app, query, _) = query_running(&pid_file, 3, || {
+        let _ = fs::remove_dir_all(sb.path().join("cache/metadata"));
+        sb.app()
+            .args(["plugin", "list"])
+            .env("APP_PLUGIN_PATH", &trusted)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    });
+    check_escapees(&query, app.id() as i32, "metadata query");
     let out = app.wait_with_output().unwrap();
     assert!(out.status.code().is_some(), "{out:?}");
     assert_gone(&query, "metadata query after its limit");
