@@ -9,7 +9,7 @@ use crate::common;
 use std::fs;
 use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Sandbox;
@@ -72,6 +72,20 @@ fn query_running(
     );
 }
 
+/// `app ARGS` asking the trusted plugins in `trusted` afresh (its metadata
+/// cache cleared), with no stdin and its output discarded (pipe it to read
+/// it).
+fn app_asking(sb: &Sandbox, trusted: &Path, args: &[&str]) -> Command {
+    let _ = fs::remove_dir_all(sb.path().join("cache/metadata"));
+    let mut cmd = sb.app();
+    cmd.args(args)
+        .env("APP_PLUGIN_PATH", trusted)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
 fn assert_gone(pids: &[i32], what: &str) {
     for &pid in pids {
         let gone = common::wait_for(Duration::from_secs(3), || {
@@ -111,11 +125,7 @@ fn a_metadata_query_that_hangs_leaves_nothing_behind() {
     let sb = Sandbox::new();
     let (trusted, pid_file) = sleepy_trusted_plugin(&sb);
     let (app, pids, t) = query_running(&pid_file, 2, || {
-        let _ = fs::remove_dir_all(sb.path().join("cache"));
-        sb.app()
-            .args(["plugin", "list"])
-            .env("APP_PLUGIN_PATH", &trusted)
-            .stdin(Stdio::null())
+        app_asking(&sb, &trusted, &["plugin", "list"])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap()
@@ -132,13 +142,7 @@ fn a_metadata_query_dies_with_app() {
     let (trusted, pid_file) = sleepy_trusted_plugin(&sb);
     for (sig, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGKILL, "SIGKILL")] {
         let (mut app, pids, _) = query_running(&pid_file, 2, || {
-            // A fresh cache each time, so the plugin is asked again.
-            let _ = fs::remove_dir_all(sb.path().join("cache"));
-            sb.app()
-                .args(["plugin", "list"])
-                .env("APP_PLUGIN_PATH", &trusted)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
+            app_asking(&sb, &trusted, &["plugin", "list"])
                 .spawn()
                 .unwrap()
         });
@@ -307,15 +311,7 @@ fn a_sigkill_of_app_leaves_no_child_of_any_kind_setsid_included() {
             fs::write(h, "").unwrap();
         }
         let (mut app, pids, _) = query_running(&pid_file, 3, || {
-            let _ = fs::remove_dir_all(sb.path().join("cache/metadata"));
-            sb.app()
-                .args(args)
-                .env("APP_PLUGIN_PATH", &trusted)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
+            app_asking(&sb, &trusted, args).spawn().unwrap()
         });
         check_escapees(&pids, app.id() as i32, what);
         kill(&app, libc::SIGKILL);
@@ -367,13 +363,7 @@ fn a_limit_that_passes_takes_setsid_grandchildren_too() {
     fake_tools(&sb, &pid_file, &hang_git, &hang_cargo);
     // The metadata query's 1 s passes.
     let (app, query, _) = query_running(&pid_file, 3, || {
-        let _ = fs::remove_dir_all(sb.path().join("cache/metadata"));
-        sb.app()
-            .args(["plugin", "list"])
-            .env("APP_PLUGIN_PATH", &trusted)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        app_asking(&sb, &trusted, &["plugin", "list"])
             .spawn()
             .unwrap()
     });
