@@ -175,10 +175,22 @@ pub fn snapshot(dir: &Path) -> Option<std::collections::BTreeMap<PathBuf, (u32, 
 
 /// A free TCP port on 127.0.0.1 (bound, then released).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("find a free port")
+    // Never one handed out before in this test binary: once the probe
+    // socket is closed the kernel may give the same port again, and two
+    // servers told to bind it collide (seen in the chaos run: a RabbitMQ
+    // node's AMQP and distribution ports).
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    for _ in 0..100 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("find a free port");
+        if GIVEN.lock().unwrap_or_else(|e| e.into_inner()).insert(port) {
+            return port;
+        }
+    }
+    panic!("no free port not handed out already, in 100 tries");
 }
 
 /// Polls `check` every 20 ms until it returns `Some` or `timeout` passes.
